@@ -1,0 +1,16 @@
+/* Per-thread diagnostic message behind simpler_last_error(). Diagnostics only:
+ * never used to select resources. */
+#ifndef PTORUN_LAST_ERROR_H
+#define PTORUN_LAST_ERROR_H
+
+/* Records a formatted message for the calling thread and returns `code`, so a
+ * failure path reads `return pto_fail(PTO_ERR_..., "...", ...);`. */
+int pto_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Clears the calling thread's message (called on entry of every exported call). */
+void pto_clear_error(void);
+
+/* The calling thread's message; "" when none. */
+const char *pto_last_error(void);
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * ptorun host-runtime C contract.
+ *
+ * Every libptorun_<arch>_<platform>_<runtime>.so exports exactly the functions
+ * declared here and nothing else. This header is the single source of the
+ * contract: symbols, constants, error codes and every structure that crosses
+ * the boundary, with its size and field offsets asserted at compile time.
+ * docs/abi.md explains it for users; ../shared/design/abi.md is the design.
+ */
+#ifndef PTORUN_PTO_RUNTIME_C_API_H
+#define PTORUN_PTO_RUNTIME_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptorun/pto_export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- error codes: 0 success, negative failure ---------------------------- */
+#define PTO_OK                        0
+#define PTO_ERR_FAILED               -1
+#define PTO_RUNTIME_ERR_UNSUPPORTED  -2
+#define PTO_ERR_INVALID_ARGUMENT     -3
+#define PTO_ERR_BAD_STORAGE          -4
+#define PTO_ERR_WRONG_PHASE          -5
+#define PTO_ERR_BUSY                 -6
+#define PTO_ERR_NOT_REGISTERED       -7
+#define PTO_ERR_OUT_OF_MEMORY        -8
+#define PTO_ERR_DEVICE               -9
+#define PTO_ERR_KERNEL_FAULT        -10
+#define PTO_ERR_TIMEOUT             -11
+#define PTO_ERR_BAD_CALLABLE        -12
+#define PTO_ERR_CAPACITY            -13
+#define PTO_ERR_ORCHESTRATION       -14
+#define PTO_ERR_POISONED            -15
+
+/* ---- constants ----------------------------------------------------------- */
+#define PTO_PIPELINE_CONTRACT_ABI_VERSION   1u
+#define PTO_PIPELINE_MAX_DEPTH              2u
+#define PTO_PIPELINE_MAX_RESOURCES          8u
+#define PTO_MAX_CALLABLES                  64
+#define PTO_MAX_TENSOR_ARGS               256
+#define PTO_MAX_SCALAR_ARGS               128
+#define PTO_MAX_TENSOR_DIMS                 5
+#define PTO_TRB_RING_COUNT                  4
+#define PTO_OUTPUT_PREFIX_BYTES          1024
+#define PTO_DEFAULT_TIMEOUT_MS          45000
+
+/* First 8 bytes of a run storage holding a prepared run ("SMPLRUN1"). */
+#define PTO_NATIVE_RUN_STORAGE_MAGIC 0x534D504C52554E31ull
+
+#define SIMPLER_NATIVE_RUN_POLL_NOT_READY 0
+#define SIMPLER_NATIVE_RUN_POLL_COMPLETE  1
+
+/* PipelineResource.kind; 0 is never valid (it is what an unfilled entry reads as). */
+typedef enum PipelineResourceKind {
+    PTO_PIPELINE_KIND_UNSPECIFIED = 0,
+    PTO_PIPELINE_GM_HEAP = 1,
+    PTO_PIPELINE_GM_SM = 2,
+    PTO_PIPELINE_RUNTIME_IMAGE = 3,
+    PTO_PIPELINE_TASK_ARGS = 4,
+    PTO_PIPELINE_AICPU_STREAM = 5,
+    PTO_PIPELINE_AICORE_STREAM = 6
+} PipelineResourceKind;
+
+/* PipelineResource.resource_class */
+typedef enum PipelineResourceClass {
+    PTO_PIPELINE_HOST_PER_RUN = 0,   /* carries the run's own content: pipeline_depth copies */
+    PTO_PIPELINE_DEVICE_SCRATCH = 1, /* populated once, reused: one copy */
+    PTO_PIPELINE_EXEC_HANDLE = 2     /* owned while the run executes: pipeline_depth copies */
+} PipelineResourceClass;
+
+/* ChipTensor.dtype */
+typedef enum PtoDataType {
+    PTO_DTYPE_F32 = 0, PTO_DTYPE_F16 = 1, PTO_DTYPE_BF16 = 2, PTO_DTYPE_I32 = 3,
+    PTO_DTYPE_I64 = 4, PTO_DTYPE_U8 = 5, PTO_DTYPE_I8 = 6, PTO_DTYPE_I16 = 7,
+    PTO_DTYPE_U32 = 8, PTO_DTYPE_U64 = 9
+} PtoDataType;
+#define PTO_DTYPE_COUNT 10
+
+/* ---- structures crossing the boundary ------------------------------------ */
+
+typedef struct NativeRunDescriptor {
+    uint32_t pipeline_slot;            /* < PTO_PIPELINE_MAX_DEPTH */
+    uint32_t arena_bank;               /* < 2; trb maps every slot to bank 0 */
+    uint64_t run_id;                   /* diagnostic */
+    uint64_t generation;               /* lease generation; diagnostic after admission */
+    uint64_t dispatch_id;              /* diagnostic */
+    uint64_t run_epoch;                /* process-unique identity of this prepare */
+    volatile int32_t *accepted_state;  /* optional acceptance sink; NULL = none */
+    int32_t accepted_value;            /* stored into the sink at the launch marker */
+} NativeRunDescriptor;
+
+typedef struct PipelineResource {
+    uint32_t kind;
+    uint32_t resource_class;
+    uint64_t bytes_per_copy;           /* reserved, 0 */
+} PipelineResource;
+
+typedef struct PipelineContract {
+    uint32_t abi_version;
+    uint32_t resource_count;
+    uint32_t pipeline_depth;
+    uint32_t reserved0;
+    PipelineResource resources[PTO_PIPELINE_MAX_RESOURCES];
+} PipelineContract;
+
+typedef struct PipelineSlotLease {
+    uint32_t slot_id;
+    uint32_t reserved;                 /* 0 */
+    uint64_t generation;               /* 0 = invalid */
+} PipelineSlotLease;
+
+#pragma pack(push, 1)
+typedef struct CallConfig {
+    int32_t aicpu_thread_num;          /* 0 = arch default; else 2..arch max */
+    int32_t block_dim;                 /* 0 = variant default; else 1..arch max */
+    int32_t enable_trace;              /* diagnostic */
+    int32_t enable_dump_args;          /* diagnostic */
+    int32_t enable_dep_graph;          /* diagnostic */
+    int32_t timeout_ms;                /* 0 = PTO_DEFAULT_TIMEOUT_MS */
+    uint64_t ring_task_window[PTO_TRB_RING_COUNT]; /* 0 = default; else power of two >= 4 */
+    uint64_t ring_heap[PTO_TRB_RING_COUNT];        /* 0 = default; else >= 1024 */
+    uint64_t ring_dep_pool[PTO_TRB_RING_COUNT];    /* 0 = default; else >= 4 */
+    char output_prefix[PTO_OUTPUT_PREFIX_BYTES];   /* required when a diagnostic is on */
+} CallConfig;
+#pragma pack(pop)
+
+typedef struct __attribute__((aligned(64))) ChipTensor {
+    uint64_t addr;            /* host address; a device address when child_memory */
+    uint64_t size;            /* bytes */
+    uint64_t owner_task_id;   /* reserved, 0 */
+    uint64_t start_offset;    /* elements */
+    int32_t version;          /* reserved, 0 */
+    uint32_t ndims;           /* 1..5 */
+    uint8_t dtype;            /* PtoDataType */
+    uint8_t manual_dep;       /* reserved, 0 */
+    uint8_t is_contiguous;
+    uint8_t child_memory;     /* 1: already a device buffer, passed through */
+    uint32_t shapes[PTO_MAX_TENSOR_DIMS];
+    uint64_t reserved64;
+    uint32_t strides[PTO_MAX_TENSOR_DIMS]; /* elements, each > 0 */
+    uint8_t reserved[36];
+} ChipTensor;
+
+typedef struct __attribute__((aligned(64))) ChipStorageTaskArgs {
+    ChipTensor tensors[PTO_MAX_TENSOR_ARGS];
+    uint64_t scalars[PTO_MAX_SCALAR_ARGS];
+    int32_t tensor_count;
+    int32_t scalar_count;
+} ChipStorageTaskArgs;
+
+/* Layout is contract: a change here is an ABI break. */
+#define PTO_ASSERT_LAYOUT(type, field, off) \
+    _Static_assert(offsetof(type, field) == (off), #type "." #field " offset")
+_Static_assert(sizeof(NativeRunDescriptor) == 56, "NativeRunDescriptor size");
+_Static_assert(_Alignof(NativeRunDescriptor) == 8, "NativeRunDescriptor align");
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, pipeline_slot, 0);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, arena_bank, 4);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, run_id, 8);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, generation, 16);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, dispatch_id, 24);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, run_epoch, 32);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, accepted_state, 40);
+PTO_ASSERT_LAYOUT(NativeRunDescriptor, accepted_value, 48);
+_Static_assert(sizeof(PipelineResource) == 16, "PipelineResource size");
+PTO_ASSERT_LAYOUT(PipelineResource, kind, 0);
+PTO_ASSERT_LAYOUT(PipelineResource, resource_class, 4);
+PTO_ASSERT_LAYOUT(PipelineResource, bytes_per_copy, 8);
+_Static_assert(sizeof(PipelineContract) == 144, "PipelineContract size");
+PTO_ASSERT_LAYOUT(PipelineContract, abi_version, 0);
+PTO_ASSERT_LAYOUT(PipelineContract, resource_count, 4);
+PTO_ASSERT_LAYOUT(PipelineContract, pipeline_depth, 8);
+PTO_ASSERT_LAYOUT(PipelineContract, resources, 16);
+_Static_assert(sizeof(PipelineSlotLease) == 16, "PipelineSlotLease size");
+PTO_ASSERT_LAYOUT(PipelineSlotLease, slot_id, 0);
+PTO_ASSERT_LAYOUT(PipelineSlotLease, reserved, 4);
+PTO_ASSERT_LAYOUT(PipelineSlotLease, generation, 8);
+_Static_assert(sizeof(CallConfig) == 1144, "CallConfig size");
+_Static_assert(_Alignof(CallConfig) == 1, "CallConfig is packed");
+PTO_ASSERT_LAYOUT(CallConfig, aicpu_thread_num, 0);
+PTO_ASSERT_LAYOUT(CallConfig, block_dim, 4);
+PTO_ASSERT_LAYOUT(CallConfig, enable_trace, 8);
+PTO_ASSERT_LAYOUT(CallConfig, enable_dump_args, 12);
+PTO_ASSERT_LAYOUT(CallConfig, enable_dep_graph, 16);
+PTO_ASSERT_LAYOUT(CallConfig, timeout_ms, 20);
+PTO_ASSERT_LAYOUT(CallConfig, ring_task_window, 24);
+PTO_ASSERT_LAYOUT(CallConfig, ring_heap, 56);
+PTO_ASSERT_LAYOUT(CallConfig, ring_dep_pool, 88);
+PTO_ASSERT_LAYOUT(CallConfig, output_prefix, 120);
+_Static_assert(sizeof(ChipTensor) == 128, "ChipTensor size");
+_Static_assert(_Alignof(ChipTensor) == 64, "ChipTensor align");
+PTO_ASSERT_LAYOUT(ChipTensor, addr, 0);
+PTO_ASSERT_LAYOUT(ChipTensor, size, 8);
+PTO_ASSERT_LAYOUT(ChipTensor, owner_task_id, 16);
+PTO_ASSERT_LAYOUT(ChipTensor, start_offset, 24);
+PTO_ASSERT_LAYOUT(ChipTensor, version, 32);
+PTO_ASSERT_LAYOUT(ChipTensor, ndims, 36);
+PTO_ASSERT_LAYOUT(ChipTensor, dtype, 40);
+PTO_ASSERT_LAYOUT(ChipTensor, manual_dep, 41);
+PTO_ASSERT_LAYOUT(ChipTensor, is_contiguous, 42);
+PTO_ASSERT_LAYOUT(ChipTensor, child_memory, 43);
+PTO_ASSERT_LAYOUT(ChipTensor, shapes, 44);
+PTO_ASSERT_LAYOUT(ChipTensor, reserved64, 64);
+PTO_ASSERT_LAYOUT(ChipTensor, strides, 72);
+PTO_ASSERT_LAYOUT(ChipTensor, reserved, 92);
+_Static_assert(sizeof(ChipStorageTaskArgs) == 33856, "ChipStorageTaskArgs size");
+_Static_assert(_Alignof(ChipStorageTaskArgs) == 64, "ChipStorageTaskArgs align");
+PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, tensors, 0);
+PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, scalars, 32768);
+PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, tensor_count, 33792);
+PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, scalar_count, 33796);
+
+/* ---- exported functions -------------------------------------------------- */
+
+/* identity */
+PTO_EXPORT const char *ptorun_variant(void);
+PTO_EXPORT const char *simpler_last_error(void);
+
+/* lifecycle */
+PTO_EXPORT void *create_device_context(void);
+PTO_EXPORT void destroy_device_context(void *ctx);
+PTO_EXPORT int simpler_init(void *ctx, int device_id,
+                            const uint8_t *aicpu, size_t aicpu_size,
+                            const uint8_t *aicore, size_t aicore_size,
+                            const uint8_t *dispatcher, size_t dispatcher_size,
+                            const CallConfig *prewarm);
+PTO_EXPORT int finalize_device(void *ctx);
+
+/* sizing of one run storage (a NativeRunContext) */
+PTO_EXPORT size_t get_runtime_size(void);
+PTO_EXPORT size_t get_runtime_alignment(void);
+
+/* device memory */
+PTO_EXPORT void *device_malloc_ctx(void *ctx, size_t n);
+PTO_EXPORT void device_free_ctx(void *ctx, void *p);
+PTO_EXPORT size_t committed_device_memory_ctx(void *ctx);
+PTO_EXPORT int copy_to_device_ctx(void *ctx, void *dev, const void *host, size_t n);
+PTO_EXPORT int copy_from_device_ctx(void *ctx, void *host, const void *dev, size_t n);
+
+/* callables */
+PTO_EXPORT int simpler_register_callable(void *ctx, int32_t id, const void *callable);
+PTO_EXPORT int simpler_unregister_callable(void *ctx, int32_t id);
+
+/* native runs */
+PTO_EXPORT int simpler_prepare_run(void *ctx, void *storage, int32_t id, const void *args,
+                                   const CallConfig *cfg, const NativeRunDescriptor *desc);
+PTO_EXPORT int simpler_launch_run(void *ctx, void *storage);
+PTO_EXPORT int simpler_poll_run(void *ctx, void *storage);
+PTO_EXPORT int simpler_wait_run(void *ctx, void *storage);
+PTO_EXPORT int simpler_finalize_run(void *ctx, void *storage);
+PTO_EXPORT int simpler_run(void *ctx, void *storage, int32_t id, const void *args,
+                           const CallConfig *cfg, const NativeRunDescriptor *desc);
+
+/* counters */
+PTO_EXPORT size_t get_aicpu_dlopen_count(void *ctx);
+PTO_EXPORT size_t get_host_dlopen_count(void *ctx);
+PTO_EXPORT size_t get_run_stream_set_create_count(void *ctx);
+
+/* pipeline */
+PTO_EXPORT const PipelineContract *get_pipeline_contract(void);
+PTO_EXPORT int supports_concurrent_native_prepare_ctx(void *ctx);
+PTO_EXPORT uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank);
+PTO_EXPORT uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PTORUN_PTO_RUNTIME_C_API_H */

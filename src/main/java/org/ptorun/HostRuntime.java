@@ -1,0 +1,151 @@
+package org.ptorun;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import org.ptorun.internal.Layouts;
+import org.ptorun.internal.LibraryLoader;
+import org.ptorun.internal.LoadedLibrary;
+import org.ptorun.internal.NativeApi;
+import org.ptorun.internal.NativeMemory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One loaded host-runtime library. {@link #load(Variant)} opens it once per variant per
+ * JVM, resolves every contract symbol, proves it is the variant asked for, and admits its
+ * pipeline contract; a library failing any of that is closed and refused.
+ */
+public final class HostRuntime {
+
+    private static final Logger LOG = LoggerFactory.getLogger(HostRuntime.class);
+    private static final Map<Variant, HostRuntime> LOADED = new ConcurrentHashMap<>();
+
+    private final Variant variant;
+    private final Path file;
+    private final NativeApi api;
+    private final PipelineContract contract;
+    private final long runStorageSize;
+    private final long runStorageAlignment;
+
+    private HostRuntime(Variant variant, Path file, NativeApi api, PipelineContract contract) {
+        this.variant = variant;
+        this.file = file;
+        this.api = api;
+        this.contract = contract;
+        this.runStorageSize = api.runtimeSize();
+        this.runStorageAlignment = api.runtimeAlignment();
+    }
+
+    /**
+     * The library of {@code variant}, loaded and admitted on first use.
+     *
+     * @throws LibraryLoadException when it cannot be found, loaded, or admitted
+     */
+    public static HostRuntime load(Variant variant) {
+        Objects.requireNonNull(variant, "variant");
+        return LOADED.computeIfAbsent(variant, HostRuntime::open);
+    }
+
+    private static HostRuntime open(Variant variant) {
+        String fileName = variant.libraryFileName();
+        LoadedLibrary library = LibraryLoader.load(variant.libraryName(), fileName);
+        try {
+            NativeApi api = library.api();
+            String reported = NativeMemory.cString(api.variant());
+            if (!variant.toString().equals(reported)) {
+                throw new LibraryLoadException(fileName + " (" + library.file() + ") reports variant '"
+                        + reported + "', expected '" + variant + "'");
+            }
+            PipelineContract contract = readContract(api.pipelineContract(), fileName);
+            HostRuntime runtime = new HostRuntime(variant, library.file(), api, contract);
+            runtime.checkStorageShape();
+            LOG.debug("loaded {} from {}: contract {}, run storage {} bytes aligned {}", variant,
+                    library.file(), contract, runtime.runStorageSize, runtime.runStorageAlignment);
+            return runtime;
+        } catch (RuntimeException e) {
+            library.close();
+            throw e;
+        }
+    }
+
+    private static PipelineContract readContract(long address, String fileName) {
+        if (address == 0) {
+            throw new LibraryLoadException(fileName + ": get_pipeline_contract() returned NULL");
+        }
+        ByteBuffer c = NativeMemory.view(address, Layouts.PipelineContract.SIZE);
+        List<PipelineContract.RawResource> raw = new ArrayList<>(PipelineContract.MAX_RESOURCES);
+        for (int i = 0; i < PipelineContract.MAX_RESOURCES; i++) {
+            int at = Layouts.PipelineContract.RESOURCES + i * Layouts.PipelineResource.SIZE;
+            raw.add(new PipelineContract.RawResource(
+                    c.getInt(at + Layouts.PipelineResource.KIND),
+                    c.getInt(at + Layouts.PipelineResource.RESOURCE_CLASS),
+                    c.getLong(at + Layouts.PipelineResource.BYTES_PER_COPY)));
+        }
+        try {
+            return PipelineContract.admit(
+                    c.getInt(Layouts.PipelineContract.ABI_VERSION),
+                    c.getInt(Layouts.PipelineContract.RESOURCE_COUNT),
+                    c.getInt(Layouts.PipelineContract.PIPELINE_DEPTH),
+                    raw);
+        } catch (IllegalArgumentException e) {
+            throw new LibraryLoadException(fileName + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void checkStorageShape() {
+        if (runStorageSize < 8 || runStorageAlignment < 8 || Long.bitCount(runStorageAlignment) != 1) {
+            throw new LibraryLoadException(variant.libraryFileName() + ": run storage of "
+                    + runStorageSize + " bytes aligned " + runStorageAlignment
+                    + " violates the contract (size >= 8, alignment a power of two >= 8)");
+        }
+    }
+
+    public Variant variant() {
+        return variant;
+    }
+
+    /** The file the dynamic loader opened. */
+    public Path libraryFile() {
+        return file;
+    }
+
+    /** The admitted pipeline contract. */
+    public PipelineContract contract() {
+        return contract;
+    }
+
+    /** Bytes of one run storage ({@code get_runtime_size()}). */
+    public long runStorageSize() {
+        return runStorageSize;
+    }
+
+    /** Alignment of one run storage ({@code get_runtime_alignment()}). */
+    public long runStorageAlignment() {
+        return runStorageAlignment;
+    }
+
+    /** The contract symbols this library exports, every one resolved at load. */
+    public List<String> exportedSymbols() {
+        return NativeApi.SYMBOLS;
+    }
+
+    /** The bound native functions (internal use). */
+    NativeApi api() {
+        return api;
+    }
+
+    /** The calling thread's last native failure message; "" when none. */
+    String lastError() {
+        return NativeMemory.cString(api.lastError());
+    }
+
+    @Override
+    public String toString() {
+        return "HostRuntime[" + variant + ", " + contract + "]";
+    }
+}

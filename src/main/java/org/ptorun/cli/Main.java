@@ -1,0 +1,62 @@
+package org.ptorun.cli;
+
+import java.io.PrintStream;
+import java.util.Arrays;
+import org.ptorun.HostRuntime;
+import org.ptorun.PipelineContract;
+import org.ptorun.Variant;
+
+/** The ptorun command line: {@code demo}, {@code inspect [variant…]}. */
+public final class Main {
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        int rc = run(args, System.out, System.err);
+        if (rc != 0) {
+            System.exit(rc);
+        }
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        String command = args.length == 0 ? "demo" : args[0];
+        String[] rest = Arrays.copyOfRange(args, Math.min(1, args.length), args.length);
+        switch (command) {
+            case "demo":
+                return demo(out);
+            case "inspect":
+                return inspect(rest, out);
+            default:
+                err.println("usage: ptorun demo | inspect [<arch>/<platform>/<runtime> ...]");
+                return 2;
+        }
+    }
+
+    private static int demo(PrintStream out) {
+        out.println("ptorun demo: loading the eight host-runtime libraries");
+        return inspect(new String[0], out);
+    }
+
+    private static int inspect(String[] variants, PrintStream out) {
+        Iterable<Variant> selected = variants.length == 0
+                ? Variant.all()
+                : Arrays.stream(variants).map(Variant::parse).toList();
+        for (Variant v : selected) {
+            HostRuntime runtime = HostRuntime.load(v);
+            PipelineContract c = runtime.contract();
+            out.printf("%-18s %s  run storage %d B / align %d  contract %s  bank(slot)=%s%n",
+                    v, runtime.libraryFile().getFileName(), runtime.runStorageSize(),
+                    runtime.runStorageAlignment(), c, banks(c));
+        }
+        return 0;
+    }
+
+    private static String banks(PipelineContract c) {
+        StringBuilder sb = new StringBuilder("[");
+        for (int slot = 0; slot < c.pipelineDepth(); slot++) {
+            sb.append(slot == 0 ? "" : ",").append(c.bankOfSlot(slot));
+        }
+        return sb.append(']').toString();
+    }
+}

@@ -1,0 +1,126 @@
+package org.ptorun.internal;
+
+/**
+ * Sizes and field offsets of every structure crossing the C boundary, mirroring
+ * include/ptorun/pto_runtime_c_api.h. Off-heap code reads and writes by these offsets
+ * (no JNA Structure); LayoutsTest checks each constant against the C compiler.
+ * Nested class and constant names are the C struct and field names.
+ */
+public final class Layouts {
+
+    private Layouts() {
+    }
+
+    /** {@code PTO_NATIVE_RUN_STORAGE_MAGIC}: the tag of a storage holding a prepared run. */
+    public static final long PTO_NATIVE_RUN_STORAGE_MAGIC = 0x534D504C52554E31L;
+
+    public static final class NativeRunDescriptor {
+        public static final int SIZE = 56;
+        public static final int ALIGN = 8;
+        public static final int PIPELINE_SLOT = 0;
+        public static final int ARENA_BANK = 4;
+        public static final int RUN_ID = 8;
+        public static final int GENERATION = 16;
+        public static final int DISPATCH_ID = 24;
+        public static final int RUN_EPOCH = 32;
+        public static final int ACCEPTED_STATE = 40;
+        public static final int ACCEPTED_VALUE = 48;
+
+        private NativeRunDescriptor() {
+        }
+    }
+
+    public static final class PipelineResource {
+        public static final int SIZE = 16;
+        public static final int ALIGN = 8;
+        public static final int KIND = 0;
+        public static final int RESOURCE_CLASS = 4;
+        public static final int BYTES_PER_COPY = 8;
+
+        private PipelineResource() {
+        }
+    }
+
+    public static final class PipelineContract {
+        public static final int SIZE = 144;
+        public static final int ALIGN = 8;
+        public static final int ABI_VERSION = 0;
+        public static final int RESOURCE_COUNT = 4;
+        public static final int PIPELINE_DEPTH = 8;
+        public static final int RESOURCES = 16;
+
+        private PipelineContract() {
+        }
+    }
+
+    public static final class PipelineSlotLease {
+        public static final int SIZE = 16;
+        public static final int ALIGN = 8;
+        public static final int SLOT_ID = 0;
+        public static final int RESERVED = 4;
+        public static final int GENERATION = 8;
+
+        private PipelineSlotLease() {
+        }
+    }
+
+    public static final class CallConfig {
+        public static final int SIZE = 1144;
+        public static final int ALIGN = 1;
+        public static final int AICPU_THREAD_NUM = 0;
+        public static final int BLOCK_DIM = 4;
+        public static final int ENABLE_TRACE = 8;
+        public static final int ENABLE_DUMP_ARGS = 12;
+        public static final int ENABLE_DEP_GRAPH = 16;
+        public static final int TIMEOUT_MS = 20;
+        public static final int RING_TASK_WINDOW = 24;
+        public static final int RING_HEAP = 56;
+        public static final int RING_DEP_POOL = 88;
+        public static final int OUTPUT_PREFIX = 120;
+        /** Entries per ring array. */
+        public static final int RING_COUNT = 4;
+        /** Bytes of output_prefix, including its NUL. */
+        public static final int OUTPUT_PREFIX_BYTES = 1024;
+
+        private CallConfig() {
+        }
+    }
+
+    public static final class ChipTensor {
+        public static final int SIZE = 128;
+        public static final int ALIGN = 64;
+        public static final int ADDR = 0;
+        public static final int SIZE_FIELD = 8;
+        public static final int OWNER_TASK_ID = 16;
+        public static final int START_OFFSET = 24;
+        public static final int VERSION = 32;
+        public static final int NDIMS = 36;
+        public static final int DTYPE = 40;
+        public static final int MANUAL_DEP = 41;
+        public static final int IS_CONTIGUOUS = 42;
+        public static final int CHILD_MEMORY = 43;
+        public static final int SHAPES = 44;
+        public static final int STRIDES = 72;
+        /** Maximum dimensions (entries of shapes and strides). */
+        public static final int MAX_DIMS = 5;
+
+        private ChipTensor() {
+        }
+    }
+
+    public static final class ChipStorageTaskArgs {
+        public static final int SIZE = 33856;
+        public static final int ALIGN = 64;
+        public static final int TENSORS = 0;
+        public static final int SCALARS = 32768;
+        public static final int TENSOR_COUNT = 33792;
+        public static final int SCALAR_COUNT = 33796;
+        /** Capacity of tensors[]. */
+        public static final int MAX_TENSORS = 256;
+        /** Capacity of scalars[]. */
+        public static final int MAX_SCALARS = 128;
+
+        private ChipStorageTaskArgs() {
+        }
+    }
+}

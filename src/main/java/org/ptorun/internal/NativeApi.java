@@ -1,0 +1,114 @@
+package org.ptorun.internal;
+
+import java.util.List;
+
+/**
+ * The exported contract of one host-runtime library (include/ptorun/pto_runtime_c_api.h),
+ * with primitive signatures only: {@code long} for pointers, sizes and u64, {@code int}
+ * for codes, ids and u32. Each method calls the C function named in its comment. One
+ * implementation per loaded variant, bound by JNA direct mapping ({@link LibraryLoader}).
+ */
+public interface NativeApi {
+
+    /** Every symbol the contract requires, in header order. */
+    List<String> SYMBOLS = List.of(
+            "ptorun_variant", "simpler_last_error", "create_device_context",
+            "destroy_device_context", "simpler_init", "finalize_device",
+            "get_runtime_size", "get_runtime_alignment", "device_malloc_ctx",
+            "device_free_ctx", "committed_device_memory_ctx", "copy_to_device_ctx",
+            "copy_from_device_ctx", "simpler_register_callable", "simpler_unregister_callable",
+            "simpler_prepare_run", "simpler_launch_run", "simpler_poll_run",
+            "simpler_wait_run", "simpler_finalize_run", "simpler_run",
+            "get_aicpu_dlopen_count", "get_host_dlopen_count", "get_run_stream_set_create_count",
+            "get_pipeline_contract", "supports_concurrent_native_prepare_ctx", "get_arena_bank_gm_heap_base_ctx",
+            "get_retained_temp_addr_ctx");
+
+    /** The ambient-selection setters this design replaces: no library may export them. */
+    List<String> FORBIDDEN_SYMBOLS = List.of(
+            "select_pipeline_slot_ctx", "select_arena_bank_ctx",
+            "set_native_run_identity_ctx", "set_task_accepted_state_ctx");
+
+    /** {@code ptorun_variant} */
+    long variant();
+
+    /** {@code simpler_last_error} */
+    long lastError();
+
+    /** {@code create_device_context} */
+    long createDeviceContext();
+
+    /** {@code destroy_device_context} */
+    void destroyDeviceContext(long ctx);
+
+    /** {@code simpler_init} */
+    int init(long ctx, int deviceId, long aicpu, long aicpuSize, long aicore, long aicoreSize, long dispatcher, long dispatcherSize, long prewarm);
+
+    /** {@code finalize_device} */
+    int finalizeDevice(long ctx);
+
+    /** {@code get_runtime_size} */
+    long runtimeSize();
+
+    /** {@code get_runtime_alignment} */
+    long runtimeAlignment();
+
+    /** {@code device_malloc_ctx} */
+    long deviceMalloc(long ctx, long n);
+
+    /** {@code device_free_ctx} */
+    void deviceFree(long ctx, long p);
+
+    /** {@code committed_device_memory_ctx} */
+    long committedDeviceMemory(long ctx);
+
+    /** {@code copy_to_device_ctx} */
+    int copyToDevice(long ctx, long dev, long host, long n);
+
+    /** {@code copy_from_device_ctx} */
+    int copyFromDevice(long ctx, long host, long dev, long n);
+
+    /** {@code simpler_register_callable} */
+    int registerCallable(long ctx, int id, long callable);
+
+    /** {@code simpler_unregister_callable} */
+    int unregisterCallable(long ctx, int id);
+
+    /** {@code simpler_prepare_run} */
+    int prepareRun(long ctx, long storage, int id, long args, long cfg, long desc);
+
+    /** {@code simpler_launch_run} */
+    int launchRun(long ctx, long storage);
+
+    /** {@code simpler_poll_run} */
+    int pollRun(long ctx, long storage);
+
+    /** {@code simpler_wait_run} */
+    int waitRun(long ctx, long storage);
+
+    /** {@code simpler_finalize_run} */
+    int finalizeRun(long ctx, long storage);
+
+    /** {@code simpler_run} */
+    int run(long ctx, long storage, int id, long args, long cfg, long desc);
+
+    /** {@code get_aicpu_dlopen_count} */
+    long aicpuDlopenCount(long ctx);
+
+    /** {@code get_host_dlopen_count} */
+    long hostDlopenCount(long ctx);
+
+    /** {@code get_run_stream_set_create_count} */
+    long runStreamSetCreateCount(long ctx);
+
+    /** {@code get_pipeline_contract} */
+    long pipelineContract();
+
+    /** {@code supports_concurrent_native_prepare_ctx} */
+    int supportsConcurrentNativePrepare(long ctx);
+
+    /** {@code get_arena_bank_gm_heap_base_ctx} */
+    long arenaBankGmHeapBase(long ctx, int bank);
+
+    /** {@code get_retained_temp_addr_ctx} */
+    long retainedTempAddr(long ctx, int slot);
+}

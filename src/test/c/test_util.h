@@ -1,0 +1,28 @@
+/* Helpers shared by the native tests: opening a built library by variant. */
+#ifndef PTORUN_TEST_UTIL_H
+#define PTORUN_TEST_UTIL_H
+
+#include "ptorun/pto_runtime_c_api.h"
+
+/* The contract of one library, resolved with dlsym from the built .so. */
+typedef struct LoadedLib {
+    void *handle;
+    const char *(*variant)(void);
+    const char *(*last_error)(void);
+    void *(*create)(void);
+    void (*destroy)(void *);
+    void *(*malloc_)(void *, size_t);
+    void (*free_)(void *, void *);
+    size_t (*committed)(void *);
+    int (*copy_to)(void *, void *, const void *, size_t);
+    int (*copy_from)(void *, void *, const void *, size_t);
+} LoadedLib;
+
+/* Opens $PTORUN_LIB_DIR/libptorun_<name>.so (name like "a2a3_sim_hbg"). */
+int test_load_lib(const char *name, LoadedLib *out);
+void test_unload_lib(LoadedLib *lib);
+
+extern const char *const TEST_SIM_VARIANTS[4];
+extern const char *const TEST_ALL_VARIANTS[8];
+
+#endif

@@ -1,0 +1,81 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Set;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Test;
+import org.ptorun.internal.LibraryLoader;
+import org.ptorun.internal.NativeApi;
+
+/** Every one of the eight libraries loads, is the variant it claims, and exports exactly the contract. */
+class LibraryContractTest {
+
+    static Iterable<Variant> variants() {
+        return Variant.all();
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void loadsAndReportsItsVariant(Variant variant) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        assertThat(runtime.variant()).isEqualTo(variant);
+        assertThat(runtime.libraryFile().getFileName().toString()).isEqualTo(variant.libraryFileName());
+        assertThat(runtime.exportedSymbols()).containsExactlyElementsOf(NativeApi.SYMBOLS);
+        assertThat(runtime.runStorageSize()).isGreaterThanOrEqualTo(8);
+        assertThat(Long.bitCount(runtime.runStorageAlignment())).isEqualTo(1);
+        assertThat(HostRuntime.load(variant)).as("one instance per variant per JVM").isSameAs(runtime);
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void exportsExactlyTheContractAndNothingElse(Variant variant) throws Exception {
+        Path file = libDir().resolve(variant.libraryFileName());
+        Set<String> exported = ElfDynamicSymbols.definedGlobals(file);
+        assertThat(exported).containsExactlyInAnyOrderElementsOf(NativeApi.SYMBOLS);
+        assertThat(exported).doesNotContainAnyElementsOf(NativeApi.FORBIDDEN_SYMBOLS);
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void shipsTheContractOfDeviceModel(Variant variant) {
+        PipelineContract c = HostRuntime.load(variant).contract();
+        boolean a5trb = variant.arch() == Variant.Arch.A5 && variant.runtime() == Variant.RuntimeKind.TRB;
+        assertThat(c.pipelineDepth()).isEqualTo(a5trb ? 1 : 2);
+        if (a5trb) {
+            assertThat(c.resources()).isEmpty();
+        } else if (variant.runtime() == Variant.RuntimeKind.HBG) {
+            assertThat(c.resources()).hasSize(5);
+            assertThat(c.bankOfSlot(1)).as("hbg: bank = slot").isEqualTo(1);
+        } else {
+            assertThat(c.resources()).hasSize(6);
+            assertThat(c.bankOfSlot(1)).as("trb: every slot on bank 0").isZero();
+        }
+    }
+
+    @Test
+    void aMissingLibraryFailsWithAnActionableMessage() {
+        assertThatThrownBy(() -> LibraryLoader.load("ptorun_nowhere", "libptorun_nowhere.so"))
+                .isInstanceOf(LibraryLoadException.class)
+                .hasMessageContaining("libptorun_nowhere.so")
+                .hasMessageContaining("linux-x86-64/libptorun_nowhere.so")
+                .hasMessageContaining("-Djna.debug_load=true");
+    }
+
+    @Test
+    void aLibraryWithoutTheContractIsRefused() {
+        assertThatThrownBy(() -> LibraryLoader.load("m", "libm.so"))
+                .isInstanceOf(LibraryLoadException.class)
+                .hasMessageContaining("does not export the whole ptorun contract");
+    }
+
+    static Path libDir() {
+        Path dir = Path.of(System.getProperty("ptorun.libDir", "target/classes/linux-x86-64"));
+        assertThat(Files.isDirectory(dir)).as("library dir " + dir).isTrue();
+        return dir;
+    }
+}
