@@ -1,25 +1,101 @@
-/* The platform half of a library: the runner that owns one device. Exactly one
- * implementation is linked into each library (platform/sim or platform/onboard);
- * common/ reaches it only through these functions. Every function records a
- * precise message (last_error.h) when it fails. */
+/*
+ * The platform half of a library: the runner that owns one device. Exactly one
+ * implementation is linked into each library (platform/sim or platform/onboard).
+ * common/ calls these directly; the runtime halves reach them only through
+ * HostApi (common/host_api.c forwards each HostApiOps entry to the runner_*
+ * function of the same name). Every function records a precise message
+ * (last_error.h) when it fails and returns a PTO_ERR_* code, NULL or 0.
+ */
 #ifndef PTORUN_RUNNER_H
 #define PTORUN_RUNNER_H
 
+#include <stdalign.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/launch_signal.h"
+
 typedef struct Runner Runner;
 
-/* Creates a runner with no device attached. NULL when out of host memory. */
-Runner *runner_create(void);
-void runner_destroy(Runner *r);
+/* Device images handed to simpler_init (the runner keeps its own copies). */
+typedef struct DeviceImages {
+    const uint8_t *aicpu;
+    size_t aicpu_size;
+    const uint8_t *aicore;
+    size_t aicore_size;
+} DeviceImages;
 
-/* Device memory of the runner's device; the runner never frees or copies
- * outside a live allocation. */
+/* What the device runs for one run: filled by the runtime at bind, consumed by
+ * the platform at launch. The platform launches the AICore image's entry, then
+ * the AICPU image's entry with `args_dev`; it knows nothing of their content. */
+typedef struct DeviceLaunch {
+    uint64_t args_dev;        /* device address of the AICPU entry's argument block */
+    uint32_t aicpu_threads;   /* resolved: 2..arch max */
+    uint32_t block_dim;       /* resolved: 1..arch max */
+    uint32_t timeout_ms;      /* resolved: never 0 */
+    uint32_t reserved;
+} DeviceLaunch;
+
+/* The platform's per-run execution state. Lives inside the NativeRunContext (the
+ * caller's storage) from launch through finalize; its content is the platform's. */
+#define PTO_RUN_EXEC_BYTES 256
+typedef struct RunExec {
+    alignas(64) unsigned char opaque[PTO_RUN_EXEC_BYTES];
+} RunExec;
+
+/* ---- lifetime ------------------------------------------------------------- */
+Runner *runner_create(void);                    /* no device attached; NULL when out of memory */
+void runner_destroy(Runner *r);                 /* releases everything still held */
+int runner_init(Runner *r, int device_id, const DeviceImages *images);
+int runner_finalize(Runner *r);                 /* releases every device resource; back to un-initialized */
+int runner_initialized(Runner *r);
+int runner_poisoned(Runner *r);                 /* non-zero after an unrecovered device error */
+
+/* ---- device memory (user buffers and HostApi) ----------------------------- */
 void *runner_device_malloc(Runner *r, size_t n);
 int runner_device_free(Runner *r, void *p);
 size_t runner_committed_bytes(Runner *r);
 int runner_copy_to_device(Runner *r, void *dev, const void *host, size_t n);
 int runner_copy_from_device(Runner *r, void *host, const void *dev, size_t n);
+void *runner_register_device_memory_to_host(Runner *r, void *dev, size_t n);
+int runner_unregister_device_memory_from_host(Runner *r, void *dev);
+int runner_device_memset(Runner *r, void *dev, int value, size_t n);
+
+/* ---- per-slot and per-bank resources (HostApi) ---------------------------- */
+int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size);
+int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size);
+int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena);
+void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size);
+void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size);
+void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size);
+int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash,
+                                               const void *key, size_t key_size, void **image);
+int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash,
+                                              const void *key, size_t key_size, void *image);
+int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev);
+int runner_release_chip_callable_buffer(Runner *r, void *dev);
+
+/* ---- queries for the exported counters ------------------------------------ */
+uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank);  /* 0 if never committed */
+uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot);       /* 0 if none */
+size_t runner_aicpu_dlopen_count(Runner *r);
+size_t runner_run_stream_set_create_count(Runner *r);
+
+/* ---- execution: the run's job is enqueue then drain (executor thread) ------ */
+
+/* Submits the run to the device and crosses the launch marker, calling
+ * launch_signal_publish(signal) exactly there. Before the marker it owns
+ * rollback: a failure undoes everything, leaves a sticky error in `exec`, and
+ * never publishes. On success, everything poll and drain need is in `exec`. */
+int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal);
+
+/* Never blocks: SIMPLER_NATIVE_RUN_POLL_NOT_READY (0), _COMPLETE (1) when the device
+ * finished this run, or a negative error. Safe concurrently with runner_drain. */
+int runner_query(Runner *r, RunExec *exec);
+
+/* Waits for the device to finish the run (at most launch->timeout_ms, then
+ * PTO_ERR_TIMEOUT), releases the run's execution resources and returns the
+ * device's result (0, or the first error the device reported). */
+int runner_drain(Runner *r, RunExec *exec);
 
 #endif

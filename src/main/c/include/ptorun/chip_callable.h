@@ -1,0 +1,175 @@
+/*
+ * The ChipCallable binary format: the bytes handed to simpler_register_callable.
+ * Little-endian, every multi-byte field naturally aligned, every reference a
+ * {offset, size} pair in bytes from the start of the callable. Built in Java by
+ * org.ptorun.callable.ChipCallable; validated completely at registration
+ * (PTO_ERR_BAD_CALLABLE, never reading past total_size).
+ *
+ *   ChipCallableHeader
+ *   signature        signature_length bytes, one PtoArgDirection per parameter
+ *   children         child_count x ChipCallableChild
+ *   blobs            names, kernel library images, the orchestration
+ *
+ * The orchestration is a program (PtoProgramHeader + instructions, below) or an
+ * orchestration library image plus its entry symbol.
+ */
+#ifndef PTORUN_CHIP_CALLABLE_H
+#define PTORUN_CHIP_CALLABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTO_CALLABLE_MAGIC 0x43435450u          /* "PTCC" */
+#define PTO_CALLABLE_FORMAT_VERSION 1u
+#define PTO_CALLABLE_MAX_BYTES (256u << 20)
+#define PTO_CALLABLE_MAX_CHILDREN 64u
+#define PTO_CALLABLE_MAX_SIGNATURE 384u          /* 256 tensors + 128 scalars */
+#define PTO_CALLABLE_MAX_NAME 128u               /* kernel names and entry symbols, no NUL */
+#define PTO_CALLABLE_MAX_FUNC_ID 4095u
+
+/* Direction of a parameter (signature entries, program and task parameters). */
+typedef enum PtoArgDirection {
+    PTO_ARG_SCALAR = 0,
+    PTO_ARG_IN = 1,
+    PTO_ARG_OUT = 2,
+    PTO_ARG_INOUT = 3
+} PtoArgDirection;
+
+typedef enum PtoCoreType { PTO_CORE_AIC = 0, PTO_CORE_AIV = 1 } PtoCoreType;
+
+typedef enum PtoKernelSource {
+    PTO_KERNEL_BUILTIN = 0,   /* name is a built-in kernel of the AICore image */
+    PTO_KERNEL_LIBRARY = 1    /* image is a kernel library, name its entry symbol ([3/8]) */
+} PtoKernelSource;
+
+typedef enum PtoOrchestrationKind {
+    PTO_ORCH_PROGRAM = 0,     /* orchestration is program bytecode */
+    PTO_ORCH_LIBRARY = 1      /* orchestration is a library image + entry symbol ([3/8]) */
+} PtoOrchestrationKind;
+
+typedef struct PtoBlobRef {
+    uint32_t offset;          /* bytes from the start of the callable */
+    uint32_t size;            /* bytes; {0,0} = absent */
+} PtoBlobRef;
+
+typedef struct ChipCallableHeader {
+    uint32_t magic;               /* PTO_CALLABLE_MAGIC */
+    uint16_t format_version;      /* PTO_CALLABLE_FORMAT_VERSION */
+    uint16_t orchestration_kind;  /* PtoOrchestrationKind */
+    uint32_t total_size;          /* bytes of the whole callable, header included */
+    uint32_t child_count;         /* <= PTO_CALLABLE_MAX_CHILDREN */
+    uint32_t signature_length;    /* parameters, <= PTO_CALLABLE_MAX_SIGNATURE */
+    uint32_t reserved;            /* 0 */
+    PtoBlobRef signature;         /* signature_length bytes */
+    PtoBlobRef children;          /* child_count * sizeof(ChipCallableChild) bytes */
+    PtoBlobRef orchestration;     /* program bytes, or orchestration library image */
+    PtoBlobRef orchestration_entry; /* library: entry symbol; program: {0,0} */
+} ChipCallableHeader;
+
+typedef struct ChipCallableChild {
+    uint32_t func_id;             /* unique within the callable, <= PTO_CALLABLE_MAX_FUNC_ID */
+    uint8_t core_type;            /* PtoCoreType */
+    uint8_t source_kind;          /* PtoKernelSource */
+    uint16_t reserved;            /* 0 */
+    PtoBlobRef name;              /* built-in kernel name or library entry symbol (no NUL) */
+    PtoBlobRef image;             /* kernel library image; {0,0} for built-ins */
+    uint64_t resolved_addr;       /* 0 in the caller's bytes; the platform writes the kernel's
+                                     device address into its uploaded copy */
+} ChipCallableChild;
+
+/* ---- program orchestration ------------------------------------------------
+ * A program is a PtoProgramHeader followed by instruction_count instructions.
+ * Each instruction starts with PtoInsnHead; size_bytes covers the whole
+ * instruction and is a multiple of 8. Loop variables are named by nesting
+ * depth (0 = outermost enclosing LOOP). */
+
+#define PTO_PROGRAM_MAGIC 0x47505450u            /* "PTPG" */
+#define PTO_PROGRAM_MAX_LOOP_DEPTH 4u
+#define PTO_PROGRAM_MAX_LOCALS 256u
+#define PTO_PROGRAM_MAX_INSNS (1u << 20)
+#define PTO_MAX_TASK_PARAMS 32u
+
+typedef enum PtoOpcode {
+    PTO_OP_SUBMIT = 1,        /* PtoSubmitInsn + param_count x PtoProgramParam */
+    PTO_OP_ALLOC_TENSOR = 2,  /* PtoAllocInsn: a run-scoped local tensor ([3/8]) */
+    PTO_OP_LOOP = 3,          /* PtoLoopInsn: repeat until the matching END_LOOP ([3/8]) */
+    PTO_OP_END_LOOP = 4,      /* head only */
+    PTO_OP_SCOPE_BEGIN = 5,   /* head only ([3/8]) */
+    PTO_OP_SCOPE_END = 6      /* head only */
+} PtoOpcode;
+
+typedef enum PtoParamKind {
+    PTO_PARAM_ARG_TENSOR = 0,    /* view of argument tensor `index` */
+    PTO_PARAM_LOCAL_TENSOR = 1,  /* view of local tensor `index` (ALLOC_TENSOR) */
+    PTO_PARAM_SCALAR_IMM = 2,    /* the raw 64 bits of `imm` */
+    PTO_PARAM_SCALAR_ARG = 3,    /* argument scalar `index` */
+    PTO_PARAM_SCALAR_AFFINE = 4  /* the value of `offset` (e.g. a loop variable) */
+} PtoParamKind;
+
+/* base + sum(coef[d] * loop_var[d]) over the enclosing loops. */
+typedef struct PtoAffine {
+    int64_t base;
+    int64_t coef[PTO_PROGRAM_MAX_LOOP_DEPTH];
+} PtoAffine;
+
+typedef struct PtoProgramHeader {
+    uint32_t magic;               /* PTO_PROGRAM_MAGIC */
+    uint32_t instruction_count;   /* <= PTO_PROGRAM_MAX_INSNS */
+    uint32_t local_count;         /* local tensors, <= PTO_PROGRAM_MAX_LOCALS */
+    uint32_t reserved;            /* 0 */
+} PtoProgramHeader;
+
+typedef struct PtoInsnHead {
+    uint16_t opcode;              /* PtoOpcode */
+    uint16_t param_count;         /* SUBMIT: <= PTO_MAX_TASK_PARAMS; else 0 */
+    uint32_t size_bytes;          /* whole instruction, multiple of 8 */
+} PtoInsnHead;
+
+typedef struct PtoProgramParam {
+    uint8_t kind;                 /* PtoParamKind */
+    uint8_t direction;            /* tensors: IN/OUT/INOUT; scalars: PTO_ARG_SCALAR */
+    uint16_t reserved;            /* 0 */
+    uint32_t index;               /* tensor arg index, local id, or scalar arg index */
+    uint64_t imm;                 /* SCALAR_IMM */
+    PtoAffine offset;             /* tensors: byte offset of the view; SCALAR_AFFINE: value */
+    PtoAffine size;               /* tensors: byte size of the view */
+} PtoProgramParam;
+
+typedef struct PtoSubmitInsn {
+    PtoInsnHead head;             /* opcode SUBMIT, param_count params follow */
+    uint32_t func_id;             /* a child of the callable */
+    uint32_t reserved;            /* 0 */
+} PtoSubmitInsn;
+
+typedef struct PtoAllocInsn {
+    PtoInsnHead head;
+    uint32_t local_id;            /* < local_count, each allocated once */
+    uint32_t reserved;
+    uint64_t bytes;
+} PtoAllocInsn;
+
+typedef struct PtoLoopInsn {
+    PtoInsnHead head;
+    uint64_t count;               /* iterations; the loop variable runs 0..count-1 */
+} PtoLoopInsn;
+
+_Static_assert(sizeof(PtoBlobRef) == 8, "PtoBlobRef size");
+_Static_assert(sizeof(ChipCallableHeader) == 56, "ChipCallableHeader size");
+_Static_assert(offsetof(ChipCallableHeader, signature) == 24, "ChipCallableHeader.signature");
+_Static_assert(offsetof(ChipCallableHeader, orchestration_entry) == 48, "ChipCallableHeader.orchestration_entry");
+_Static_assert(sizeof(ChipCallableChild) == 32, "ChipCallableChild size");
+_Static_assert(offsetof(ChipCallableChild, name) == 8, "ChipCallableChild.name");
+_Static_assert(offsetof(ChipCallableChild, image) == 16, "ChipCallableChild.image");
+_Static_assert(offsetof(ChipCallableChild, resolved_addr) == 24, "ChipCallableChild.resolved_addr");
+_Static_assert(sizeof(PtoAffine) == 40, "PtoAffine size");
+_Static_assert(sizeof(PtoProgramHeader) == 16, "PtoProgramHeader size");
+_Static_assert(sizeof(PtoInsnHead) == 8, "PtoInsnHead size");
+_Static_assert(sizeof(PtoProgramParam) == 96, "PtoProgramParam size");
+_Static_assert(offsetof(PtoProgramParam, imm) == 8, "PtoProgramParam.imm");
+_Static_assert(offsetof(PtoProgramParam, offset) == 16, "PtoProgramParam.offset");
+_Static_assert(offsetof(PtoProgramParam, size) == 56, "PtoProgramParam.size");
+_Static_assert(sizeof(PtoSubmitInsn) == 16, "PtoSubmitInsn size");
+_Static_assert(sizeof(PtoAllocInsn) == 24, "PtoAllocInsn size");
+_Static_assert(sizeof(PtoLoopInsn) == 16, "PtoLoopInsn size");
+
+#endif

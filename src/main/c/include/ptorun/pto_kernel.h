@@ -1,0 +1,25 @@
+/*
+ * The kernel signature: built-in kernels of the AICore image and user kernel
+ * libraries alike. docs/kernels.md lists every built-in's parameters.
+ */
+#ifndef PTORUN_PTO_KERNEL_H
+#define PTORUN_PTO_KERNEL_H
+
+#include <stdint.h>
+
+typedef struct PtoKernelContext {
+    uint32_t core_type;       /* PtoCoreType: 0 AIC, 1 AIV */
+    uint32_t core_id;         /* logical core that runs the task */
+    uint32_t block_idx, block_dim;
+    uint64_t task_id;
+    /* Byte size of each argument's view (0 for scalars), parallel to `args`, so a
+     * kernel can refuse a view too small for its work instead of overrunning it. */
+    const uint64_t *arg_sizes;
+} PtoKernelContext;
+
+/* args: per task parameter, in order, the device address of a tensor view or the
+ * raw 64 bits of a scalar (an f32 scalar is its IEEE bits in the low 32 bits).
+ * Non-zero return fails the run with PTO_ERR_KERNEL_FAULT. */
+typedef int32_t (*PtoKernelFn)(const uint64_t *args, uint32_t nargs, const PtoKernelContext *k);
+
+#endif

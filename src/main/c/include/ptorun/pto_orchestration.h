@@ -1,0 +1,35 @@
+/*
+ * The orchestration API, one for both runtimes and for user orchestration
+ * libraries: an orchestration submits tasks whose dependencies the runtime
+ * infers from overlapping byte ranges (read-after-write, write-after-read,
+ * write-after-write, in submission order).
+ */
+#ifndef PTORUN_PTO_ORCHESTRATION_H
+#define PTORUN_PTO_ORCHESTRATION_H
+
+#include <stdint.h>
+
+#include "ptorun/pto_runtime_c_api.h"
+
+typedef struct PtoTaskParam {
+    uint32_t direction;       /* PtoArgDirection */
+    uint32_t reserved;        /* 0 */
+    uint64_t value;           /* tensors: device address of the view; scalars: raw bits */
+    uint64_t bytes;           /* tensors: byte size of the view; scalars: 0 */
+} PtoTaskParam;
+
+typedef struct PtoOrchApi {
+    int (*submit)(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
+    uint64_t (*alloc_tensor)(void *orch, uint64_t bytes);   /* intermediate, run-scoped; 0 on failure */
+    int (*scope_begin)(void *orch);
+    int (*scope_end)(void *orch);
+    /* read or write bytes of a run tensor by device address: on hbg (host) through the
+       host-access bridge, on trb (device) directly; outside the run's tensors: error */
+    int (*read_tensor)(void *orch, uint64_t dev_addr, void *dst, uint64_t n);
+    int (*write_tensor)(void *orch, uint64_t dev_addr, const void *src, uint64_t n);
+} PtoOrchApi;
+
+/* Receives the run's arguments with every tensor's addr rewritten to its device address. */
+typedef int (*PtoOrchestrationFn)(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args);
+
+#endif
