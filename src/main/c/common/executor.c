@@ -97,6 +97,8 @@ int executor_start(Executor *e, unsigned threads)
                             err);
         }
         e->thread_count++;
+        /* named here, not by the thread itself, so the name is set when start returns */
+        pthread_setname_np(e->threads[i], PTO_EXECUTOR_THREAD_NAME);
     }
     return PTO_OK;
 }

@@ -18,6 +18,9 @@
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 
+/* The executor threads' name (/proc/<pid>/task/<tid>/comm). */
+#define PTO_EXECUTOR_THREAD_NAME "ptorun-exec"
+
 /* One run's job, owned by the run from launch through finalize. */
 typedef struct ExecutorJob {
     /* what to run: set by executor_submit */

@@ -3,6 +3,7 @@
 #include "fixture.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,6 +15,41 @@ static int thread_count(void)
         n += e->d_name[0] != '.';
     if (d != NULL)
         closedir(d);
+    return n;
+}
+
+/* Executor threads alive now, found by their name. */
+static int executor_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* exited meanwhile */
+        if (fgets(comm, sizeof comm, f) != NULL && strncmp(comm, "ptorun-exec", 11) == 0)
+            n++;
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+/* A joined thread can linger in /proc for a moment until the kernel reaps it:
+ * wait (bounded, generously) for the count to reach `expected`, then report it. */
+static int settled_executor_count(int expected)
+{
+    int n = executor_count();
+    for (int i = 0; i < 5000 && n != expected; i++) {
+        struct timespec ts = { 0, 1000000L };
+        nanosleep(&ts, NULL);
+        n = executor_count();
+    }
     return n;
 }
 
@@ -194,28 +230,29 @@ TEST(queries_forward_to_the_runner)
 TEST(executor_threads_are_bounded_by_depth_and_joined_at_finalize)
 {
     fake_reset();
-    int before = thread_count();
+    CHECK_EQ_INT(settled_executor_count(0), 0);
     void *ctx = create_device_context();
-    CHECK_EQ_INT(thread_count(), before);        /* nothing runs before init */
+    CHECK_EQ_INT(executor_count(), 0);           /* nothing runs before init */
     CHECK_EQ_INT(simpler_init(ctx, 0, fix_image, sizeof fix_image, fix_image, sizeof fix_image, NULL, 0, NULL), PTO_OK);
-    CHECK_EQ_INT(thread_count(), before + 2);    /* depth 2 */
+    CHECK_EQ_INT(executor_count(), 2);           /* depth 2 */
     CHECK_EQ_INT(finalize_device(ctx), PTO_OK);
-    CHECK_EQ_INT(thread_count(), before);
+    CHECK_EQ_INT(settled_executor_count(0), 0);  /* stopped and joined */
     destroy_device_context(ctx);
 
     fake_script.pipeline_depth = 1;
     ctx = create_device_context();
     CHECK_EQ_INT(simpler_init(ctx, 0, fix_image, sizeof fix_image, fix_image, sizeof fix_image, NULL, 0, NULL), PTO_OK);
-    CHECK_EQ_INT(thread_count(), before + 1);
+    CHECK_EQ_INT(executor_count(), 1);
     destroy_device_context(ctx);                 /* finalizes, joins */
-    CHECK_EQ_INT(thread_count(), before);
+    CHECK_EQ_INT(settled_executor_count(0), 0);
 }
 
 TEST(no_thread_per_run)
 {
     Fixture f;
     fix_setup(&f);
-    int before = thread_count();
+    CHECK_EQ_INT(settled_executor_count(2), 2);
+    int before = thread_count(); /* no thread of this test is exiting: nothing to settle */
     for (int i = 0; i < 20; i++) {
         fake_hold_drain();
         CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);

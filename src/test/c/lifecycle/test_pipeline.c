@@ -3,6 +3,8 @@
  * hbg-like by default: depth 2, concurrent prepare supported. */
 #include "fixture.h"
 
+#include <time.h>
+
 /* Prepares run 0 (slot 0, bank 0), launches it and holds it in the drain. */
 static void start_predecessor(Fixture *f)
 {
@@ -135,4 +137,82 @@ TEST(concurrent_prepare_capability_follows_the_runtime)
     CHECK_EQ_INT(supports_concurrent_native_prepare_ctx(f.ctx), 0);
     CHECK_EQ_INT(supports_concurrent_native_prepare_ctx(NULL), 0);
     fix_teardown(&f);
+}
+
+/* ---- two threads pipelining runs on their own slots ----------------------- */
+
+typedef struct Pipeliner {
+    Fixture *f;
+    int index;          /* storage and slot/bank */
+    int runs;
+    int completed;
+    int unexpected;     /* any result other than OK or BUSY */
+} Pipeliner;
+
+static void nap(void)
+{
+    struct timespec ts = { 0, 50 * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Calls fn until it stops answering BUSY (the other thread's run is in the way). */
+static int until_not_busy(int (*fn)(Pipeliner *), Pipeliner *p)
+{
+    int rc;
+    while ((rc = fn(p)) == PTO_ERR_BUSY)
+        nap();
+    return rc;
+}
+
+static int pipeliner_prepare(Pipeliner *p)
+{
+    NativeRunDescriptor d = {
+        .pipeline_slot = (uint32_t)p->index,
+        .arena_bank = (uint32_t)p->index,
+        .run_epoch = (uint64_t)p->completed + 1,
+    };
+    return simpler_prepare_run(p->f->ctx, p->f->storage[p->index], FIX_CALLABLE_ID, p->f->args, &p->f->cfg, &d);
+}
+
+static int pipeliner_launch(Pipeliner *p)
+{
+    return simpler_launch_run(p->f->ctx, p->f->storage[p->index]);
+}
+
+static void *pipeline_runs(void *arg)
+{
+    Pipeliner *p = arg;
+    for (int i = 0; i < p->runs; i++) {
+        if (until_not_busy(pipeliner_prepare, p) != PTO_OK) {
+            p->unexpected++;
+            continue;
+        }
+        int rc = until_not_busy(pipeliner_launch, p);
+        rc |= simpler_finalize_run(p->f->ctx, p->f->storage[p->index]);
+        if (rc == PTO_OK)
+            p->completed++;
+        else
+            p->unexpected++;
+    }
+    return NULL;
+}
+
+TEST(two_threads_pipelining_on_their_own_slots_share_the_claim)
+{
+    Fixture f;
+    fix_setup(&f);
+    Pipeliner p[2] = { { &f, 0, 200, 0, 0 }, { &f, 1, 200, 0, 0 } };
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, pipeline_runs, &p[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(p[i].completed, 200);
+        CHECK_EQ_INT(p[i].unexpected, 0);
+        CHECK(fix_tag(f.storage[i]) == 0);
+    }
+    CHECK_EQ_INT(fake_record.enqueue_calls, 400);
+    CHECK_EQ_INT(fake_record.validate_calls, 400);
+    fix_teardown(&f); /* finalize_device succeeds: nothing outstanding */
 }
