@@ -248,12 +248,15 @@ struct RuntimeCallable {
     FakeCallable callable;
 };
 
-static PipelineContract fake_contract = { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION };
+/* Immutable, as a real contract is: one per scriptable depth. */
+static const PipelineContract fake_contracts[2] = {
+    { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION, .pipeline_depth = 1 },
+    { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION, .pipeline_depth = 2 },
+};
 
 const PipelineContract *runtime_pipeline_contract(void)
 {
-    fake_contract.pipeline_depth = fake_script.pipeline_depth;
-    return &fake_contract;
+    return &fake_contracts[fake_script.pipeline_depth == 1 ? 0 : 1];
 }
 
 int runtime_supports_concurrent_prepare(void) { return fake_script.concurrent_prepare; }
