@@ -4,6 +4,11 @@
 
 #define PTEST_MAX 512
 
+/* Names the binary's suite in the summary line (each binary prints one). */
+#ifndef PTEST_SUITE_NAME
+#define PTEST_SUITE_NAME "native tests"
+#endif
+
 static struct { const char *name; ptest_fn fn; } tests[PTEST_MAX];
 static int test_count;
 static int current_failures;
@@ -41,6 +46,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "FAILED %s\n", tests[i].name);
         }
     }
-    printf("native tests: %d passed, %d failed\n", passed, failed);
+    printf(PTEST_SUITE_NAME ": %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

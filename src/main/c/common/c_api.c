@@ -1,18 +1,15 @@
 /* The exported contract (include/ptorun/pto_runtime_c_api.h). Each entry point
  * clears the calling thread's message, validates its arguments and forwards to
- * the device context, the runner or the runtime. Capabilities whose issue has
- * not landed yet refuse with PTO_RUNTIME_ERR_UNSUPPORTED and say so. */
+ * the device context, the native-run state machine, the runner or the runtime. */
 #include <stdalign.h>
 
+#include "common/call_config.h"
 #include "common/device_context.h"
 #include "common/last_error.h"
 #include "common/native_run_context.h"
 #include "common/variant.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/runtime.h"
-
-#define NOT_BUILT(what, issue) what " is not built yet (issue " issue ")"
-#define LIFECYCLE_NOT_BUILT(fn) NOT_BUILT(fn ": the native-run lifecycle", "[2/8]")
 
 const char *ptorun_variant(void)
 {
@@ -32,6 +29,9 @@ void *create_device_context(void)
     return device_context_create();
 }
 
+/* Refused while a native run is outstanding: the context stays alive (and is
+ * leaked if the caller never finalizes its runs) rather than freeing memory
+ * under a live run; simpler_last_error says why. */
 void destroy_device_context(void *ctx)
 {
     pto_clear_error();
@@ -42,24 +42,35 @@ void destroy_device_context(void *ctx)
         device_context_destroy(dc);
 }
 
+/* The dispatcher image is accepted and ignored (design/device-model.md). */
 int simpler_init(void *ctx, int device_id, const uint8_t *aicpu, size_t aicpu_size,
                  const uint8_t *aicore, size_t aicore_size, const uint8_t *dispatcher,
                  size_t dispatcher_size, const CallConfig *prewarm)
 {
-    (void)device_id, (void)aicpu, (void)aicpu_size, (void)aicore, (void)aicore_size;
-    (void)dispatcher, (void)dispatcher_size, (void)prewarm;
+    (void)dispatcher, (void)dispatcher_size;
     pto_clear_error();
-    if (device_context_from(ctx, "simpler_init") == NULL)
+    DeviceContext *dc = device_context_from(ctx, "simpler_init");
+    if (dc == NULL)
         return PTO_ERR_INVALID_ARGUMENT;
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_init"));
+    if (device_id < 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "simpler_init: device_id %d is negative", device_id);
+    if (aicpu == NULL || aicpu_size == 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "simpler_init: the AICPU image is %s", aicpu == NULL ? "NULL" : "empty");
+    if (aicore == NULL || aicore_size == 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "simpler_init: the AICore image is %s", aicore == NULL ? "NULL" : "empty");
+    if (prewarm != NULL && call_config_validate(prewarm) != PTO_OK)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "simpler_init: prewarm %s", pto_last_error());
+    DeviceImages images = { aicpu, aicpu_size, aicore, aicore_size };
+    return device_context_init(dc, device_id, &images, prewarm);
 }
 
 int finalize_device(void *ctx)
 {
     pto_clear_error();
-    if (device_context_from(ctx, "finalize_device") == NULL)
+    DeviceContext *dc = device_context_from(ctx, "finalize_device");
+    if (dc == NULL)
         return PTO_ERR_INVALID_ARGUMENT;
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("finalize_device"));
+    return device_context_finalize(dc);
 }
 
 /* ---- sizing --------------------------------------------------------------- */
@@ -129,90 +140,105 @@ int copy_from_device_ctx(void *ctx, void *host, const void *dev, size_t n)
 
 /* ---- callables ------------------------------------------------------------ */
 
+static int check_callable_id(int32_t id, const char *fn)
+{
+    if (id < 0 || id >= PTO_MAX_CALLABLES)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: callable id %d is outside 0..%d", fn, id, PTO_MAX_CALLABLES - 1);
+    return PTO_OK;
+}
+
 int simpler_register_callable(void *ctx, int32_t id, const void *callable)
 {
-    (void)ctx, (void)id, (void)callable;
+    static const char fn[] = "simpler_register_callable";
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_register_callable"));
+    DeviceContext *dc = device_context_from(ctx, fn);
+    if (dc == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = check_callable_id(id, fn);
+    if (rc != PTO_OK)
+        return rc;
+    if (callable == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s(%d): callable is NULL", fn, id);
+    return device_context_register_callable(dc, id, callable);
 }
 
+/* An id that is not registered is not an error (0). */
 int simpler_unregister_callable(void *ctx, int32_t id)
 {
-    (void)ctx, (void)id;
+    static const char fn[] = "simpler_unregister_callable";
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_unregister_callable"));
+    DeviceContext *dc = device_context_from(ctx, fn);
+    if (dc == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = check_callable_id(id, fn);
+    if (rc != PTO_OK)
+        return rc;
+    return device_context_unregister_callable(dc, id);
 }
 
-/* ---- native runs ---------------------------------------------------------- */
+/* ---- native runs: the state machine is in native_run_context.c ------------ */
 
 int simpler_prepare_run(void *ctx, void *storage, int32_t id, const void *args,
                         const CallConfig *cfg, const NativeRunDescriptor *desc)
 {
-    (void)ctx, (void)storage, (void)id, (void)args, (void)cfg, (void)desc;
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_prepare_run"));
+    return native_run_prepare(ctx, storage, id, args, cfg, desc);
 }
 
 int simpler_launch_run(void *ctx, void *storage)
 {
-    (void)ctx, (void)storage;
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_launch_run"));
+    return native_run_launch(ctx, storage);
 }
 
 int simpler_poll_run(void *ctx, void *storage)
 {
-    (void)ctx, (void)storage;
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_poll_run"));
+    return native_run_poll(ctx, storage);
 }
 
 int simpler_wait_run(void *ctx, void *storage)
 {
-    (void)ctx, (void)storage;
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_wait_run"));
+    return native_run_wait(ctx, storage);
 }
 
 int simpler_finalize_run(void *ctx, void *storage)
 {
-    (void)ctx, (void)storage;
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_finalize_run"));
+    return native_run_finalize(ctx, storage);
 }
 
 int simpler_run(void *ctx, void *storage, int32_t id, const void *args,
                 const CallConfig *cfg, const NativeRunDescriptor *desc)
 {
-    (void)ctx, (void)storage, (void)id, (void)args, (void)cfg, (void)desc;
     pto_clear_error();
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("simpler_run"));
+    return native_run_blocking(ctx, storage, id, args, cfg, desc);
 }
 
 /* ---- counters ------------------------------------------------------------- */
 
 size_t get_aicpu_dlopen_count(void *ctx)
 {
-    (void)ctx;
     pto_clear_error();
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, NOT_BUILT("get_aicpu_dlopen_count: orchestration libraries", "[3/8]"));
-    return 0;
+    DeviceContext *dc = device_context_from(ctx, "get_aicpu_dlopen_count");
+    return dc == NULL ? 0 : runner_aicpu_dlopen_count(dc->runner);
 }
 
+/* hbg host orchestration libraries arrive in issue [3/8]; until then no
+ * library ever dlopens one on the host, so 0 is the true count. */
 size_t get_host_dlopen_count(void *ctx)
 {
-    (void)ctx;
     pto_clear_error();
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, NOT_BUILT("get_host_dlopen_count: orchestration libraries", "[3/8]"));
+    device_context_from(ctx, "get_host_dlopen_count");
     return 0;
 }
 
 size_t get_run_stream_set_create_count(void *ctx)
 {
-    (void)ctx;
     pto_clear_error();
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, NOT_BUILT("get_run_stream_set_create_count: onboard run streams", "[4/8]"));
-    return 0;
+    DeviceContext *dc = device_context_from(ctx, "get_run_stream_set_create_count");
+    return dc == NULL ? 0 : runner_run_stream_set_create_count(dc->runner);
 }
 
 /* ---- pipeline ------------------------------------------------------------- */
@@ -224,24 +250,36 @@ const PipelineContract *get_pipeline_contract(void)
 
 int supports_concurrent_native_prepare_ctx(void *ctx)
 {
-    (void)ctx;
     pto_clear_error();
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("supports_concurrent_native_prepare"));
-    return 0;
+    if (device_context_from(ctx, "supports_concurrent_native_prepare_ctx") == NULL)
+        return 0;
+    return runtime_supports_concurrent_prepare() ? 1 : 0;
 }
 
 uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank)
 {
-    (void)ctx, (void)bank;
     pto_clear_error();
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, LIFECYCLE_NOT_BUILT("get_arena_bank_gm_heap_base"));
-    return 0;
+    DeviceContext *dc = device_context_from(ctx, "get_arena_bank_gm_heap_base_ctx");
+    if (dc == NULL)
+        return 0;
+    if (bank >= PTO_PIPELINE_MAX_DEPTH) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "get_arena_bank_gm_heap_base_ctx: bank %u is not below %u", bank,
+                 PTO_PIPELINE_MAX_DEPTH);
+        return 0;
+    }
+    return runner_arena_bank_gm_heap_base(dc->runner, bank);
 }
 
 uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot)
 {
-    (void)ctx, (void)slot;
     pto_clear_error();
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, NOT_BUILT("get_retained_temp_addr: trb retained buffers", "[3/8]"));
-    return 0;
+    DeviceContext *dc = device_context_from(ctx, "get_retained_temp_addr_ctx");
+    if (dc == NULL)
+        return 0;
+    if (slot >= PTO_PIPELINE_MAX_DEPTH) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "get_retained_temp_addr_ctx: slot %u is not below %u", slot,
+                 PTO_PIPELINE_MAX_DEPTH);
+        return 0;
+    }
+    return runner_retained_temp_addr(dc->runner, slot);
 }

@@ -1,25 +1,78 @@
-/* One device context: what create_device_context returns. It owns the runner
- * (the platform's device) and, from the lifecycle issue on, the callable
- * registry, reservations, the execution claim and the executor threads. */
+/*
+ * One device context: what create_device_context returns. It owns the runner
+ * (the platform's device), the callable registry (ids 0..63), the run
+ * ownership (reservations and the execution claim) and the executor threads.
+ * One mutex guards the state, the registry and the ownership; it is held for
+ * bookkeeping only, never across a run's execution.
+ */
 #ifndef PTORUN_DEVICE_CONTEXT_H
 #define PTORUN_DEVICE_CONTEXT_H
 
+#include <pthread.h>
 #include <stdint.h>
 
+#include "common/executor.h"
+#include "common/run_ownership.h"
 #include "platform/runner.h"
+#include "runtime/runtime.h"
 
 #define PTO_DEVICE_CONTEXT_MAGIC 0x5054434F4E544558ull /* "PTCONTEX" */
+
+typedef enum DeviceState {
+    DEVICE_FRESH,          /* created; simpler_init not yet (or not successfully) called */
+    DEVICE_INITIALIZING,
+    DEVICE_INITIALIZED,    /* accepts callables and runs */
+    DEVICE_FINALIZING,
+    DEVICE_FINALIZED,      /* finalize_device done; the context only awaits destruction */
+} DeviceState;
 
 typedef struct DeviceContext {
     uint64_t magic;
     Runner *runner;
+    pthread_mutex_t lock;              /* guards everything below */
+    DeviceState state;
+    RunOwnership ownership;
+    RuntimeCallable *callables[PTO_MAX_CALLABLES];
+    Executor executor;                 /* threads run only while INITIALIZED */
 } DeviceContext;
 
 DeviceContext *device_context_create(void);
-void device_context_destroy(DeviceContext *dc);
+
+/* Refused (PTO_ERR_BUSY, message) while a run is outstanding; otherwise
+ * finalizes the device if initialized and frees the context. */
+int device_context_destroy(DeviceContext *dc);
 
 /* The context behind an opaque handle, or NULL (message recorded) when the
  * handle is NULL or not a live context. `fn` names the caller in the message. */
 DeviceContext *device_context_from(void *ctx, const char *fn);
+
+/* simpler_init: once per context. The runner copies and loads the images. */
+int device_context_init(DeviceContext *dc, int device_id, const DeviceImages *images, const CallConfig *prewarm);
+
+/* finalize_device: refused while a run is outstanding; 0 when not initialized. */
+int device_context_finalize(DeviceContext *dc);
+
+int device_context_register_callable(DeviceContext *dc, int32_t id, const void *callable);
+int device_context_unregister_callable(DeviceContext *dc, int32_t id);
+
+/* PTO_OK when initialized, else PTO_ERR_WRONG_PHASE with a message naming `fn`. */
+int device_context_check_initialized(DeviceContext *dc, const char *fn);
+int device_context_is_registered(DeviceContext *dc, int32_t id);
+
+/* Admission of a run, atomically under the lock: the context is initialized
+ * (PTO_ERR_WRONG_PHASE), `id` is registered (PTO_ERR_NOT_REGISTERED; its
+ * callable into *callable, which stays valid while the reservation is held) and
+ * the reservation is admitted (PTO_ERR_BUSY; *admission and *blocker say why).
+ * Messages are left to the caller, which knows the run. */
+int device_context_admit(DeviceContext *dc, const RunReservation *request, int32_t id,
+                         RuntimeCallable **callable, RunAdmission *admission, RunReservation *blocker);
+
+RunClaim device_context_claim(DeviceContext *dc, const void *run, RunReservation *holder);
+/* Drops the run's claim (if held): a launch that cannot go on after all. */
+void device_context_release_claim(DeviceContext *dc, const void *run);
+/* Drops the run's claim (if held) and reservation (if held). */
+void device_context_release(DeviceContext *dc, const void *run);
+
+unsigned device_context_outstanding_runs(DeviceContext *dc);
 
 #endif

@@ -1,7 +1,9 @@
 /* The library's HostApiOps table and the HostApi forwarding functions
  * (host_api.h). Each table entry checks its runner and pointers, then calls the
  * platform's runner_* function of the same name; each forwarding function
- * injects the binding's runner, slot or bank. */
+ * injects the binding's runner, slot or bank. On failure an entry leaves its
+ * out-parameters at their "nothing" value ({NULL, 0}, NULL) so a caller that
+ * ignores the code still reads nothing stale. */
 #include "host_api.h"
 
 #include "last_error.h"
@@ -21,6 +23,8 @@ static int ops_device_free(void *runner, void *dev)
 {
     if (runner == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.device_free: NULL runner or pointer");
+    if (dev == NULL)
+        return PTO_OK; /* documented no-op, like free(NULL) */
     return runner_device_free((Runner *)runner, dev);
 }
 
@@ -63,6 +67,10 @@ static int ops_device_memset(void *runner, void *dev, int value, size_t n)
 
 static int ops_get_retained_temp_buffer(void *runner, uint32_t slot, void **dev, size_t *size)
 {
+    if (dev != NULL)
+        *dev = NULL;
+    if (size != NULL)
+        *size = 0;
     if (runner == NULL || dev == NULL || size == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.get_retained_temp_buffer: NULL runner or pointer");
     return runner_get_retained_temp_buffer((Runner *)runner, slot, dev, size);
@@ -84,6 +92,10 @@ static int ops_setup_static_arena(void *runner, uint32_t bank, size_t gm_heap, s
 
 static void *ops_acquire_pooled_gm_heap(void *runner, uint32_t bank, size_t *size)
 {
+    size_t ignored;
+    if (size == NULL)
+        size = &ignored; /* the size is an optional out-parameter */
+    *size = 0;
     if (runner == NULL) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.acquire_pooled_gm_heap: NULL runner or pointer");
         return NULL;
@@ -93,6 +105,10 @@ static void *ops_acquire_pooled_gm_heap(void *runner, uint32_t bank, size_t *siz
 
 static void *ops_acquire_pooled_gm_sm(void *runner, uint32_t bank, size_t *size)
 {
+    size_t ignored;
+    if (size == NULL)
+        size = &ignored; /* the size is an optional out-parameter */
+    *size = 0;
     if (runner == NULL) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.acquire_pooled_gm_sm: NULL runner or pointer");
         return NULL;
@@ -102,6 +118,10 @@ static void *ops_acquire_pooled_gm_sm(void *runner, uint32_t bank, size_t *size)
 
 static void *ops_acquire_pooled_runtime_arena(void *runner, uint32_t bank, size_t *size)
 {
+    size_t ignored;
+    if (size == NULL)
+        size = &ignored; /* the size is an optional out-parameter */
+    *size = 0;
     if (runner == NULL) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.acquire_pooled_runtime_arena: NULL runner or pointer");
         return NULL;
@@ -111,20 +131,24 @@ static void *ops_acquire_pooled_runtime_arena(void *runner, uint32_t bank, size_
 
 static int ops_lookup_prebuilt_runtime_arena_cache(void *runner, uint32_t bank, uint64_t hash, const void *key, size_t key_size, void **image)
 {
-    if (runner == NULL || image == NULL)
+    if (image != NULL)
+        *image = NULL;
+    if (runner == NULL || image == NULL || (key == NULL && key_size != 0))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.lookup_prebuilt_runtime_arena_cache: NULL runner or pointer");
     return runner_lookup_prebuilt_runtime_arena_cache((Runner *)runner, bank, hash, key, key_size, image);
 }
 
 static int ops_mark_prebuilt_runtime_arena_cached(void *runner, uint32_t bank, uint64_t hash, const void *key, size_t key_size, void *image)
 {
-    if (runner == NULL || image == NULL)
+    if (runner == NULL || image == NULL || (key == NULL && key_size != 0))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.mark_prebuilt_runtime_arena_cached: NULL runner or pointer");
     return runner_mark_prebuilt_runtime_arena_cached((Runner *)runner, bank, hash, key, key_size, image);
 }
 
 static int ops_upload_chip_callable_buffer(void *runner, const void *callable, size_t size, uint64_t hash, void **dev)
 {
+    if (dev != NULL)
+        *dev = NULL;
     if (runner == NULL || callable == NULL || dev == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.upload_chip_callable_buffer: NULL runner or pointer");
     return runner_upload_chip_callable_buffer((Runner *)runner, callable, size, hash, dev);
@@ -212,8 +236,13 @@ int host_api_device_memset(const HostApi *api, void *dev, int value, size_t n)
 
 int host_api_get_retained_temp_buffer(const HostApi *api, void **dev, size_t *size)
 {
-    if (api == NULL || api->ops == NULL)
+    if (api == NULL || api->ops == NULL) {
+        if (dev != NULL)
+            *dev = NULL;
+        if (size != NULL)
+            *size = 0;
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.get_retained_temp_buffer: no HostApi bound");
+    }
     return api->ops->get_retained_temp_buffer(api->runner, api->pipeline_slot, dev, size);
 }
 
@@ -234,6 +263,8 @@ int host_api_setup_static_arena(const HostApi *api, size_t gm_heap, size_t gm_sm
 void *host_api_acquire_pooled_gm_heap(const HostApi *api, size_t *size)
 {
     if (api == NULL || api->ops == NULL) {
+        if (size != NULL)
+            *size = 0;
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.acquire_pooled_gm_heap: no HostApi bound");
         return NULL;
     }
@@ -243,6 +274,8 @@ void *host_api_acquire_pooled_gm_heap(const HostApi *api, size_t *size)
 void *host_api_acquire_pooled_gm_sm(const HostApi *api, size_t *size)
 {
     if (api == NULL || api->ops == NULL) {
+        if (size != NULL)
+            *size = 0;
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.acquire_pooled_gm_sm: no HostApi bound");
         return NULL;
     }
@@ -252,6 +285,8 @@ void *host_api_acquire_pooled_gm_sm(const HostApi *api, size_t *size)
 void *host_api_acquire_pooled_runtime_arena(const HostApi *api, size_t *size)
 {
     if (api == NULL || api->ops == NULL) {
+        if (size != NULL)
+            *size = 0;
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.acquire_pooled_runtime_arena: no HostApi bound");
         return NULL;
     }
@@ -260,8 +295,11 @@ void *host_api_acquire_pooled_runtime_arena(const HostApi *api, size_t *size)
 
 int host_api_lookup_prebuilt_runtime_arena_cache(const HostApi *api, uint64_t hash, const void *key, size_t key_size, void **image)
 {
-    if (api == NULL || api->ops == NULL)
+    if (api == NULL || api->ops == NULL) {
+        if (image != NULL)
+            *image = NULL;
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.lookup_prebuilt_runtime_arena_cache: no HostApi bound");
+    }
     return api->ops->lookup_prebuilt_runtime_arena_cache(api->runner, api->arena_bank, hash, key, key_size, image);
 }
 
@@ -274,8 +312,11 @@ int host_api_mark_prebuilt_runtime_arena_cached(const HostApi *api, uint64_t has
 
 int host_api_upload_chip_callable_buffer(const HostApi *api, const void *callable, size_t size, uint64_t hash, void **dev)
 {
-    if (api == NULL || api->ops == NULL)
+    if (api == NULL || api->ops == NULL) {
+        if (dev != NULL)
+            *dev = NULL;
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.upload_chip_callable_buffer: no HostApi bound");
+    }
     return api->ops->upload_chip_callable_buffer(api->runner, callable, size, hash, dev);
 }
 

@@ -2,17 +2,20 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-#define PTO_LAST_ERROR_BYTES 512
+static _Thread_local char last_error[PTO_ERROR_MESSAGE_BYTES];
 
-static _Thread_local char last_error[PTO_LAST_ERROR_BYTES];
-
+/* Formats into a local buffer first, so a caller may pass the current message
+ * as an argument (e.g. to prefix it with the run's identity). */
 int pto_fail(int code, const char *fmt, ...)
 {
+    char message[PTO_ERROR_MESSAGE_BYTES];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    memcpy(last_error, message, sizeof message);
     return code;
 }
 

@@ -3,8 +3,12 @@
 #ifndef PTORUN_LAST_ERROR_H
 #define PTORUN_LAST_ERROR_H
 
+/* Capacity of one message, terminator included (longer ones are truncated). */
+#define PTO_ERROR_MESSAGE_BYTES 512
+
 /* Records a formatted message for the calling thread and returns `code`, so a
- * failure path reads `return pto_fail(PTO_ERR_..., "...", ...);`. */
+ * failure path reads `return pto_fail(PTO_ERR_..., "...", ...);`. The current
+ * message (pto_last_error()) may itself be one of the arguments. */
 int pto_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Clears the calling thread's message (called on entry of every exported call). */

@@ -1,20 +1,26 @@
+/* The launch signal (launch_signal.h). `fired` changes only under the lock,
+ * but is also read lock-free (atomic builtins on the plain int of the agreed
+ * header) so the launching thread can catch a marker that is microseconds
+ * away with a bounded spin instead of a sleep/wake pair. */
 #include "launch_signal.h"
 
 #include <stdatomic.h>
 
+#include "last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
+#include "spin_wait.h"
 
 int launch_signal_init(LaunchSignal *s, volatile int32_t *sink, int32_t value)
 {
     if (pthread_mutex_init(&s->lock, NULL) != 0)
-        return PTO_ERR_FAILED;
+        return pto_fail(PTO_ERR_FAILED, "launch signal: cannot initialize its mutex");
     if (pthread_cond_init(&s->fired_cond, NULL) != 0) {
         pthread_mutex_destroy(&s->lock);
-        return PTO_ERR_FAILED;
+        return pto_fail(PTO_ERR_FAILED, "launch signal: cannot initialize its condition variable");
     }
     s->sink = sink;
     s->value = value;
-    s->fired = 0;
+    __atomic_store_n(&s->fired, 0, __ATOMIC_RELAXED);
     return PTO_OK;
 }
 
@@ -24,15 +30,16 @@ void launch_signal_destroy(LaunchSignal *s)
     pthread_mutex_destroy(&s->lock);
 }
 
-/* Fires once; `store` decides whether the sink is written on the way. */
+/* Fires once; `store` decides whether the sink is written on the way. The
+ * sink is forgotten either way, so no later call can write it. */
 static void fire(LaunchSignal *s, int store)
 {
     pthread_mutex_lock(&s->lock);
-    if (!s->fired) {
+    if (!__atomic_load_n(&s->fired, __ATOMIC_RELAXED)) {
         if (store && s->sink != NULL)
-            atomic_store_explicit((_Atomic int32_t *)s->sink, s->value, memory_order_release);
+            atomic_store_explicit((volatile _Atomic int32_t *)s->sink, s->value, memory_order_release);
         s->sink = NULL;
-        s->fired = 1;
+        __atomic_store_n(&s->fired, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&s->fired_cond);
     }
     pthread_mutex_unlock(&s->lock);
@@ -48,18 +55,22 @@ void launch_signal_notify(LaunchSignal *s)
     fire(s, 0);
 }
 
+static int signal_fired(const void *s)
+{
+    return __atomic_load_n(&((const LaunchSignal *)s)->fired, __ATOMIC_ACQUIRE);
+}
+
 void launch_signal_wait(LaunchSignal *s)
 {
+    if (pto_spin_until(signal_fired, s))
+        return;
     pthread_mutex_lock(&s->lock);
-    while (!s->fired)
+    while (!__atomic_load_n(&s->fired, __ATOMIC_RELAXED))
         pthread_cond_wait(&s->fired_cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
 }
 
 int launch_signal_fired(LaunchSignal *s)
 {
-    pthread_mutex_lock(&s->lock);
-    int fired = s->fired;
-    pthread_mutex_unlock(&s->lock);
-    return fired;
+    return signal_fired(s);
 }

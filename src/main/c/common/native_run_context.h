@@ -1,14 +1,66 @@
-/* NativeRunContext: one run's whole state, placement-constructed in storage the
- * caller owns (design/lifecycle.md). The lifecycle issue ([2/8]) fills it in;
- * until then it is a stable placeholder so get_runtime_size() and
- * get_runtime_alignment() already report a real layout with the tag at 0. */
+/*
+ * NativeRunContext: one run's whole state, placement-constructed in storage the
+ * caller owns (design/lifecycle.md §1), and the library-level state machine
+ * that carries it through prepare -> launch -> poll/wait -> finalize.
+ *
+ * The first 8 bytes are the tag: 0 while the storage is empty,
+ * PTO_NATIVE_RUN_STORAGE_MAGIC while it holds a prepared run. The tag is
+ * published last (release) when the context is built and reset to 0 after it
+ * is torn down, so a failed prepare and a finalized run both leave the storage
+ * reusable without re-zeroing. Phases: Prepared -> Launching -> Running ->
+ * Complete. Calls on one run must not be concurrent; any thread may make them.
+ */
 #ifndef PTORUN_NATIVE_RUN_CONTEXT_H
 #define PTORUN_NATIVE_RUN_CONTEXT_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
-typedef struct __attribute__((aligned(64))) NativeRunContext {
-    uint64_t tag; /* 0 empty; PTO_NATIVE_RUN_STORAGE_MAGIC holds a prepared run */
+#include "common/device_context.h"
+#include "common/executor.h"
+#include "common/host_api.h"
+#include "common/launch_signal.h"
+#include "platform/runner.h"
+#include "ptorun/pto_runtime_c_api.h"
+#include "runtime/runtime.h"
+
+typedef enum NativeRunPhase {
+    NATIVE_RUN_PREPARED = 0,
+    NATIVE_RUN_LAUNCHING = 1,   /* inside simpler_launch_run, waiting for the launch signal */
+    NATIVE_RUN_RUNNING = 2,     /* the launch marker was crossed; the job may still run */
+    NATIVE_RUN_COMPLETE = 3,    /* the job (enqueue and drain) ended */
+} NativeRunPhase;
+
+typedef struct NativeRunContext {
+    _Atomic uint64_t tag;               /* offset 0: 0 or PTO_NATIVE_RUN_STORAGE_MAGIC */
+    DeviceContext *owner;
+    atomic_int phase;                   /* NativeRunPhase */
+    int claim_held;                     /* cleanup flags: what finalize must release */
+    int reservation_held;
+    NativeRunDescriptor desc;           /* copied at prepare; the caller's copy is never read again */
+    HostApi host_api;                   /* {runner, desc.pipeline_slot, desc.arena_bank, &host_api_ops} */
+    DeviceLaunch launch;                /* filled by runtime_bind */
+    LaunchSignal signal;                /* carries the acceptance sink */
+    CallConfig config;                  /* copied at prepare */
+    RuntimeRun runtime;                 /* the runtime's per-run state */
+    RunExec exec;                       /* the platform's per-run execution state */
+    ExecutorJob job;                    /* the run's job record, from launch through finalize */
 } NativeRunContext;
+
+_Static_assert(offsetof(NativeRunContext, tag) == 0, "the storage tag is the first 8 bytes");
+_Static_assert(sizeof(((NativeRunContext *)0)->tag) == 8, "the storage tag is 8 bytes");
+
+/* The exported native-run calls (pto_runtime_c_api.h), with every check of
+ * design/abi.md and design/lifecycle.md in the documented order. Every error
+ * message names the call and the run: (run_id slot generation dispatch_id run_epoch). */
+int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
+                       const NativeRunDescriptor *desc);
+int native_run_launch(void *ctx, void *storage);
+int native_run_poll(void *ctx, void *storage);
+int native_run_wait(void *ctx, void *storage);
+int native_run_finalize(void *ctx, void *storage);
+int native_run_blocking(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
+                        const NativeRunDescriptor *desc);
 
 #endif

@@ -1,0 +1,421 @@
+/* The library-level native-run state machine (native_run_context.h). */
+#include "native_run_context.h"
+
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/call_config.h"
+#include "common/last_error.h"
+
+#define IDENTITY_BYTES 160
+
+/* ---- messages ------------------------------------------------------------- */
+
+static void format_identity(char *buf, size_t n, const NativeRunDescriptor *d)
+{
+    snprintf(buf, n, "(run_id=%llu slot=%u generation=%llu dispatch_id=%llu run_epoch=%llu)",
+             (unsigned long long)d->run_id, d->pipeline_slot, (unsigned long long)d->generation,
+             (unsigned long long)d->dispatch_id, (unsigned long long)d->run_epoch);
+}
+
+/* Records "<fn> <identity>: <what>" and returns `code`. */
+static int run_fail(int code, const char *fn, const NativeRunDescriptor *d, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int run_fail(int code, const char *fn, const NativeRunDescriptor *d, const char *fmt, ...)
+{
+    char identity[IDENTITY_BYTES];
+    char what[PTO_ERROR_MESSAGE_BYTES];
+    format_identity(identity, sizeof identity, d);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return pto_fail(code, "%s %s: %s", fn, identity, what);
+}
+
+/* Prefixes the calling thread's current message (set by a callee) with the run. */
+static int run_fail_current(int code, const char *fn, const NativeRunDescriptor *d)
+{
+    const char *msg = pto_last_error();
+    return run_fail(code, fn, d, "%s", msg[0] != '\0' ? msg : "failed");
+}
+
+/* Reports the job's outcome on the calling thread: the executor recorded the
+ * failure message on its own thread (simpler_last_error is per thread). */
+static int job_outcome(const NativeRunContext *run, const char *fn, int rc)
+{
+    if (rc == PTO_OK)
+        return PTO_OK;
+    return run_fail(rc, fn, &run->desc, "the run failed: %s", run->job.message);
+}
+
+static const char *phase_name(int phase)
+{
+    switch (phase) {
+    case NATIVE_RUN_PREPARED:
+        return "Prepared";
+    case NATIVE_RUN_LAUNCHING:
+        return "Launching";
+    case NATIVE_RUN_RUNNING:
+        return "Running";
+    case NATIVE_RUN_COMPLETE:
+        return "Complete";
+    }
+    return "unknown";
+}
+
+static int load_phase(const NativeRunContext *run)
+{
+    return atomic_load_explicit(&run->phase, memory_order_acquire);
+}
+
+static void set_phase(NativeRunContext *run, NativeRunPhase p)
+{
+    atomic_store_explicit(&run->phase, p, memory_order_release);
+}
+
+/* ---- storage -------------------------------------------------------------- */
+
+static uint64_t storage_tag(const void *storage)
+{
+    return atomic_load_explicit((const _Atomic uint64_t *)storage, memory_order_acquire);
+}
+
+static int storage_misaligned(const void *storage)
+{
+    return ((uintptr_t)storage & (alignof(NativeRunContext) - 1)) != 0;
+}
+
+/* The gate of every phase call: a live context, a storage holding a prepared
+ * run (tag = magic), built by this context. NULL with *rc set otherwise. */
+static NativeRunContext *run_from_storage(void *ctx, void *storage, const char *fn, int *rc)
+{
+    DeviceContext *dc = device_context_from(ctx, fn);
+    if (dc == NULL) {
+        *rc = PTO_ERR_INVALID_ARGUMENT;
+        return NULL;
+    }
+    if (storage == NULL) {
+        *rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: storage is NULL", fn);
+        return NULL;
+    }
+    if (storage_misaligned(storage)) {
+        *rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: storage %p is not aligned to %zu bytes, so it holds no run",
+                       fn, storage, alignof(NativeRunContext));
+        return NULL;
+    }
+    if (storage_tag(storage) != PTO_NATIVE_RUN_STORAGE_MAGIC) {
+        *rc = pto_fail(PTO_ERR_BAD_STORAGE,
+                       "%s: storage %p does not hold a prepared run (it is empty, already finalized, or not a run storage)",
+                       fn, storage);
+        return NULL;
+    }
+    NativeRunContext *run = storage;
+    if (run->owner != dc) {
+        *rc = run_fail(PTO_ERR_BAD_STORAGE, fn, &run->desc, "the run belongs to another device context");
+        return NULL;
+    }
+    return run;
+}
+
+/* Builds the context in the storage; the tag goes last. On failure the tag is still 0. */
+static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig *cfg, const NativeRunDescriptor *desc)
+{
+    run->owner = dc;
+    run->claim_held = 0;
+    run->reservation_held = 0;
+    run->desc = *desc;
+    run->host_api = host_api_bind(dc->runner, desc->pipeline_slot, desc->arena_bank, &host_api_ops);
+    memcpy(&run->config, cfg, sizeof run->config);
+    memset(&run->launch, 0, sizeof run->launch);
+    memset(&run->runtime, 0, sizeof run->runtime);
+    memset(&run->exec, 0, sizeof run->exec);
+    atomic_init(&run->phase, NATIVE_RUN_PREPARED);
+
+    int rc = launch_signal_init(&run->signal, desc->accepted_state, desc->accepted_value);
+    if (rc != PTO_OK)
+        goto fail;
+    if ((rc = executor_job_init(&run->job)) != PTO_OK)
+        goto fail_signal;
+    atomic_store_explicit(&run->tag, PTO_NATIVE_RUN_STORAGE_MAGIC, memory_order_release);
+    return PTO_OK;
+
+fail_signal:
+    launch_signal_destroy(&run->signal);
+fail:
+    return rc;
+}
+
+/* Drops what the run holds on its device context, destroys it and empties the
+ * storage (tag 0, release): the last touch of the storage. */
+static void tear_down(NativeRunContext *run)
+{
+    if (run->claim_held || run->reservation_held)
+        device_context_release(run->owner, run);
+    run->claim_held = 0;
+    run->reservation_held = 0;
+    executor_job_destroy(&run->job);
+    launch_signal_destroy(&run->signal);
+    atomic_store_explicit(&run->tag, 0, memory_order_release);
+}
+
+/* ---- prepare -------------------------------------------------------------- */
+
+/* Checks everything that needs no construction, in the documented order. */
+static int check_prepare(DeviceContext *dc, void *storage, int32_t id, const void *args, const CallConfig *cfg,
+                         const NativeRunDescriptor *desc, const char *fn)
+{
+    if (storage == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: storage is NULL", fn);
+    if (cfg == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: cfg (CallConfig) is NULL", fn);
+    if (desc == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: desc (NativeRunDescriptor) is NULL", fn);
+    if (args == NULL)
+        return run_fail(PTO_ERR_INVALID_ARGUMENT, fn, desc,
+                        "args is NULL (pass a ChipStorageTaskArgs, counts 0 for no arguments)");
+    if (desc->pipeline_slot >= PTO_PIPELINE_MAX_DEPTH)
+        return run_fail(PTO_ERR_INVALID_ARGUMENT, fn, desc, "pipeline_slot %u is not below %u", desc->pipeline_slot,
+                        PTO_PIPELINE_MAX_DEPTH);
+    if (desc->arena_bank >= PTO_PIPELINE_MAX_DEPTH)
+        return run_fail(PTO_ERR_INVALID_ARGUMENT, fn, desc, "arena_bank %u is not below %u", desc->arena_bank,
+                        PTO_PIPELINE_MAX_DEPTH);
+    if (storage_misaligned(storage))
+        return run_fail(PTO_ERR_INVALID_ARGUMENT, fn, desc, "storage %p is not aligned to get_runtime_alignment() = %zu",
+                        storage, alignof(NativeRunContext));
+    if (call_config_validate(cfg) != PTO_OK)
+        return run_fail_current(PTO_ERR_INVALID_ARGUMENT, fn, desc);
+    if (device_context_check_initialized(dc, fn) != PTO_OK)
+        return run_fail_current(PTO_ERR_WRONG_PHASE, fn, desc);
+    if (id < 0 || id >= PTO_MAX_CALLABLES)
+        return run_fail(PTO_ERR_INVALID_ARGUMENT, fn, desc, "callable id %d is outside 0..%d", id,
+                        PTO_MAX_CALLABLES - 1);
+    if (!device_context_is_registered(dc, id))
+        return run_fail(PTO_ERR_NOT_REGISTERED, fn, desc, "callable %d is not registered", id);
+    if (runner_poisoned(dc->runner))
+        return run_fail(PTO_ERR_POISONED, fn, desc,
+                        "the device context refuses work after an unrecovered device error (finalize_device resets it)");
+    uint64_t tag = storage_tag(storage);
+    if (tag == PTO_NATIVE_RUN_STORAGE_MAGIC)
+        return run_fail(PTO_ERR_BAD_STORAGE, fn, desc, "storage %p already holds a prepared run; finalize it first",
+                        storage);
+    if (tag != 0)
+        return run_fail(PTO_ERR_BAD_STORAGE, fn, desc,
+                        "storage %p is not zero-initialized (first 8 bytes 0x%016llx); zero-fill it before first use",
+                        storage, (unsigned long long)tag);
+    return PTO_OK;
+}
+
+/* Reserves slot and bank for the run (or says precisely why not) and returns
+ * its callable, which stays registered while the reservation is held. */
+static int admit(NativeRunContext *run, int32_t id, RuntimeCallable **callable, const char *fn)
+{
+    DeviceContext *dc = run->owner;
+    const char *overlap_refusal =
+        run_overlap_refusal(runtime_supports_concurrent_prepare(), runtime_pipeline_contract()->pipeline_depth,
+                            call_config_has_diagnostics(&run->config));
+    RunReservation request = {
+        .owner = run,
+        .slot = run->desc.pipeline_slot,
+        .bank = run->desc.arena_bank,
+        .permits_successor = overlap_refusal == NULL,
+        .run_id = run->desc.run_id,
+        .run_epoch = run->desc.run_epoch,
+    };
+    RunAdmission admission;
+    RunReservation blocker;
+    int rc = device_context_admit(dc, &request, id, callable, &admission, &blocker);
+    switch (rc) {
+    case PTO_OK:
+        run->reservation_held = 1;
+        return PTO_OK;
+    case PTO_ERR_WRONG_PHASE:
+        return run_fail(rc, fn, &run->desc, "the device context was finalized meanwhile");
+    case PTO_ERR_NOT_REGISTERED:
+        return run_fail(rc, fn, &run->desc, "callable %d was unregistered meanwhile", id);
+    default:
+        if (admission == RUN_REFUSED_OVERLAP_NOT_PERMITTED)
+            return run_fail(rc, fn, &run->desc, "%s (run_id=%llu slot=%u run_epoch=%llu): %s", run_admission_reason(admission),
+                            (unsigned long long)blocker.run_id, blocker.slot, (unsigned long long)blocker.run_epoch,
+                            overlap_refusal);
+        return run_fail(rc, fn, &run->desc, "%s (run_id=%llu slot=%u bank=%u run_epoch=%llu)",
+                        run_admission_reason(admission), (unsigned long long)blocker.run_id, blocker.slot,
+                        blocker.bank, (unsigned long long)blocker.run_epoch);
+    }
+}
+
+int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
+                       const NativeRunDescriptor *desc)
+{
+    static const char fn[] = "simpler_prepare_run";
+    DeviceContext *dc = device_context_from(ctx, fn);
+    if (dc == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = check_prepare(dc, storage, id, args, cfg, desc, fn);
+    if (rc != PTO_OK)
+        return rc;
+
+    NativeRunContext *run = storage;
+    if ((rc = construct(run, dc, cfg, desc)) != PTO_OK)
+        return run_fail_current(rc, fn, desc);
+    RuntimeCallable *callable;
+    if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
+        goto fail;
+    rc = runtime_bind(&run->runtime, &run->host_api, callable, args, &run->config, &run->launch);
+    if (rc != PTO_OK) {
+        run_fail_current(rc, fn, &run->desc);
+        goto fail;
+    }
+    return PTO_OK;
+
+fail:
+    tear_down(run); /* drops the reservation (if taken) and empties the storage */
+    return rc;
+}
+
+/* ---- launch, poll, wait --------------------------------------------------- */
+
+/* Takes the runner's execution claim, or says who holds it. */
+static int take_claim(NativeRunContext *run, const char *fn)
+{
+    RunReservation holder;
+    RunClaim claim = device_context_claim(run->owner, run, &holder);
+    if (claim == RUN_CLAIM_BUSY)
+        return run_fail(PTO_ERR_BUSY, fn, &run->desc,
+                        "the execution claim is held by run (run_id=%llu slot=%u run_epoch=%llu); "
+                        "the run stays Prepared and may be launched once that run is finalized",
+                        (unsigned long long)holder.run_id, holder.slot, (unsigned long long)holder.run_epoch);
+    if (claim != RUN_CLAIMED)
+        return run_fail(PTO_ERR_FAILED, fn, &run->desc, "the run holds no reservation (internal error)");
+    run->claim_held = 1;
+    return PTO_OK;
+}
+
+static void drop_claim(NativeRunContext *run)
+{
+    device_context_release_claim(run->owner, run);
+    run->claim_held = 0;
+}
+
+int native_run_launch(void *ctx, void *storage)
+{
+    static const char fn[] = "simpler_launch_run";
+    int rc;
+    NativeRunContext *run = run_from_storage(ctx, storage, fn, &rc);
+    if (run == NULL)
+        return rc;
+    int phase = load_phase(run);
+    if (phase != NATIVE_RUN_PREPARED)
+        return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; only a Prepared run can be launched",
+                        phase_name(phase));
+    Runner *runner = run->owner->runner;
+    if (runner_poisoned(runner))
+        return run_fail(PTO_ERR_POISONED, fn, &run->desc,
+                        "the device context refuses work after an unrecovered device error");
+    if ((rc = take_claim(run, fn)) != PTO_OK)
+        return rc;
+    if (runner_poisoned(runner)) { /* the predecessor may have poisoned it before releasing the claim */
+        drop_claim(run);
+        return run_fail(PTO_ERR_POISONED, fn, &run->desc,
+                        "the device context refuses work after an unrecovered device error");
+    }
+
+    set_phase(run, NATIVE_RUN_LAUNCHING);
+    executor_submit(&run->owner->executor, &run->job, runner, &run->exec, run->desc.pipeline_slot, &run->launch,
+                    &run->signal);
+    launch_signal_wait(&run->signal);
+    if (executor_job_done(&run->job)) {
+        /* ended before the marker, or so short that it already finished */
+        set_phase(run, NATIVE_RUN_COMPLETE);
+        return job_outcome(run, fn, run->job.result);
+    }
+    set_phase(run, NATIVE_RUN_RUNNING);
+    return PTO_OK;
+}
+
+int native_run_poll(void *ctx, void *storage)
+{
+    static const char fn[] = "simpler_poll_run";
+    int rc;
+    NativeRunContext *run = run_from_storage(ctx, storage, fn, &rc);
+    if (run == NULL)
+        return rc;
+    int phase = load_phase(run);
+    if (phase == NATIVE_RUN_PREPARED || phase == NATIVE_RUN_LAUNCHING)
+        return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; poll it after launch returned",
+                        phase_name(phase));
+    if (phase == NATIVE_RUN_COMPLETE || executor_job_done(&run->job)) {
+        set_phase(run, NATIVE_RUN_COMPLETE);
+        return SIMPLER_NATIVE_RUN_POLL_COMPLETE;
+    }
+    int device = runner_query(run->owner->runner, &run->exec);
+    if (executor_job_done(&run->job)) {
+        set_phase(run, NATIVE_RUN_COMPLETE);
+        return SIMPLER_NATIVE_RUN_POLL_COMPLETE;
+    }
+    if (device == SIMPLER_NATIVE_RUN_POLL_NOT_READY || device == SIMPLER_NATIVE_RUN_POLL_COMPLETE)
+        return SIMPLER_NATIVE_RUN_POLL_NOT_READY; /* COMPLETE means execution and drain ended */
+    if (device < 0)
+        return run_fail_current(device, fn, &run->desc);
+    return run_fail(PTO_ERR_FAILED, fn, &run->desc, "the platform's device query returned %d", device);
+}
+
+int native_run_wait(void *ctx, void *storage)
+{
+    static const char fn[] = "simpler_wait_run";
+    int rc;
+    NativeRunContext *run = run_from_storage(ctx, storage, fn, &rc);
+    if (run == NULL)
+        return rc;
+    int phase = load_phase(run);
+    if (phase == NATIVE_RUN_PREPARED || phase == NATIVE_RUN_LAUNCHING)
+        return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; wait for it after launch returned",
+                        phase_name(phase));
+    rc = executor_job_wait(&run->job);
+    set_phase(run, NATIVE_RUN_COMPLETE);
+    return job_outcome(run, fn, rc);
+}
+
+/* ---- finalize and the blocking composition -------------------------------- */
+
+int native_run_finalize(void *ctx, void *storage)
+{
+    static const char fn[] = "simpler_finalize_run";
+    int rc;
+    NativeRunContext *run = run_from_storage(ctx, storage, fn, &rc);
+    if (run == NULL)
+        return rc;
+    int phase = load_phase(run);
+    if (phase == NATIVE_RUN_LAUNCHING)
+        return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run's launch is still in flight");
+
+    int launched = phase != NATIVE_RUN_PREPARED;
+    int execution_rc = launched ? executor_job_wait(&run->job) : PTO_OK;
+    int validation_rc = runtime_validate(&run->runtime, &run->host_api, launched, execution_rc);
+    NativeRunDescriptor desc = run->desc; /* the storage is empty after tear_down */
+    if (validation_rc != PTO_OK)
+        run_fail_current(validation_rc, fn, &desc);
+    else if (execution_rc != PTO_OK)
+        job_outcome(run, fn, execution_rc);
+    tear_down(run);
+    return validation_rc != PTO_OK ? validation_rc : execution_rc;
+}
+
+int native_run_blocking(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
+                        const NativeRunDescriptor *desc)
+{
+    int rc = native_run_prepare(ctx, storage, id, args, cfg, desc);
+    if (rc != PTO_OK)
+        return rc;
+    int first = native_run_launch(ctx, storage);
+    if (first == PTO_OK)
+        first = native_run_wait(ctx, storage);
+    char first_message[PTO_ERROR_MESSAGE_BYTES];
+    snprintf(first_message, sizeof first_message, "%s", pto_last_error());
+    rc = native_run_finalize(ctx, storage); /* always, after a successful prepare */
+    if (first != PTO_OK)
+        return pto_fail(first, "%s", first_message); /* the first error wins */
+    return rc;
+}

@@ -1,0 +1,324 @@
+/* The fake platform and runtime of lifecycle_tests (fake_device.h). */
+#include "fake_device.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/last_error.h"
+#include "platform/runner.h"
+#include "runtime/runtime.h"
+
+FakeScript fake_script;
+FakeRecord fake_record;
+
+static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;
+static int enqueue_held, enqueue_blocked;
+static int drain_held, drain_blocked;
+static int device_done;
+
+void fake_reset(void)
+{
+    pthread_mutex_lock(&fake_lock);
+    memset(&fake_script, 0, sizeof fake_script);
+    memset(&fake_record, 0, sizeof fake_record);
+    fake_script.pipeline_depth = 2;
+    fake_script.concurrent_prepare = 1;
+    fake_record.bind_retained_slot = 99;
+    fake_record.bind_arena_bank = 99;
+    fake_record.validate_launched = -1;
+    enqueue_held = enqueue_blocked = 0;
+    drain_held = drain_blocked = 0;
+    device_done = 0;
+    pthread_cond_broadcast(&fake_cond);
+    pthread_mutex_unlock(&fake_lock);
+}
+
+static void set_flag(int *flag, int value)
+{
+    pthread_mutex_lock(&fake_lock);
+    *flag = value;
+    pthread_cond_broadcast(&fake_cond);
+    pthread_mutex_unlock(&fake_lock);
+}
+
+static void await_flag(const int *flag)
+{
+    pthread_mutex_lock(&fake_lock);
+    while (!*flag)
+        pthread_cond_wait(&fake_cond, &fake_lock);
+    pthread_mutex_unlock(&fake_lock);
+}
+
+void fake_hold_enqueue(void) { set_flag(&enqueue_held, 1); }
+void fake_release_enqueue(void) { set_flag(&enqueue_held, 0); }
+void fake_hold_drain(void) { set_flag(&drain_held, 1); }
+void fake_release_drain(void) { set_flag(&drain_held, 0); }
+void fake_set_device_done(int done) { set_flag(&device_done, done); }
+void fake_await_enqueue_blocked(void) { await_flag(&enqueue_blocked); }
+void fake_await_drain_blocked(void) { await_flag(&drain_blocked); }
+
+/* Parks the calling (executor) thread while *held, announcing it in *blocked. */
+static void pass_gate(const int *held, int *blocked)
+{
+    pthread_mutex_lock(&fake_lock);
+    while (*held) {
+        *blocked = 1;
+        pthread_cond_broadcast(&fake_cond);
+        pthread_cond_wait(&fake_cond, &fake_lock);
+    }
+    *blocked = 0;
+    pthread_mutex_unlock(&fake_lock);
+}
+
+static void count(int *counter)
+{
+    pthread_mutex_lock(&fake_lock);
+    (*counter)++;
+    pthread_mutex_unlock(&fake_lock);
+}
+
+/* ======================= platform (platform/runner.h) ======================= */
+
+struct Runner {
+    int initialized;
+    size_t committed;
+};
+
+Runner *runner_create(void) { return calloc(1, sizeof(Runner)); }
+void runner_destroy(Runner *r) { free(r); }
+
+int runner_init(Runner *r, int device_id, const DeviceImages *images)
+{
+    (void)device_id, (void)images;
+    count(&fake_record.init_calls);
+    if (fake_script.init_fail_code != 0)
+        return pto_fail(fake_script.init_fail_code, "fake runner_init refused");
+    r->initialized = 1;
+    return PTO_OK;
+}
+
+int runner_finalize(Runner *r)
+{
+    count(&fake_record.finalize_calls);
+    r->initialized = 0;
+    return PTO_OK;
+}
+
+int runner_initialized(Runner *r) { return r->initialized; }
+int runner_poisoned(Runner *r) { (void)r; return fake_script.poisoned; }
+
+void *runner_device_malloc(Runner *r, size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p != NULL)
+        r->committed += n;
+    return p;
+}
+
+int runner_device_free(Runner *r, void *p)
+{
+    (void)r;
+    free(p);
+    return PTO_OK;
+}
+
+size_t runner_committed_bytes(Runner *r) { return r->committed; }
+
+int runner_copy_to_device(Runner *r, void *dev, const void *host, size_t n)
+{
+    (void)r;
+    memcpy(dev, host, n);
+    return PTO_OK;
+}
+
+int runner_copy_from_device(Runner *r, void *host, const void *dev, size_t n)
+{
+    (void)r;
+    memcpy(host, dev, n);
+    return PTO_OK;
+}
+
+void *runner_register_device_memory_to_host(Runner *r, void *dev, size_t n) { (void)r, (void)n; return dev; }
+int runner_unregister_device_memory_from_host(Runner *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
+
+int runner_device_memset(Runner *r, void *dev, int value, size_t n)
+{
+    (void)r;
+    memset(dev, value, n);
+    return PTO_OK;
+}
+
+int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)
+{
+    (void)r, (void)slot;
+    *dev = NULL;
+    *size = 0;
+    return PTO_OK;
+}
+
+int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size)
+{
+    (void)r, (void)dev, (void)size;
+    fake_record.bind_retained_slot = slot;
+    return PTO_OK;
+}
+
+int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena)
+{
+    (void)r, (void)gm_heap, (void)gm_sm, (void)runtime_arena;
+    fake_record.bind_arena_bank = bank;
+    return PTO_OK;
+}
+
+void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
+void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
+void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
+
+int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash, const void *key, size_t key_size,
+                                               void **image)
+{
+    (void)r, (void)bank, (void)hash, (void)key, (void)key_size;
+    *image = NULL;
+    return 0;
+}
+
+int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash, const void *key, size_t key_size,
+                                              void *image)
+{
+    (void)r, (void)bank, (void)hash, (void)key, (void)key_size, (void)image;
+    return PTO_OK;
+}
+
+int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev)
+{
+    (void)r, (void)size, (void)hash;
+    *dev = (void *)callable;
+    return PTO_OK;
+}
+
+int runner_release_chip_callable_buffer(Runner *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
+
+uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank) { (void)r; return 0x1000u * (bank + 1); }
+uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot) { (void)r; return 0x2000u * (slot + 1); }
+size_t runner_aicpu_dlopen_count(Runner *r) { (void)r; return 3; }
+size_t runner_run_stream_set_create_count(Runner *r) { (void)r; return 5; }
+
+int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+{
+    (void)r, (void)exec;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.enqueue_calls++;
+    fake_record.enqueue_slot = slot;
+    fake_record.enqueue_args_dev = launch->args_dev;
+    pthread_mutex_unlock(&fake_lock);
+    pass_gate(&enqueue_held, &enqueue_blocked);
+    if (fake_script.enqueue_mode == FAKE_ENQUEUE_FAIL_BEFORE_MARKER)
+        return pto_fail(fake_script.enqueue_fail_code, "fake enqueue refused before the marker");
+    launch_signal_publish(signal);
+    return PTO_OK;
+}
+
+int runner_query(Runner *r, RunExec *exec)
+{
+    (void)r, (void)exec;
+    count(&fake_record.query_calls);
+    if (fake_script.query_error != 0)
+        return pto_fail(fake_script.query_error, "fake device query failed");
+    pthread_mutex_lock(&fake_lock);
+    int done = device_done;
+    pthread_mutex_unlock(&fake_lock);
+    return done ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : SIMPLER_NATIVE_RUN_POLL_NOT_READY;
+}
+
+int runner_drain(Runner *r, RunExec *exec)
+{
+    (void)r, (void)exec;
+    count(&fake_record.drain_calls);
+    pass_gate(&drain_held, &drain_blocked);
+    if (fake_script.drain_result != 0)
+        return pto_fail(fake_script.drain_result, "fake device fault in task 7");
+    return PTO_OK;
+}
+
+/* ======================= runtime (runtime/runtime.h) ======================== */
+
+struct RuntimeCallable {
+    FakeCallable callable;
+};
+
+/* Immutable, as a real contract is: one per scriptable depth. */
+static const PipelineContract fake_contracts[2] = {
+    { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION, .pipeline_depth = 1 },
+    { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION, .pipeline_depth = 2 },
+};
+
+const PipelineContract *runtime_pipeline_contract(void)
+{
+    return &fake_contracts[fake_script.pipeline_depth == 1 ? 0 : 1];
+}
+
+int runtime_supports_concurrent_prepare(void) { return fake_script.concurrent_prepare; }
+
+int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
+{
+    (void)api;
+    count(&fake_record.register_calls);
+    const FakeCallable *fc = callable;
+    if (fc->register_fail_code != 0)
+        return pto_fail(fc->register_fail_code, "fake callable refused");
+    RuntimeCallable *c = malloc(sizeof *c);
+    if (c == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "fake callable: out of memory");
+    c->callable = *fc;
+    *out = c;
+    count(&fake_record.live_callables);
+    return PTO_OK;
+}
+
+void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
+{
+    (void)api;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.release_calls++;
+    fake_record.live_callables--;
+    pthread_mutex_unlock(&fake_lock);
+    free(c);
+}
+
+int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
+{
+    (void)api, (void)cfg;
+    count(&fake_record.prewarm_calls);
+    return PTO_OK;
+}
+
+int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
+                 const CallConfig *cfg, DeviceLaunch *launch)
+{
+    (void)c, (void)args, (void)cfg;
+    count(&fake_record.bind_calls);
+    if (fake_script.bind_fail_code != 0)
+        return pto_fail(fake_script.bind_fail_code, "fake bind refused");
+    /* reach the runner through the run's own HostApi, as a runtime does */
+    host_api_set_retained_temp_buffer(api, NULL, 0);
+    host_api_setup_static_arena(api, 0, 0, 0);
+    memset(run->opaque, 0x5A, 16);
+    launch->args_dev = FAKE_ARGS_DEV;
+    launch->timeout_ms = 1000;
+    return PTO_OK;
+}
+
+int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
+{
+    (void)run, (void)api;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.validate_calls++;
+    fake_record.validate_launched = launched;
+    fake_record.validate_execution_rc = execution_rc;
+    pthread_mutex_unlock(&fake_lock);
+    if (fake_script.validate_fail_code != 0)
+        return pto_fail(fake_script.validate_fail_code, "fake validate found a device status error");
+    return PTO_OK;
+}

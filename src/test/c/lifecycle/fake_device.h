@@ -1,0 +1,78 @@
+/*
+ * A test-only platform (every function of platform/runner.h) and runtime
+ * (every function of runtime/runtime.h), linked with the common/ objects into
+ * lifecycle_tests so the real exported functions of common/c_api.c can be
+ * driven through whole runs before the real platform and runtime exist.
+ *
+ * The script below is process-global; fake_reset() restores the defaults at
+ * the start of each test. The gates let a test hold a run at a chosen point:
+ * before the launch marker, or after it with the drain blocked.
+ */
+#ifndef PTORUN_TEST_FAKE_DEVICE_H
+#define PTORUN_TEST_FAKE_DEVICE_H
+
+#include <stdint.h>
+
+#include "ptorun/pto_runtime_c_api.h"
+
+typedef enum FakeEnqueueMode {
+    FAKE_ENQUEUE_PUBLISH,          /* publish the marker and return 0 */
+    FAKE_ENQUEUE_FAIL_BEFORE_MARKER, /* return enqueue_fail_code, never publish */
+} FakeEnqueueMode;
+
+/* What the test controls. */
+typedef struct FakeScript {
+    /* platform */
+    int init_fail_code;            /* runner_init returns it when non-zero */
+    int poisoned;                  /* runner_poisoned */
+    FakeEnqueueMode enqueue_mode;
+    int enqueue_fail_code;
+    int drain_result;              /* runner_drain returns it (message "fake device fault") */
+    int query_error;               /* runner_query returns it when non-zero */
+    /* runtime */
+    uint32_t pipeline_depth;       /* the contract's depth */
+    int concurrent_prepare;        /* runtime_supports_concurrent_prepare */
+    int bind_fail_code;
+    int validate_fail_code;
+} FakeScript;
+
+/* What the fakes observed. */
+typedef struct FakeRecord {
+    int init_calls, finalize_calls, prewarm_calls;
+    int enqueue_calls, drain_calls, query_calls;
+    uint32_t enqueue_slot;
+    uint64_t enqueue_args_dev;     /* DeviceLaunch.args_dev seen by enqueue */
+    int register_calls, release_calls, live_callables;
+    int bind_calls, validate_calls;
+    int validate_launched, validate_execution_rc;
+    uint32_t bind_retained_slot;   /* the slot/bank the run's HostApi reached the runner with */
+    uint32_t bind_arena_bank;
+} FakeRecord;
+
+extern FakeScript fake_script;
+extern FakeRecord fake_record;
+
+void fake_reset(void);
+
+/* Gate before the marker: while held, enqueue blocks before publishing. */
+void fake_hold_enqueue(void);
+void fake_release_enqueue(void);
+/* Gate in the drain: while held, drain blocks after the marker. */
+void fake_hold_drain(void);
+void fake_release_drain(void);
+/* The device side of the run reports done (runner_query -> COMPLETE) even
+ * though drain may still be held. */
+void fake_set_device_done(int done);
+/* Blocks until enqueue reached the held gate / the drain reached its gate. */
+void fake_await_enqueue_blocked(void);
+void fake_await_drain_blocked(void);
+
+/* The callable bytes handed to simpler_register_callable in these tests. */
+typedef struct FakeCallable {
+    int register_fail_code;        /* runtime_register_callable refuses with it */
+    int tag;
+} FakeCallable;
+
+#define FAKE_ARGS_DEV 0xA11CEull
+
+#endif

@@ -1,0 +1,218 @@
+/* Pipelining through the exported functions: the execution claim, successor
+ * admission and its refusals (design/lifecycle.md §3). The fake runtime is
+ * hbg-like by default: depth 2, concurrent prepare supported. */
+#include "fixture.h"
+
+#include <time.h>
+
+/* Prepares run 0 (slot 0, bank 0), launches it and holds it in the drain. */
+static void start_predecessor(Fixture *f)
+{
+    fake_hold_drain();
+    CHECK_EQ_INT(fix_prepare(f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f->ctx, f->storage[0]), PTO_OK);
+    fake_await_drain_blocked();
+}
+
+static void finish_predecessor(Fixture *f)
+{
+    fake_release_drain();
+    CHECK_EQ_INT(simpler_finalize_run(f->ctx, f->storage[0]), PTO_OK);
+}
+
+TEST(successor_is_prepared_while_the_predecessor_runs_and_launches_after_it)
+{
+    Fixture f;
+    fix_setup(&f);
+    start_predecessor(&f);
+
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_OK);
+    CHECK_EQ_INT(fake_record.bind_retained_slot, 1);
+    CHECK_EQ_INT(fake_record.bind_arena_bank, 1);
+    CHECK_EQ_INT(fix_word(&f, 1), -1);
+
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[1]), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "execution claim is held by run (run_id=100 slot=0 run_epoch=1000)");
+    CHECK_CONTAINS(simpler_last_error(), "simpler_launch_run (run_id=101 slot=1");
+    CHECK_EQ_INT(fix_word(&f, 1), -1);
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[1]), PTO_ERR_WRONG_PHASE); /* still Prepared */
+    CHECK_EQ_INT(fake_record.enqueue_calls, 1);
+
+    finish_predecessor(&f);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[1]), PTO_OK); /* the same token, later */
+    CHECK_EQ_INT(fix_word(&f, 1), 18);
+    CHECK_EQ_INT(fake_record.enqueue_slot, 1);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[1]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(successor_behind_a_prepared_only_run_is_refused)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "requires an active predecessor");
+    CHECK(fix_tag(f.storage[1]) == 0);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(successor_on_the_same_slot_or_bank_is_refused)
+{
+    Fixture f;
+    fix_setup(&f);
+    start_predecessor(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 0, 1), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "pipeline slot is reserved");
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 0), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "arena bank is reserved");
+    CHECK(fix_tag(f.storage[1]) == 0);
+    CHECK_EQ_INT(fake_record.bind_calls, 1);
+    finish_predecessor(&f);
+    fix_teardown(&f);
+}
+
+TEST(no_third_run_while_two_are_outstanding)
+{
+    Fixture f;
+    fix_setup(&f);
+    start_predecessor(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_OK);
+    CHECK_EQ_INT(fix_prepare(&f, 2, 1, 1), PTO_ERR_BUSY);
+    CHECK(fix_tag(f.storage[2]) == 0);
+    finish_predecessor(&f);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[1]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(a_diagnostic_run_on_either_side_forbids_the_overlap)
+{
+    Fixture f;
+    fix_setup(&f);
+    start_predecessor(&f);
+    f.cfg.enable_dep_graph = 1;
+    strcpy(f.cfg.output_prefix, "/tmp/ptorun-test");
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_BUSY); /* diagnostic successor */
+    CHECK_CONTAINS(simpler_last_error(), "diagnostic");
+    finish_predecessor(&f);
+
+    /* diagnostic predecessor, ordinary successor */
+    fake_hold_drain();
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    f.cfg.enable_dep_graph = 0;
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "permits no successor");
+    CHECK(fix_tag(f.storage[1]) == 0);
+    finish_predecessor(&f);
+    fix_teardown(&f);
+}
+
+TEST(depth_1_or_no_concurrent_prepare_forbids_the_overlap)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_script.pipeline_depth = 1;
+    start_predecessor(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "depth 1");
+    finish_predecessor(&f);
+
+    fake_script.pipeline_depth = 2;
+    fake_script.concurrent_prepare = 0; /* trb-like */
+    start_predecessor(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "cannot prepare a run while another executes");
+    finish_predecessor(&f);
+    fix_teardown(&f);
+}
+
+TEST(concurrent_prepare_capability_follows_the_runtime)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(supports_concurrent_native_prepare_ctx(f.ctx), 1);
+    fake_script.concurrent_prepare = 0;
+    CHECK_EQ_INT(supports_concurrent_native_prepare_ctx(f.ctx), 0);
+    CHECK_EQ_INT(supports_concurrent_native_prepare_ctx(NULL), 0);
+    fix_teardown(&f);
+}
+
+/* ---- two threads pipelining runs on their own slots ----------------------- */
+
+typedef struct Pipeliner {
+    Fixture *f;
+    int index;          /* storage and slot/bank */
+    int runs;
+    int completed;
+    int unexpected;     /* any result other than OK or BUSY */
+} Pipeliner;
+
+static void nap(void)
+{
+    struct timespec ts = { 0, 50 * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* Calls fn until it stops answering BUSY (the other thread's run is in the way). */
+static int until_not_busy(int (*fn)(Pipeliner *), Pipeliner *p)
+{
+    int rc;
+    while ((rc = fn(p)) == PTO_ERR_BUSY)
+        nap();
+    return rc;
+}
+
+static int pipeliner_prepare(Pipeliner *p)
+{
+    NativeRunDescriptor d = {
+        .pipeline_slot = (uint32_t)p->index,
+        .arena_bank = (uint32_t)p->index,
+        .run_epoch = (uint64_t)p->completed + 1,
+    };
+    return simpler_prepare_run(p->f->ctx, p->f->storage[p->index], FIX_CALLABLE_ID, p->f->args, &p->f->cfg, &d);
+}
+
+static int pipeliner_launch(Pipeliner *p)
+{
+    return simpler_launch_run(p->f->ctx, p->f->storage[p->index]);
+}
+
+static void *pipeline_runs(void *arg)
+{
+    Pipeliner *p = arg;
+    for (int i = 0; i < p->runs; i++) {
+        if (until_not_busy(pipeliner_prepare, p) != PTO_OK) {
+            p->unexpected++;
+            continue;
+        }
+        int rc = until_not_busy(pipeliner_launch, p);
+        rc |= simpler_finalize_run(p->f->ctx, p->f->storage[p->index]);
+        if (rc == PTO_OK)
+            p->completed++;
+        else
+            p->unexpected++;
+    }
+    return NULL;
+}
+
+TEST(two_threads_pipelining_on_their_own_slots_share_the_claim)
+{
+    Fixture f;
+    fix_setup(&f);
+    Pipeliner p[2] = { { &f, 0, 200, 0, 0 }, { &f, 1, 200, 0, 0 } };
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, pipeline_runs, &p[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(p[i].completed, 200);
+        CHECK_EQ_INT(p[i].unexpected, 0);
+        CHECK(fix_tag(f.storage[i]) == 0);
+    }
+    CHECK_EQ_INT(fake_record.enqueue_calls, 400);
+    CHECK_EQ_INT(fake_record.validate_calls, 400);
+    fix_teardown(&f); /* finalize_device succeeds: nothing outstanding */
+}

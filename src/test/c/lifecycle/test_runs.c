@@ -1,0 +1,306 @@
+/* Whole runs through the exported functions: phases, results, acceptance and
+ * messages, with the fake platform holding the run where the test needs it. */
+#include "fixture.h"
+
+TEST(full_run_prepare_launch_poll_wait_finalize)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_hold_drain();
+
+    CHECK_EQ_INT(fix_prepare(&f, 0, 1, 1), PTO_OK);
+    CHECK(fix_tag(f.storage[0]) == PTO_NATIVE_RUN_STORAGE_MAGIC);
+    CHECK_EQ_INT(fix_word(&f, 0), -1);          /* prepare never touches the word */
+    CHECK_EQ_INT(fake_record.bind_calls, 1);
+    CHECK_EQ_INT(fake_record.bind_retained_slot, 1); /* the run's HostApi carries its slot */
+    CHECK_EQ_INT(fake_record.bind_arena_bank, 1);    /* and its bank */
+    CHECK_EQ_INT(fake_record.enqueue_calls, 0);
+
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 0), 17);          /* written before launch returned */
+    CHECK_EQ_INT(fake_record.enqueue_slot, 1);
+    CHECK(fake_record.enqueue_args_dev == FAKE_ARGS_DEV); /* bind's DeviceLaunch reaches enqueue */
+
+    fake_await_drain_blocked();
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
+    fake_set_device_done(1);                    /* device finished, drain has not */
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
+    CHECK(fake_record.query_calls >= 2);
+
+    fake_release_drain();
+    CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_OK); /* wait releases nothing */
+    CHECK_EQ_INT(fake_record.validate_calls, 0);
+
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fake_record.validate_calls, 1);
+    CHECK_EQ_INT(fake_record.validate_launched, 1);
+    CHECK_EQ_INT(fake_record.validate_execution_rc, PTO_OK);
+    CHECK(fix_tag(f.storage[0]) == 0);
+    CHECK_EQ_INT(fix_word(&f, 0), 17);
+    fix_teardown(&f);
+}
+
+TEST(storage_is_reusable_after_finalize_without_rezeroing)
+{
+    Fixture f;
+    fix_setup(&f);
+    for (int round = 0; round < 50; round++) {
+        CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+        CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+        CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+        CHECK(fix_tag(f.storage[0]) == 0);
+    }
+    CHECK_EQ_INT(fake_record.enqueue_calls, 50);
+    CHECK_EQ_INT(fake_record.validate_calls, 50);
+    fix_teardown(&f);
+}
+
+TEST(failure_before_marker_never_writes_the_acceptance_word)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_script.enqueue_mode = FAKE_ENQUEUE_FAIL_BEFORE_MARKER;
+    fake_script.enqueue_fail_code = PTO_ERR_DEVICE;
+
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_ERR_DEVICE);
+    /* the executor thread's message reaches the launching thread, with the run */
+    CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused before the marker");
+    CHECK_CONTAINS(simpler_last_error(), "run_id=100 slot=0 generation=7 dispatch_id=40 run_epoch=1000");
+    CHECK_EQ_INT(fix_word(&f, 0), -1);
+    CHECK_EQ_INT(fake_record.drain_calls, 0);   /* no drain after a failed enqueue */
+
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_ERR_DEVICE);
+    CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused");
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_DEVICE);
+    CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused");
+    CHECK_EQ_INT(fake_record.validate_launched, 1);
+    CHECK_EQ_INT(fake_record.validate_execution_rc, PTO_ERR_DEVICE);
+    CHECK_EQ_INT(fix_word(&f, 0), -1);          /* never, not even later */
+    CHECK(fix_tag(f.storage[0]) == 0);
+    fix_teardown(&f);
+}
+
+TEST(device_fault_after_marker_is_reported_by_wait_and_finalize)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_hold_drain();
+    fake_script.drain_result = PTO_ERR_KERNEL_FAULT;
+
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 0), 17);
+    fake_release_drain();
+    CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_ERR_KERNEL_FAULT);
+    CHECK_CONTAINS(simpler_last_error(), "fake device fault in task 7");
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_KERNEL_FAULT);
+    CHECK_CONTAINS(simpler_last_error(), "fake device fault in task 7");
+    CHECK_EQ_INT(fake_record.validate_execution_rc, PTO_ERR_KERNEL_FAULT);
+    fix_teardown(&f);
+}
+
+TEST(validation_error_wins_over_the_execution_result)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_script.drain_result = PTO_ERR_KERNEL_FAULT;
+    fake_script.validate_fail_code = PTO_ERR_ORCHESTRATION;
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    int launch_rc = simpler_launch_run(f.ctx, f.storage[0]);
+    CHECK(launch_rc == PTO_OK || launch_rc == PTO_ERR_KERNEL_FAULT); /* may end before launch looks */
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_ORCHESTRATION);
+    CHECK_CONTAINS(simpler_last_error(), "fake validate found a device status error");
+    CHECK(fix_tag(f.storage[0]) == 0);
+    fix_teardown(&f);
+}
+
+TEST(finalize_of_a_never_launched_run_validates_with_launched_0)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fake_record.validate_calls, 1);
+    CHECK_EQ_INT(fake_record.validate_launched, 0);
+    CHECK_EQ_INT(fake_record.enqueue_calls, 0);
+    CHECK_EQ_INT(fix_word(&f, 0), -1);
+    CHECK(fix_tag(f.storage[0]) == 0);
+    /* reservation gone: the registry may change again */
+    CHECK_EQ_INT(simpler_unregister_callable(f.ctx, FIX_CALLABLE_ID), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(double_finalize_is_bad_storage)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_BAD_STORAGE);
+    CHECK_CONTAINS(simpler_last_error(), "does not hold a prepared run");
+    CHECK_EQ_INT(fake_record.validate_calls, 1);
+    fix_teardown(&f);
+}
+
+TEST(phase_rules_prepared_run)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), PTO_ERR_WRONG_PHASE);
+    CHECK_CONTAINS(simpler_last_error(), "simpler_poll_run (run_id=100 slot=0");
+    CHECK_CONTAINS(simpler_last_error(), "run_epoch=1000");
+    CHECK_CONTAINS(simpler_last_error(), "Prepared");
+    CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_ERR_WRONG_PHASE);
+    CHECK_CONTAINS(simpler_last_error(), "simpler_wait_run");
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_ERR_WRONG_PHASE); /* launched already */
+    CHECK_CONTAINS(simpler_last_error(), "only a Prepared run can be launched");
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(phase_rules_while_launching)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_hold_enqueue();
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    PhaseCall launch;
+    phase_call_start(&launch, simpler_launch_run, f.ctx, f.storage[0]);
+    fake_await_enqueue_blocked();               /* the launch is in flight, before the marker */
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_WRONG_PHASE);
+    CHECK_CONTAINS(simpler_last_error(), "launch is still in flight");
+    CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_ERR_WRONG_PHASE);
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), PTO_ERR_WRONG_PHASE);
+    CHECK_EQ_INT(fix_word(&f, 0), -1);
+    fake_release_enqueue();
+    CHECK_EQ_INT(phase_call_join(&launch), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 0), 17);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(every_phase_driven_from_a_thread_other_than_the_preparing_one)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_hold_drain();
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    PhaseCall c;
+    CHECK_EQ_INT(on_other_thread(&c, simpler_launch_run, f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 0), 17);
+    CHECK_EQ_INT(on_other_thread(&c, simpler_poll_run, f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
+    fake_release_drain();
+    CHECK_EQ_INT(on_other_thread(&c, simpler_wait_run, f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(on_other_thread(&c, simpler_poll_run, f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(on_other_thread(&c, simpler_finalize_run, f.ctx, f.storage[0]), PTO_OK);
+    CHECK(fix_tag(f.storage[0]) == 0);
+    CHECK_EQ_INT(on_other_thread(&c, simpler_finalize_run, f.ctx, f.storage[0]), PTO_ERR_BAD_STORAGE);
+    CHECK_CONTAINS(c.message, "does not hold a prepared run");
+    fix_teardown(&f);
+}
+
+TEST(failing_run_message_reaches_a_waiter_on_another_thread)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_hold_drain();
+    fake_script.drain_result = PTO_ERR_TIMEOUT;
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    PhaseCall wait;
+    phase_call_start(&wait, simpler_wait_run, f.ctx, f.storage[0]);
+    fake_release_drain();
+    CHECK_EQ_INT(phase_call_join(&wait), PTO_ERR_TIMEOUT);
+    CHECK_CONTAINS(wait.message, "fake device fault in task 7");
+    CHECK_CONTAINS(wait.message, "run_epoch=1000");
+    PhaseCall fin;
+    CHECK_EQ_INT(on_other_thread(&fin, simpler_finalize_run, f.ctx, f.storage[0]), PTO_ERR_TIMEOUT);
+    CHECK_CONTAINS(fin.message, "fake device fault in task 7");
+    fix_teardown(&f);
+}
+
+TEST(device_query_error_is_reported_by_poll)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_hold_drain();
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    fake_await_drain_blocked();
+    fake_script.query_error = PTO_ERR_DEVICE;
+    CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), PTO_ERR_DEVICE);
+    CHECK_CONTAINS(simpler_last_error(), "fake device query failed");
+    CHECK_CONTAINS(simpler_last_error(), "run_epoch=1000");
+    fake_script.query_error = 0;
+    fake_release_drain();
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(simpler_run_composes_and_always_finalizes)
+{
+    Fixture f;
+    fix_setup(&f);
+    NativeRunDescriptor d = fix_desc(&f, 0, 0, 0);
+    CHECK_EQ_INT(simpler_run(f.ctx, f.storage[0], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 0), 17);
+    CHECK(fix_tag(f.storage[0]) == 0);
+    CHECK_EQ_INT(fake_record.validate_calls, 1);
+    CHECK_EQ_INT(fake_record.validate_launched, 1);
+
+    /* a failure before the marker: the first error wins, the storage is empty */
+    fake_script.enqueue_mode = FAKE_ENQUEUE_FAIL_BEFORE_MARKER;
+    fake_script.enqueue_fail_code = PTO_ERR_OUT_OF_MEMORY;
+    d = fix_desc(&f, 1, 0, 0);
+    CHECK_EQ_INT(simpler_run(f.ctx, f.storage[1], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_ERR_OUT_OF_MEMORY);
+    CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused");
+    CHECK_EQ_INT(fix_word(&f, 1), -1);
+    CHECK(fix_tag(f.storage[1]) == 0);
+    CHECK_EQ_INT(fake_record.validate_calls, 2);
+
+    /* a failed prepare: nothing to finalize */
+    fake_script.enqueue_mode = FAKE_ENQUEUE_PUBLISH;
+    fake_script.bind_fail_code = PTO_ERR_BAD_CALLABLE;
+    CHECK_EQ_INT(simpler_run(f.ctx, f.storage[1], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_ERR_BAD_CALLABLE);
+    CHECK_EQ_INT(fake_record.validate_calls, 2);
+    CHECK(fix_tag(f.storage[1]) == 0);
+    fix_teardown(&f);
+}
+
+TEST(a_run_without_acceptance_sink_runs)
+{
+    Fixture f;
+    fix_setup(&f);
+    NativeRunDescriptor d = fix_desc(&f, 0, 0, 0);
+    d.accepted_state = NULL;
+    CHECK_EQ_INT(simpler_prepare_run(f.ctx, f.storage[0], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 0), -1);
+    fix_teardown(&f);
+}
+
+TEST(poisoned_runner_refuses_prepare_and_launch)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    fake_script.poisoned = 1;
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_POISONED);
+    CHECK(fix_tag(f.storage[1]) == 0);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_ERR_POISONED);
+    CHECK_CONTAINS(simpler_last_error(), "unrecovered device error");
+    CHECK_EQ_INT(fix_word(&f, 0), -1);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK); /* still Prepared: abandoned */
+    CHECK_EQ_INT(fake_record.validate_launched, 0);
+    fake_script.poisoned = 0;
+    fix_teardown(&f);
+}
