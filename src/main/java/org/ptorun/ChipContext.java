@@ -533,7 +533,7 @@ final class ChipContext {
     /** What can be refused before admission: foreign or closed device buffers, read-only outputs. */
     private void checkArgs(TaskArgs args, Direction[] directions) {
         for (int i = 0; i < args.tensorCount(); i++) {
-            Tensor t = args.tensor(i);
+            Tensor t = args.tensorAt(i);
             if (t.source() == Tensor.Source.DEVICE) {
                 DeviceBuffer buffer = (DeviceBuffer) t.data();
                 if (buffer.context() != this) {
@@ -568,7 +568,7 @@ final class ChipContext {
         long staging = 0;
         boolean anyArray = false;
         for (int i = 0; i < args.tensorCount(); i++) {
-            Tensor t = args.tensor(i);
+            Tensor t = args.tensorAt(i);
             if (t.source() == Tensor.Source.ARRAY) {
                 anyArray = true;
                 staging += alignUp(t.byteSize());
@@ -860,8 +860,8 @@ final class ChipContext {
                     finalizeSlot(s, previous.get(i));
                     LOG.info("close of {} finalized the outstanding run {}", describe(), run.identity());
                 } catch (RuntimeException e) {
-                    LOG.warn("close of {} finalized the outstanding run {}: {}", describe(), run.identity(),
-                            e.getMessage());
+                    LOG.warn("close of {}: finalizing the outstanding run {} failed: {}", describe(),
+                            run.identity(), e.getMessage());
                 }
             }
             releaseDevice(midCall);

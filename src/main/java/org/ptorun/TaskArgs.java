@@ -98,12 +98,14 @@ public final class TaskArgs {
         return scalarCount;
     }
 
-    public Tensor tensor(int index) {
+    /** The tensor argument at {@code index}. */
+    public Tensor tensorAt(int index) {
         Objects.checkIndex(index, tensorCount);
         return tensors[index];
     }
 
-    public long scalar(int index) {
+    /** The bits of the scalar argument at {@code index}. */
+    public long scalarAt(int index) {
         Objects.checkIndex(index, scalarCount);
         return scalars[index];
     }
