@@ -1,6 +1,5 @@
 package org.ptorun.callable;
 
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -55,14 +54,18 @@ public final class Kernel {
      * A built-in kernel by name. A name this library does not know is accepted (the AICore
      * image decides at registration) without parameter or core-type checks.
      *
-     * @throws IllegalArgumentException for an empty name, one with NUL, or one over 128 bytes
+     * @throws IllegalArgumentException unless the name is 1..128 printable ASCII characters without spaces
      */
     public static Kernel builtin(String name) {
         Objects.requireNonNull(name, "name");
-        int bytes = name.getBytes(StandardCharsets.UTF_8).length;
-        if (bytes == 0 || bytes > CallableLayouts.PTO_CALLABLE_MAX_NAME || name.indexOf('\0') >= 0) {
+        boolean printable = !name.isEmpty() && name.length() <= CallableLayouts.PTO_CALLABLE_MAX_NAME;
+        for (int i = 0; printable && i < name.length(); i++) {
+            char c = name.charAt(i);
+            printable = c > 0x20 && c < 0x7f;
+        }
+        if (!printable) {
             throw new IllegalArgumentException("kernel name '" + name + "' must be 1.."
-                    + CallableLayouts.PTO_CALLABLE_MAX_NAME + " bytes of UTF-8 without NUL");
+                    + CallableLayouts.PTO_CALLABLE_MAX_NAME + " printable ASCII characters without spaces");
         }
         List<Direction> known = KNOWN.get(name);
         return new Kernel(name, known, known == null ? null : CoreType.AIV);

@@ -249,6 +249,8 @@ class ChipCallableTest {
         assertThatThrownBy(() -> Kernel.builtin("")).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> Kernel.builtin("k".repeat(129))).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> Kernel.builtin("a\0b")).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> Kernel.builtin("v add")).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> Kernel.builtin("vädd")).isInstanceOf(IllegalArgumentException.class);
         assertThat(Kernel.builtin("k".repeat(128)).parameters()).isEmpty();
         assertThat(Kernel.vmuls().parameters()).contains(java.util.List.of(IN, OUT, SCALAR));
         assertThat(Kernel.vcopy().coreType()).contains(CoreType.AIV);
