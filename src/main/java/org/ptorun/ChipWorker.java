@@ -76,7 +76,7 @@ public final class ChipWorker implements AutoCloseable {
         this.leakNet = LeakNet.register(this, "ChipWorker of " + c.describe(), c::close);
     }
 
-    private static byte[] readImage(String fileName) {
+    static byte[] readImage(String fileName) {
         String resource = LibraryLoader.resourcePath(fileName);
         try (InputStream in = ChipWorker.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {

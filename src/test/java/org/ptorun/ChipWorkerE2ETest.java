@@ -378,7 +378,6 @@ class ChipWorkerE2ETest {
         for (int i = 0; i < 6; i++) {
             NativeRun run = chip.prepare(CHAIN, chainArgs(random(n, i), random(n, i + 1), filled(n)),
                     CallConfig.DEFAULT, PipelineSlotLease.of(i % 2, 2 + i), i, i, null);
-            assertThat(chip.committedDeviceMemory()).as("the prepared run holds its buffers").isGreaterThan(baseline);
             if (i % 3 != 0) {
                 chip.launch(run);
             }

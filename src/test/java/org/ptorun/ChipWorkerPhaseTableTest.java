@@ -120,6 +120,13 @@ class ChipWorkerPhaseTableTest {
                 .isInstanceOf(IllegalArgumentException.class);
     }
 
+    @Test
+    void aMissingDeviceImageNamesItsResource() {
+        assertThatThrownBy(() -> ChipWorker.readImage("libptorun_aicpu_nosucharch.so"))
+                .isInstanceOf(LibraryLoadException.class)
+                .hasMessageContaining("linux-x86-64/libptorun_aicpu_nosucharch.so is not on the classpath");
+    }
+
     // ---- prepare ---------------------------------------------------------------------
 
     @Test
