@@ -13,7 +13,35 @@ import java.util.Objects;
 public record Variant(Arch arch, Platform platform, RuntimeKind runtime) {
 
     /** Chip architecture: geometry, host mapping, run streams, pipeline contracts. */
-    public enum Arch { A2A3, A5 }
+    public enum Arch {
+        A2A3(4, 4, 24),
+        A5(5, 7, 36);
+
+        private final int defaultAicpuThreads;
+        private final int maxAicpuThreads;
+        private final int maxBlockDim;
+
+        Arch(int defaultAicpuThreads, int maxAicpuThreads, int maxBlockDim) {
+            this.defaultAicpuThreads = defaultAicpuThreads;
+            this.maxAicpuThreads = maxAicpuThreads;
+            this.maxBlockDim = maxBlockDim;
+        }
+
+        /** AICPU threads a run gets when {@code aicpu_thread_num} is 0. */
+        public int defaultAicpuThreads() {
+            return defaultAicpuThreads;
+        }
+
+        /** The largest legal {@code aicpu_thread_num}. */
+        public int maxAicpuThreads() {
+            return maxAicpuThreads;
+        }
+
+        /** Blocks of the chip: the largest legal {@code block_dim}. */
+        public int maxBlockDim() {
+            return maxBlockDim;
+        }
+    }
 
     /** Where the device lives: simulated in-process, or reached through a driver. */
     public enum Platform { SIM, ONBOARD }

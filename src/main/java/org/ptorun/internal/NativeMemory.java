@@ -42,6 +42,79 @@ public final class NativeMemory {
         }
     }
 
+    /**
+     * Copies a whole primitive array ({@code byte[]}, {@code short[]}, {@code int[]},
+     * {@code long[]}, {@code float[]}, {@code double[]}) to {@code address}, native byte order.
+     */
+    public static void copyIn(long address, Object array) {
+        Pointer p = new Pointer(address);
+        if (array instanceof float[]) {
+            float[] a = (float[]) array;
+            p.write(0, a, 0, a.length);
+        } else if (array instanceof int[]) {
+            int[] a = (int[]) array;
+            p.write(0, a, 0, a.length);
+        } else if (array instanceof long[]) {
+            long[] a = (long[]) array;
+            p.write(0, a, 0, a.length);
+        } else if (array instanceof byte[]) {
+            byte[] a = (byte[]) array;
+            p.write(0, a, 0, a.length);
+        } else if (array instanceof short[]) {
+            short[] a = (short[]) array;
+            p.write(0, a, 0, a.length);
+        } else if (array instanceof double[]) {
+            double[] a = (double[]) array;
+            p.write(0, a, 0, a.length);
+        } else {
+            throw new IllegalArgumentException("not a primitive array: " + array);
+        }
+    }
+
+    /** Fills a whole primitive array from {@code address} (the inverse of {@link #copyIn}). */
+    public static void copyOut(long address, Object array) {
+        Pointer p = new Pointer(address);
+        if (array instanceof float[]) {
+            float[] a = (float[]) array;
+            p.read(0, a, 0, a.length);
+        } else if (array instanceof int[]) {
+            int[] a = (int[]) array;
+            p.read(0, a, 0, a.length);
+        } else if (array instanceof long[]) {
+            long[] a = (long[]) array;
+            p.read(0, a, 0, a.length);
+        } else if (array instanceof byte[]) {
+            byte[] a = (byte[]) array;
+            p.read(0, a, 0, a.length);
+        } else if (array instanceof short[]) {
+            short[] a = (short[]) array;
+            p.read(0, a, 0, a.length);
+        } else if (array instanceof double[]) {
+            double[] a = (double[]) array;
+            p.read(0, a, 0, a.length);
+        } else {
+            throw new IllegalArgumentException("not a primitive array: " + array);
+        }
+    }
+
+    /** Bytes of a primitive array ({@link #copyIn} types). */
+    public static long arrayBytes(Object array) {
+        if (array instanceof float[]) {
+            return 4L * ((float[]) array).length;
+        } else if (array instanceof int[]) {
+            return 4L * ((int[]) array).length;
+        } else if (array instanceof long[]) {
+            return 8L * ((long[]) array).length;
+        } else if (array instanceof byte[]) {
+            return ((byte[]) array).length;
+        } else if (array instanceof short[]) {
+            return 2L * ((short[]) array).length;
+        } else if (array instanceof double[]) {
+            return 8L * ((double[]) array).length;
+        }
+        throw new IllegalArgumentException("not a primitive array: " + array);
+    }
+
     /** Sets {@code size} bytes at {@code address} to zero. */
     public static void zero(long address, long size) {
         new Pointer(address).setMemory(0, size, (byte) 0);

@@ -1,0 +1,386 @@
+package org.ptorun;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.internal.LeakNet;
+import org.ptorun.internal.LibraryLoader;
+import org.ptorun.internal.NativeApi;
+import org.ptorun.internal.NativeMemory;
+import org.ptorun.internal.OffHeapBlock;
+
+/**
+ * One chip: its device context, device memory, registered callables and native runs.
+ *
+ * <pre>{@code
+ * try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+ *     chip.registerCallable(0, callable);
+ *     NativeRun run = chip.prepare(0, args, CallConfig.DEFAULT, lease, runId, dispatchId, acceptance);
+ *     chip.launch(run);               // returns after the kernel-launch marker
+ *     while (!chip.poll(run)) { … }   // never blocks
+ *     chip.finalize(run);             // drains, copies results back, releases; throws on run failure
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe: any thread may call any method, and any phase of a run may be driven
+ * from a thread other than the one that prepared it. Calls on one run must not
+ * overlap; an overlapping call fails fast with a {@link StaleRunException} instead of
+ * reaching native code. A run is identified by its slot and run epoch: a token that no
+ * longer names the run its slot holds (finalized, superseded, or from another
+ * ChipWorker) is refused.
+ *
+ * <p>At open, per pipeline slot, the ChipWorker allocates one run storage and the
+ * slot's args block, CallConfig block and descriptor, so a run allocates nothing
+ * off-heap except the staging of host arrays (grown per slot, reused).
+ */
+public final class ChipWorker implements AutoCloseable {
+
+    private final ChipContext context;
+    private final LeakNet.Handle leakNet;
+
+    /**
+     * Opens device {@code deviceId} with the device images packaged in the jar
+     * ({@code linux-x86-64/libptorun_aicpu_<arch>.so}, {@code libptorun_aicore_<arch>.so}).
+     *
+     * @throws LibraryLoadException when an image is not on the classpath
+     * @throws PtoRunException when the library cannot create or initialize the device
+     */
+    public static ChipWorker open(HostRuntime runtime, int deviceId) {
+        Objects.requireNonNull(runtime, "runtime");
+        String arch = runtime.variant().arch().name().toLowerCase(Locale.ROOT);
+        return open(runtime, deviceId, readImage("libptorun_aicpu_" + arch + ".so"),
+                readImage("libptorun_aicore_" + arch + ".so"));
+    }
+
+    /**
+     * Opens device {@code deviceId} with caller-supplied device images (the AICPU
+     * executor image and the AICore kernel image); the library copies them.
+     */
+    public static ChipWorker open(HostRuntime runtime, int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+        Objects.requireNonNull(runtime, "runtime");
+        return new ChipWorker(runtime.api(), runtime.variant(), runtime.contract(), runtime.runStorageSize(),
+                runtime.runStorageAlignment(), deviceId, aicpuImage, aicoreImage);
+    }
+
+    /** Opens a device through any {@link NativeApi} (tests drive the phase table with a fake). */
+    ChipWorker(NativeApi api, Variant variant, PipelineContract contract, long storageSize, long storageAlignment,
+               int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+        this.context = new ChipContext(api, variant, contract, storageSize, storageAlignment, deviceId, aicpuImage,
+                aicoreImage);
+        ChipContext c = context;
+        this.leakNet = LeakNet.register(this, "ChipWorker of " + c.describe(), c::close);
+    }
+
+    static byte[] readImage(String fileName) {
+        String resource = LibraryLoader.resourcePath(fileName);
+        try (InputStream in = ChipWorker.class.getClassLoader().getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new LibraryLoadException("device image " + resource + " is not on the classpath;"
+                        + " build the native tree (mvn generate-resources) or pass the images to"
+                        + " ChipWorker.open(runtime, deviceId, aicpuImage, aicoreImage)");
+            }
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read device image " + resource, e);
+        }
+    }
+
+    // ---- identity --------------------------------------------------------------------
+
+    public Variant variant() {
+        return context.variant();
+    }
+
+    public int deviceId() {
+        return context.deviceId();
+    }
+
+    public boolean isClosed() {
+        return context.isClosed();
+    }
+
+    // ---- device memory ------------------------------------------------------------------
+
+    /**
+     * Allocates device memory.
+     *
+     * @throws DeviceOutOfMemoryException when the device cannot hold it
+     */
+    public DeviceBuffer malloc(long bytes) {
+        return context.malloc(this, bytes);
+    }
+
+    /** Frees a buffer: the same as {@link DeviceBuffer#close()}. */
+    public void free(DeviceBuffer buffer) {
+        Objects.requireNonNull(buffer, "buffer").close();
+    }
+
+    /** Copies {@code src}'s remaining bytes to the start of {@code dst} (the position is not moved). */
+    public void copyTo(DeviceBuffer dst, ByteBuffer src) {
+        copyTo(dst, 0, src);
+    }
+
+    /**
+     * Copies {@code src}'s remaining bytes to {@code dst} at {@code dstOffset}; a direct
+     * buffer is read in place, a heap buffer through a temporary off-heap copy.
+     */
+    public void copyTo(DeviceBuffer dst, long dstOffset, ByteBuffer src) {
+        Objects.requireNonNull(src, "src");
+        if (src.isDirect()) {
+            context.copyTo(dst, dstOffset, NativeMemory.address(src) + src.position(), src.remaining(), src);
+            return;
+        }
+        byte[] bytes = new byte[src.remaining()];
+        src.duplicate().get(bytes);
+        copyArrayTo(dst, dstOffset, bytes, bytes.length);
+    }
+
+    public void copyTo(DeviceBuffer dst, float[] src) {
+        copyArrayTo(dst, 0, src, 4L * src.length);
+    }
+
+    public void copyTo(DeviceBuffer dst, int[] src) {
+        copyArrayTo(dst, 0, src, 4L * src.length);
+    }
+
+    public void copyTo(DeviceBuffer dst, long[] src) {
+        copyArrayTo(dst, 0, src, 8L * src.length);
+    }
+
+    public void copyTo(DeviceBuffer dst, byte[] src) {
+        copyArrayTo(dst, 0, src, src.length);
+    }
+
+    private void copyArrayTo(DeviceBuffer dst, long dstOffset, Object array, long bytes) {
+        if (bytes == 0) {
+            context.copyTo(dst, dstOffset, 0, 0, array);
+            return;
+        }
+        try (OffHeapBlock staging = OffHeapBlock.allocate(bytes, 64)) {
+            NativeMemory.copyIn(staging.address(), array);
+            context.copyTo(dst, dstOffset, staging.address(), bytes, staging);
+        }
+    }
+
+    /** Fills {@code dst}'s remaining bytes from the start of {@code src} (the position is not moved). */
+    public void copyFrom(DeviceBuffer src, ByteBuffer dst) {
+        copyFrom(src, 0, dst);
+    }
+
+    /** Fills {@code dst}'s remaining bytes from {@code src} at {@code srcOffset}. */
+    public void copyFrom(DeviceBuffer src, long srcOffset, ByteBuffer dst) {
+        Objects.requireNonNull(dst, "dst");
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("copyFrom into a read-only ByteBuffer");
+        }
+        if (dst.isDirect()) {
+            context.copyFrom(src, srcOffset, NativeMemory.address(dst) + dst.position(), dst.remaining(), dst);
+            return;
+        }
+        byte[] bytes = new byte[dst.remaining()];
+        copyArrayFrom(src, srcOffset, bytes, bytes.length);
+        dst.duplicate().put(bytes);
+    }
+
+    public void copyFrom(DeviceBuffer src, float[] dst) {
+        copyArrayFrom(src, 0, dst, 4L * dst.length);
+    }
+
+    public void copyFrom(DeviceBuffer src, int[] dst) {
+        copyArrayFrom(src, 0, dst, 4L * dst.length);
+    }
+
+    public void copyFrom(DeviceBuffer src, long[] dst) {
+        copyArrayFrom(src, 0, dst, 8L * dst.length);
+    }
+
+    public void copyFrom(DeviceBuffer src, byte[] dst) {
+        copyArrayFrom(src, 0, dst, dst.length);
+    }
+
+    private void copyArrayFrom(DeviceBuffer src, long srcOffset, Object array, long bytes) {
+        if (bytes == 0) {
+            context.copyFrom(src, srcOffset, 0, 0, array);
+            return;
+        }
+        try (OffHeapBlock staging = OffHeapBlock.allocate(bytes, 64)) {
+            context.copyFrom(src, srcOffset, staging.address(), bytes, staging);
+            NativeMemory.copyOut(staging.address(), array);
+        }
+    }
+
+    /** Bytes of device memory committed now (buffers, arenas, retained buffers, callables). */
+    public long committedDeviceMemory() {
+        return context.committedDeviceMemory();
+    }
+
+    // ---- callables ------------------------------------------------------------------------
+
+    /**
+     * Registers a callable under {@code id} (0..63); its signature decides which staged
+     * arrays are copied back after a run.
+     *
+     * @throws ChipBusyException while any native run is outstanding
+     * @throws BadCallableException when the library refuses the callable
+     */
+    public void registerCallable(int id, ChipCallable callable) {
+        context.registerCallable(id, callable);
+    }
+
+    /**
+     * Unregisters a callable (nothing happens for an unknown id).
+     *
+     * @throws ChipBusyException while any native run is outstanding
+     */
+    public void unregisterCallable(int id) {
+        context.unregisterCallable(id);
+    }
+
+    // ---- native runs ----------------------------------------------------------------------
+
+    /**
+     * Prepares a run of callable {@code callableId} in the lease's slot: checks the
+     * lease's shape and the config, mints a run epoch, admits the run (the slot is
+     * empty, any other occupied slot is an admissible predecessor, the lease generation
+     * is not stale), writes its arguments off-heap and builds it in the slot's storage.
+     * Nothing is launched.
+     *
+     * @param acceptance written at the launch marker; null for none
+     * @return the token every later phase call takes
+     * @throws IllegalArgumentException "lease is outside the runtime PipelineContract",
+     *         or an invalid config or argument
+     * @throws ChipBusyException "slot already owns an unfinished native run", or
+     *         "requires an active predecessor before staging a successor"
+     * @throws LeaseRejectedException "lease generation is stale"
+     * @throws PtoRunException when the library refuses the run (the slot is empty again)
+     */
+    public NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
+                             long dispatchId, AcceptanceWord acceptance) {
+        return context.prepare(callableId, args, config, lease, runId, dispatchId, acceptance);
+    }
+
+    /**
+     * Launches a prepared run; returns once its work crossed the launch marker. On
+     * failure the token still must be finalized; a launch refused before it started (e.g.
+     * {@link ChipBusyException} while a predecessor holds the chip) leaves the run
+     * prepared and the same token may launch again.
+     *
+     * @throws StaleRunException "stale or used in the wrong phase"
+     */
+    public void launch(NativeRun run) {
+        context.launch(run);
+    }
+
+    /**
+     * True once the run's execution and drain ended. Never blocks.
+     *
+     * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
+     */
+    public boolean poll(NativeRun run) {
+        return context.poll(run);
+    }
+
+    /**
+     * Waits until the run's execution and drain ended. Does not throw on a run failure:
+     * {@link #finalize(NativeRun)} reports it.
+     *
+     * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
+     */
+    public void await(NativeRun run) {
+        context.await(run);
+    }
+
+    /**
+     * Drains and releases the run: waits if it is still running, copies OUT/INOUT
+     * results back when it succeeded, releases everything; the slot is empty afterwards
+     * whatever happens. A run never launched is abandoned and nothing is copied back.
+     *
+     * @throws StaleRunException "stale or already finalized"
+     * @throws PtoRunException (a subclass where one fits) when the run failed
+     */
+    public void finalize(NativeRun run) {
+        context.finalizeRun(run);
+    }
+
+    /**
+     * Runs a callable to completion in slot 0, unleased (run epoch 0, no generation
+     * filter), copying results back; always finalizes.
+     */
+    public void run(int callableId, TaskArgs args, CallConfig config) {
+        context.run(callableId, args, config, null, 0, 0, null);
+    }
+
+    /** Runs a callable to completion in the lease's slot (admitted like a prepare); always finalizes. */
+    public void run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
+                    long dispatchId, AcceptanceWord acceptance) {
+        context.run(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId, acceptance);
+    }
+
+    // ---- counters and queries ----------------------------------------------------------------
+
+    /** trb device-side orchestration library loads. */
+    public long aicpuDlopenCount() {
+        return context.aicpuDlopenCount();
+    }
+
+    /** hbg host-side orchestration library loads. */
+    public long hostDlopenCount() {
+        return context.hostDlopenCount();
+    }
+
+    /** Run stream sets created (a2a3 onboard; 0 elsewhere). */
+    public long runStreamSetCreateCount() {
+        return context.runStreamSetCreateCount();
+    }
+
+    /** The GM heap base of an arena bank (0 or 1); 0 if never committed. */
+    public long arenaBankGmHeapBase(int bank) {
+        return context.arenaBankGmHeapBase(bank);
+    }
+
+    /** The retained staging buffer of a slot (trb); 0 if none. */
+    public long retainedTempAddr(int slot) {
+        return context.retainedTempAddr(slot);
+    }
+
+    /** Slots of the library's pipeline contract: how many runs may be in flight. */
+    public int pipelineDepth() {
+        return context.pipelineDepth();
+    }
+
+    /** True when a run may be prepared in another slot while a run executes (depth > 1 and the library supports it). */
+    public boolean supportsConcurrentPrepare() {
+        return context.supportsConcurrentPrepare();
+    }
+
+    /** The address of each slot's run storage, one distinct storage per slot. */
+    public List<Long> runtimeBufferAddresses() {
+        return context.runtimeBufferAddresses();
+    }
+
+    /** The phase of a slot (tests, diagnostics). */
+    ChipContext.Phase phaseOf(int slot) {
+        return context.phaseOf(slot);
+    }
+
+    /**
+     * Finalizes every outstanding run (errors logged), releases the device and frees the
+     * run storages. Idempotent and thread-safe. A slot caught inside a call is never
+     * freed under the live run: the device context is leaked with a WARN instead.
+     */
+    @Override
+    public void close() {
+        context.close();
+        leakNet.close();
+    }
+
+    @Override
+    public String toString() {
+        return "ChipWorker[" + context.describe() + (context.isClosed() ? ", closed" : "") + "]";
+    }
+}

@@ -1,0 +1,344 @@
+package org.ptorun.callable;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import org.ptorun.internal.CallableLayouts;
+
+/**
+ * What a ChipWorker registers under a callable id: the signature (one direction per run
+ * argument, tensors then scalars), the children (func id → core type + kernel) and the
+ * orchestration (a {@link Program}). Immutable; its {@link #bytes()} are exactly the
+ * binary format of {@code include/ptorun/chip_callable.h}.
+ *
+ * <pre>{@code
+ * ChipCallable add = ChipCallable.builder()
+ *     .signature(IN, IN, OUT)
+ *     .child(0, CoreType.AIV, Kernel.vadd())
+ *     .program(Program.builder()
+ *         .submit(0, Param.tensor(0, IN, 0, bytes), Param.tensor(1, IN, 0, bytes), Param.tensor(2, OUT, 0, bytes))
+ *         .build())
+ *     .build();
+ * }</pre>
+ */
+public final class ChipCallable {
+
+    /** One child: a func id bound to a kernel on a core type. */
+    public record Child(int funcId, CoreType coreType, Kernel kernel) {
+        public Child {
+            Objects.requireNonNull(coreType, "coreType");
+            Objects.requireNonNull(kernel, "kernel");
+        }
+    }
+
+    private final List<Direction> signature;
+    private final List<Direction> tensorDirections;
+    private final int scalarCount;
+    private final List<Child> children;
+    private final Program program;
+    private final byte[] bytes;
+
+    private ChipCallable(List<Direction> signature, List<Child> children, Program program) {
+        this.signature = signature;
+        List<Direction> tensors = new ArrayList<>();
+        for (Direction d : signature) {
+            if (d.isTensor()) {
+                tensors.add(d);
+            }
+        }
+        this.tensorDirections = List.copyOf(tensors);
+        this.scalarCount = signature.size() - tensors.size();
+        this.children = children;
+        this.program = program;
+        this.bytes = encode();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The binary callable handed to {@code simpler_register_callable}. */
+    public byte[] bytes() {
+        return bytes.clone();
+    }
+
+    /** Bytes of the encoded callable. */
+    public int size() {
+        return bytes.length;
+    }
+
+    /** One direction per run argument: tensors, then scalars. */
+    public List<Direction> signature() {
+        return signature;
+    }
+
+    /** The directions of the tensor arguments, in argument order. */
+    public List<Direction> tensorDirections() {
+        return tensorDirections;
+    }
+
+    public int tensorCount() {
+        return tensorDirections.size();
+    }
+
+    public int scalarCount() {
+        return scalarCount;
+    }
+
+    public List<Child> children() {
+        return children;
+    }
+
+    public Program program() {
+        return program;
+    }
+
+    private byte[] encode() {
+        List<byte[]> names = new ArrayList<>(children.size());
+        for (Child c : children) {
+            names.add(c.kernel().name().getBytes(StandardCharsets.UTF_8));
+        }
+        int signatureOffset = CallableLayouts.ChipCallableHeader.SIZE;
+        int childrenOffset = align8(signatureOffset + signature.size());
+        int namesOffset = childrenOffset + children.size() * CallableLayouts.ChipCallableChild.SIZE;
+        int namesEnd = namesOffset;
+        for (byte[] n : names) {
+            namesEnd += n.length;
+        }
+        int programOffset = align8(namesEnd);
+        byte[] programBytes = program.rawBytes();
+        long total = (long) programOffset + programBytes.length;
+        if (total > CallableLayouts.PTO_CALLABLE_MAX_BYTES) {
+            throw new IllegalArgumentException("the callable is " + total + " bytes; at most "
+                    + CallableLayouts.PTO_CALLABLE_MAX_BYTES);
+        }
+        ByteBuffer b = ByteBuffer.allocate((int) total).order(ByteOrder.LITTLE_ENDIAN);
+
+        b.putInt(CallableLayouts.ChipCallableHeader.MAGIC, CallableLayouts.PTO_CALLABLE_MAGIC);
+        b.putShort(CallableLayouts.ChipCallableHeader.FORMAT_VERSION, (short) CallableLayouts.PTO_CALLABLE_FORMAT_VERSION);
+        b.putShort(CallableLayouts.ChipCallableHeader.ORCHESTRATION_KIND, (short) CallableLayouts.PTO_ORCH_PROGRAM);
+        b.putInt(CallableLayouts.ChipCallableHeader.TOTAL_SIZE, (int) total);
+        b.putInt(CallableLayouts.ChipCallableHeader.CHILD_COUNT, children.size());
+        b.putInt(CallableLayouts.ChipCallableHeader.SIGNATURE_LENGTH, signature.size());
+        b.putInt(CallableLayouts.ChipCallableHeader.RESERVED, 0);
+        putRef(b, CallableLayouts.ChipCallableHeader.SIGNATURE, signatureOffset, signature.size());
+        putRef(b, CallableLayouts.ChipCallableHeader.CHILDREN, childrenOffset,
+                children.size() * CallableLayouts.ChipCallableChild.SIZE);
+        putRef(b, CallableLayouts.ChipCallableHeader.ORCHESTRATION, programOffset, programBytes.length);
+        putRef(b, CallableLayouts.ChipCallableHeader.ORCHESTRATION_ENTRY, 0, 0);
+
+        for (int i = 0; i < signature.size(); i++) {
+            b.put(signatureOffset + i, (byte) signature.get(i).code());
+        }
+        int nameAt = namesOffset;
+        for (int i = 0; i < children.size(); i++) {
+            Child c = children.get(i);
+            int at = childrenOffset + i * CallableLayouts.ChipCallableChild.SIZE;
+            b.putInt(at + CallableLayouts.ChipCallableChild.FUNC_ID, c.funcId());
+            b.put(at + CallableLayouts.ChipCallableChild.CORE_TYPE, (byte) c.coreType().code());
+            b.put(at + CallableLayouts.ChipCallableChild.SOURCE_KIND, (byte) CallableLayouts.PTO_KERNEL_BUILTIN);
+            b.putShort(at + CallableLayouts.ChipCallableChild.RESERVED, (short) 0);
+            byte[] name = names.get(i);
+            putRef(b, at + CallableLayouts.ChipCallableChild.NAME, nameAt, name.length);
+            putRef(b, at + CallableLayouts.ChipCallableChild.IMAGE, 0, 0);
+            b.putLong(at + CallableLayouts.ChipCallableChild.RESOLVED_ADDR, 0);
+            b.put(nameAt, name);
+            nameAt += name.length;
+        }
+        b.put(programOffset, programBytes);
+        return b.array();
+    }
+
+    /** A {@code PtoBlobRef}; an empty blob is written {0, 0} ("absent"). */
+    private static void putRef(ByteBuffer b, int at, int offset, int size) {
+        b.putInt(at + CallableLayouts.PtoBlobRef.OFFSET, size == 0 ? 0 : offset);
+        b.putInt(at + CallableLayouts.PtoBlobRef.SIZE_FIELD, size);
+    }
+
+    private static int align8(int n) {
+        return (n + 7) & ~7;
+    }
+
+    @Override
+    public String toString() {
+        return "ChipCallable[signature=" + signature + ", children=" + children.size()
+                + ", tasks=" + program.instructionCount() + ", " + bytes.length + " bytes]";
+    }
+
+    /**
+     * Builds a {@link ChipCallable}, checking what can be checked without the library:
+     * signature limits and order, unique func ids, SUBMITs of known func ids, tensor and
+     * scalar indices inside the signature, view directions against the signature and the
+     * kernel's parameter list. The library re-checks everything at registration.
+     */
+    public static final class Builder {
+        private final List<Direction> signature = new ArrayList<>();
+        private final List<Child> children = new ArrayList<>();
+        private Program program;
+
+        private Builder() {
+        }
+
+        /** Sets the whole signature: one direction per run argument, tensors first. */
+        public Builder signature(Direction... directions) {
+            Objects.requireNonNull(directions, "directions");
+            signature.clear();
+            for (Direction d : directions) {
+                param(d);
+            }
+            return this;
+        }
+
+        /** Appends one run argument's direction. */
+        public Builder param(Direction direction) {
+            signature.add(Objects.requireNonNull(direction, "direction"));
+            return this;
+        }
+
+        /** Binds {@code funcId} to a kernel on a core type. */
+        public Builder child(int funcId, CoreType coreType, Kernel kernel) {
+            children.add(new Child(funcId, coreType, kernel));
+            return this;
+        }
+
+        /**
+         * Binds {@code funcId} to a kernel on the kernel's own core type.
+         *
+         * @throws IllegalArgumentException when the kernel's core type is not known
+         */
+        public Builder child(int funcId, Kernel kernel) {
+            Objects.requireNonNull(kernel, "kernel");
+            CoreType core = kernel.coreType().orElseThrow(() -> new IllegalArgumentException(
+                    "the core type of kernel '" + kernel.name() + "' is not known; name it"));
+            return child(funcId, core, kernel);
+        }
+
+        /** The orchestration. */
+        public Builder program(Program program) {
+            this.program = Objects.requireNonNull(program, "program");
+            return this;
+        }
+
+        /**
+         * @throws IllegalArgumentException naming what is wrong
+         */
+        public ChipCallable build() {
+            if (program == null) {
+                throw new IllegalArgumentException("a callable needs an orchestration: call program(...)");
+            }
+            int tensors = checkSignature();
+            int scalars = signature.size() - tensors;
+            Map<Integer, Child> byFuncId = checkChildren();
+            List<Program.Submit> submits = program.submits();
+            for (int task = 0; task < submits.size(); task++) {
+                checkSubmit(task, submits.get(task), byFuncId, tensors, scalars);
+            }
+            return new ChipCallable(List.copyOf(signature), List.copyOf(children), program);
+        }
+
+        private int checkSignature() {
+            if (signature.size() > CallableLayouts.PTO_CALLABLE_MAX_SIGNATURE) {
+                throw new IllegalArgumentException("the signature has " + signature.size()
+                        + " parameters; at most " + CallableLayouts.PTO_CALLABLE_MAX_SIGNATURE);
+            }
+            int tensors = 0;
+            boolean scalarSeen = false;
+            for (int i = 0; i < signature.size(); i++) {
+                if (signature.get(i).isTensor()) {
+                    if (scalarSeen) {
+                        throw new IllegalArgumentException("signature parameter " + i + " is a tensor after a"
+                                + " scalar: tensors come first, as in TaskArgs " + signature);
+                    }
+                    tensors++;
+                } else {
+                    scalarSeen = true;
+                }
+            }
+            if (tensors > org.ptorun.TaskArgs.MAX_TENSORS) {
+                throw new IllegalArgumentException("the signature has " + tensors + " tensors; at most "
+                        + org.ptorun.TaskArgs.MAX_TENSORS);
+            }
+            if (signature.size() - tensors > org.ptorun.TaskArgs.MAX_SCALARS) {
+                throw new IllegalArgumentException("the signature has " + (signature.size() - tensors)
+                        + " scalars; at most " + org.ptorun.TaskArgs.MAX_SCALARS);
+            }
+            return tensors;
+        }
+
+        private Map<Integer, Child> checkChildren() {
+            if (children.size() > CallableLayouts.PTO_CALLABLE_MAX_CHILDREN) {
+                throw new IllegalArgumentException("a callable has at most " + CallableLayouts.PTO_CALLABLE_MAX_CHILDREN
+                        + " children, not " + children.size());
+            }
+            Map<Integer, Child> byFuncId = new HashMap<>();
+            for (Child c : children) {
+                if (c.funcId() < 0 || c.funcId() > CallableLayouts.PTO_CALLABLE_MAX_FUNC_ID) {
+                    throw new IllegalArgumentException("func_id " + c.funcId() + " is outside 0.."
+                            + CallableLayouts.PTO_CALLABLE_MAX_FUNC_ID);
+                }
+                if (byFuncId.put(c.funcId(), c) != null) {
+                    throw new IllegalArgumentException("func_id " + c.funcId() + " is bound twice");
+                }
+                c.kernel().coreType().ifPresent(core -> {
+                    if (core != c.coreType()) {
+                        throw new IllegalArgumentException("kernel '" + c.kernel().name() + "' runs on " + core
+                                + ", not " + c.coreType() + " (func_id " + c.funcId() + ")");
+                    }
+                });
+            }
+            return byFuncId;
+        }
+
+        private void checkSubmit(int task, Program.Submit s, Map<Integer, Child> byFuncId, int tensors, int scalars) {
+            Child child = byFuncId.get(s.funcId());
+            if (child == null) {
+                throw new IllegalArgumentException("task " + task + " submits func_id " + s.funcId()
+                        + ", which no child binds (children: " + byFuncId.keySet() + ")");
+            }
+            List<Param> params = s.params();
+            for (int i = 0; i < params.size(); i++) {
+                Param p = params.get(i);
+                String where = "task " + task + " (func_id " + s.funcId() + ") parameter " + i;
+                if (p.kind() == Param.Kind.ARG_TENSOR) {
+                    if (p.index() >= tensors) {
+                        throw new IllegalArgumentException(where + " views tensor argument " + p.index()
+                                + " but the signature has " + tensors + " tensors");
+                    }
+                    Direction declared = signature.get(p.index());
+                    if (p.direction().writes() && !declared.writes()) {
+                        throw new IllegalArgumentException(where + " writes tensor argument " + p.index()
+                                + ", which the signature declares " + declared);
+                    }
+                } else if (p.kind() == Param.Kind.SCALAR_ARG && p.index() >= scalars) {
+                    throw new IllegalArgumentException(where + " reads scalar argument " + p.index()
+                            + " but the signature has " + scalars + " scalars");
+                }
+            }
+            child.kernel().parameters().ifPresent(expected -> checkAgainstKernel(task, s, child.kernel(), expected));
+        }
+
+        private static void checkAgainstKernel(int task, Program.Submit s, Kernel kernel, List<Direction> expected) {
+            List<Param> params = s.params();
+            if (params.size() != expected.size()) {
+                throw new IllegalArgumentException("task " + task + ": kernel " + kernel.name() + " takes "
+                        + expected.size() + " parameters " + expected + ", not " + params.size());
+            }
+            for (int i = 0; i < expected.size(); i++) {
+                Direction want = expected.get(i);
+                Param p = params.get(i);
+                boolean ok = want == Direction.SCALAR ? !p.kind().isTensor()
+                        : p.kind().isTensor() && (!want.reads() || p.direction().reads())
+                                && (!want.writes() || p.direction().writes());
+                if (!ok) {
+                    throw new IllegalArgumentException("task " + task + ": parameter " + i + " of kernel "
+                            + kernel.name() + " is " + want + ", not " + p);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+package org.ptorun.internal;
+
+/**
+ * Sizes, offsets and constants of the ChipCallable binary format
+ * (include/ptorun/chip_callable.h). Kept apart from {@link Layouts}, whose constants
+ * are checked against the C compiler by the layout dump; these are checked by
+ * ChipCallableTest against the values the header asserts.
+ */
+public final class CallableLayouts {
+
+    private CallableLayouts() {
+    }
+
+    /** {@code PTO_CALLABLE_MAGIC} ("PTCC"). */
+    public static final int PTO_CALLABLE_MAGIC = 0x43435450;
+    public static final int PTO_CALLABLE_FORMAT_VERSION = 1;
+    public static final long PTO_CALLABLE_MAX_BYTES = 256L << 20;
+    public static final int PTO_CALLABLE_MAX_CHILDREN = 64;
+    public static final int PTO_CALLABLE_MAX_SIGNATURE = 384;
+    public static final int PTO_CALLABLE_MAX_NAME = 128;
+    public static final int PTO_CALLABLE_MAX_FUNC_ID = 4095;
+
+    /** {@code PTO_PROGRAM_MAGIC} ("PTPG"). */
+    public static final int PTO_PROGRAM_MAGIC = 0x47505450;
+    public static final int PTO_PROGRAM_MAX_LOOP_DEPTH = 4;
+    public static final int PTO_PROGRAM_MAX_LOCALS = 256;
+    public static final int PTO_PROGRAM_MAX_INSNS = 1 << 20;
+    public static final int PTO_MAX_TASK_PARAMS = 32;
+
+    /** {@code PtoOpcode} */
+    public static final int PTO_OP_SUBMIT = 1;
+    public static final int PTO_OP_ALLOC_TENSOR = 2;
+    public static final int PTO_OP_LOOP = 3;
+    public static final int PTO_OP_END_LOOP = 4;
+    public static final int PTO_OP_SCOPE_BEGIN = 5;
+    public static final int PTO_OP_SCOPE_END = 6;
+
+    /** {@code PtoParamKind} */
+    public static final int PTO_PARAM_ARG_TENSOR = 0;
+    public static final int PTO_PARAM_LOCAL_TENSOR = 1;
+    public static final int PTO_PARAM_SCALAR_IMM = 2;
+    public static final int PTO_PARAM_SCALAR_ARG = 3;
+    public static final int PTO_PARAM_SCALAR_AFFINE = 4;
+
+    /** {@code PtoKernelSource} and {@code PtoOrchestrationKind} */
+    public static final int PTO_KERNEL_BUILTIN = 0;
+    public static final int PTO_KERNEL_LIBRARY = 1;
+    public static final int PTO_ORCH_PROGRAM = 0;
+    public static final int PTO_ORCH_LIBRARY = 1;
+
+    public static final class PtoBlobRef {
+        public static final int SIZE = 8;
+        public static final int OFFSET = 0;
+        public static final int SIZE_FIELD = 4;
+
+        private PtoBlobRef() {
+        }
+    }
+
+    public static final class ChipCallableHeader {
+        public static final int SIZE = 56;
+        public static final int MAGIC = 0;
+        public static final int FORMAT_VERSION = 4;
+        public static final int ORCHESTRATION_KIND = 6;
+        public static final int TOTAL_SIZE = 8;
+        public static final int CHILD_COUNT = 12;
+        public static final int SIGNATURE_LENGTH = 16;
+        public static final int RESERVED = 20;
+        public static final int SIGNATURE = 24;
+        public static final int CHILDREN = 32;
+        public static final int ORCHESTRATION = 40;
+        public static final int ORCHESTRATION_ENTRY = 48;
+
+        private ChipCallableHeader() {
+        }
+    }
+
+    public static final class ChipCallableChild {
+        public static final int SIZE = 32;
+        public static final int FUNC_ID = 0;
+        public static final int CORE_TYPE = 4;
+        public static final int SOURCE_KIND = 5;
+        public static final int RESERVED = 6;
+        public static final int NAME = 8;
+        public static final int IMAGE = 16;
+        public static final int RESOLVED_ADDR = 24;
+
+        private ChipCallableChild() {
+        }
+    }
+
+    public static final class PtoProgramHeader {
+        public static final int SIZE = 16;
+        public static final int MAGIC = 0;
+        public static final int INSTRUCTION_COUNT = 4;
+        public static final int LOCAL_COUNT = 8;
+        public static final int RESERVED = 12;
+
+        private PtoProgramHeader() {
+        }
+    }
+
+    public static final class PtoInsnHead {
+        public static final int SIZE = 8;
+        public static final int OPCODE = 0;
+        public static final int PARAM_COUNT = 2;
+        public static final int SIZE_BYTES = 4;
+
+        private PtoInsnHead() {
+        }
+    }
+
+    public static final class PtoSubmitInsn {
+        public static final int SIZE = 16;
+        public static final int HEAD = 0;
+        public static final int FUNC_ID = 8;
+        public static final int RESERVED = 12;
+
+        private PtoSubmitInsn() {
+        }
+    }
+
+    public static final class PtoAffine {
+        public static final int SIZE = 40;
+        public static final int BASE = 0;
+        public static final int COEF = 8;
+
+        private PtoAffine() {
+        }
+    }
+
+    public static final class PtoProgramParam {
+        public static final int SIZE = 96;
+        public static final int KIND = 0;
+        public static final int DIRECTION = 1;
+        public static final int RESERVED = 2;
+        public static final int INDEX = 4;
+        public static final int IMM = 8;
+        public static final int OFFSET = 16;
+        public static final int SIZE_AFFINE = 56;
+
+        private PtoProgramParam() {
+        }
+    }
+}
