@@ -2,11 +2,20 @@ package org.ptorun.cli;
 
 import java.io.PrintStream;
 import java.util.Arrays;
+import java.util.Locale;
 import org.ptorun.HostRuntime;
 import org.ptorun.PipelineContract;
 import org.ptorun.Variant;
 
-/** The ptorun command line: {@code demo}, {@code inspect [variant…]}. */
+/**
+ * The ptorun command line.
+ *
+ * <pre>
+ * ptorun demo [variant]              the vector chain on a chip, pipelined (default a2a3/sim/hbg)
+ * ptorun inspect [variant ...]       loaded libraries and their pipeline contracts
+ * ptorun bench [variant] [runs]      p50/p90/p99 of one trivial run's full cycle through ChipWorker
+ * </pre>
+ */
 public final class Main {
 
     private Main() {
@@ -24,18 +33,16 @@ public final class Main {
         String[] rest = Arrays.copyOfRange(args, Math.min(1, args.length), args.length);
         switch (command) {
             case "demo":
-                return demo(out);
+                return Demo.run(rest.length > 0 ? Variant.parse(rest[0]) : Variant.DEFAULT, out);
             case "inspect":
                 return inspect(rest, out);
+            case "bench":
+                return Bench.run(rest.length > 0 ? Variant.parse(rest[0]) : Variant.DEFAULT,
+                        rest.length > 1 ? Integer.parseInt(rest[1]) : 20_000, out);
             default:
-                err.println("usage: ptorun demo | inspect [<arch>/<platform>/<runtime> ...]");
+                err.println("usage: ptorun demo [variant] | inspect [variant ...] | bench [variant] [runs]");
                 return 2;
         }
-    }
-
-    private static int demo(PrintStream out) {
-        out.println("ptorun demo: loading the eight host-runtime libraries");
-        return inspect(new String[0], out);
     }
 
     private static int inspect(String[] variants, PrintStream out) {
@@ -45,7 +52,7 @@ public final class Main {
         for (Variant v : selected) {
             HostRuntime runtime = HostRuntime.load(v);
             PipelineContract c = runtime.contract();
-            out.printf("%-18s %s  run storage %d B / align %d  contract %s  bank(slot)=%s%n",
+            out.printf(Locale.ROOT, "%-18s %s  run storage %d B / align %d  contract %s  bank(slot)=%s%n",
                     v, runtime.libraryFile().getFileName(), runtime.runStorageSize(),
                     runtime.runStorageAlignment(), c, banks(c));
         }

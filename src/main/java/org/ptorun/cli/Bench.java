@@ -1,0 +1,67 @@
+package org.ptorun.cli;
+
+import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.Locale;
+import org.ptorun.CallConfig;
+import org.ptorun.ChipWorker;
+import org.ptorun.HostRuntime;
+import org.ptorun.NativeRun;
+import org.ptorun.PipelineSlotLease;
+import org.ptorun.TaskArgs;
+import org.ptorun.Variant;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.Kernel;
+import org.ptorun.callable.Program;
+
+/**
+ * A quick look at the cost of one trivial run (a single {@code noop} task): the full
+ * cycle prepare → launch → poll/await → finalize through {@link ChipWorker}, as
+ * percentiles over many runs after a warm-up. docs/performance.md has the figures.
+ */
+final class Bench {
+
+    private static final int NOOP = 0;
+
+    private Bench() {
+    }
+
+    static int run(Variant variant, int runs, PrintStream out) {
+        if (runs < 100) {
+            throw new IllegalArgumentException("bench needs at least 100 runs, got " + runs);
+        }
+        ChipCallable noop = ChipCallable.builder()
+                .child(0, Kernel.noop())
+                .program(Program.builder().submit(0).build())
+                .build();
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(NOOP, noop);
+            TaskArgs args = new TaskArgs();
+            PipelineSlotLease lease = PipelineSlotLease.of(0, 1);
+            long[] cycle = new long[runs];
+            int warmup = Math.max(1000, runs / 5);
+            for (int i = -warmup; i < runs; i++) {
+                long t0 = System.nanoTime();
+                NativeRun run = chip.prepare(NOOP, args, CallConfig.DEFAULT, lease, i, i, null);
+                chip.launch(run);
+                if (!chip.poll(run)) {
+                    chip.await(run);
+                }
+                chip.finalize(run);
+                long t1 = System.nanoTime();
+                if (i >= 0) {
+                    cycle[i] = t1 - t0;
+                }
+            }
+            Arrays.sort(cycle);
+            out.printf(Locale.ROOT, "%s trivial run (1 noop task), full ChipWorker cycle over %d runs: "
+                            + "p50 %.1f us, p90 %.1f us, p99 %.1f us%n", variant, runs,
+                    micros(cycle, 0.50), micros(cycle, 0.90), micros(cycle, 0.99));
+        }
+        return 0;
+    }
+
+    private static double micros(long[] sorted, double q) {
+        return sorted[(int) Math.min(sorted.length - 1, Math.floor(q * sorted.length))] / 1e3;
+    }
+}

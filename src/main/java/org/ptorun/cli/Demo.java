@@ -1,0 +1,139 @@
+package org.ptorun.cli;
+
+import static org.ptorun.callable.Direction.IN;
+import static org.ptorun.callable.Direction.OUT;
+
+import java.io.PrintStream;
+import java.util.Locale;
+import org.ptorun.AcceptanceWord;
+import org.ptorun.CallConfig;
+import org.ptorun.ChipWorker;
+import org.ptorun.HostRuntime;
+import org.ptorun.NativeRun;
+import org.ptorun.PipelineSlotLease;
+import org.ptorun.TaskArgs;
+import org.ptorun.Tensor;
+import org.ptorun.Variant;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.Kernel;
+import org.ptorun.callable.Param;
+import org.ptorun.callable.Program;
+
+/**
+ * The demo: the vector chain f = (a+b+1)*(a+b+2)+(a+b) as five dependent tasks on one
+ * chip, several runs with the next run prepared while the current one executes (on a
+ * library that supports it), each result checked against plain Java.
+ */
+final class Demo {
+
+    private static final int N = 1 << 20;
+    private static final int RUNS = 6;
+    private static final int CHAIN = 0;
+
+    private Demo() {
+    }
+
+    static int run(Variant variant, PrintStream out) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        out.printf(Locale.ROOT, "ptorun demo on %s (contract %s)%n", variant, runtime.contract());
+        try (ChipWorker chip = ChipWorker.open(runtime, 0);
+             AcceptanceWord accepted0 = AcceptanceWord.allocate();
+             AcceptanceWord accepted1 = AcceptanceWord.allocate()) {
+            chip.registerCallable(CHAIN, vectorChain(N));
+            long baseline = chip.committedDeviceMemory();
+            boolean pipelined = chip.supportsConcurrentPrepare();
+            out.printf(Locale.ROOT, "chip open: depth %d, prepare-while-running %s, %d MiB per run of f32 in and out%n",
+                    chip.pipelineDepth(), pipelined ? "yes" : "no", 7L * N * 4 >> 20);
+
+            float[][] as = new float[RUNS][];
+            float[][] bs = new float[RUNS][];
+            float[][] fs = new float[RUNS][];
+            NativeRun[] runs = new NativeRun[RUNS];
+            AcceptanceWord[] words = {accepted0, accepted1};
+            long start = System.nanoTime();
+            for (int i = 0; i < RUNS; i++) {
+                as[i] = ramp(N, i);
+                bs[i] = ramp(N, 7 * i + 3);
+                fs[i] = new float[N];
+                int slot = pipelined ? i % 2 : 0;
+                long t0 = System.nanoTime();
+                runs[i] = chip.prepare(CHAIN, args(as[i], bs[i], fs[i]), CallConfig.DEFAULT,
+                        PipelineSlotLease.of(slot, 1), i + 1, i + 1, words[slot]);
+                long prepared = System.nanoTime();
+                if (i > 0) {
+                    finish(chip, runs[i - 1], as[i - 1], bs[i - 1], fs[i - 1], out);
+                }
+                chip.launch(runs[i]);
+                out.printf(Locale.ROOT, "run %d: prepared in %.2f ms%s, launched (accepted=%s)%n", i + 1,
+                        (prepared - t0) / 1e6, pipelined && i > 0 ? " while run " + i + " executed" : "",
+                        words[slot].isAccepted());
+                if (!pipelined) {
+                    finish(chip, runs[i], as[i], bs[i], fs[i], out);
+                    runs[i] = null;
+                }
+            }
+            if (runs[RUNS - 1] != null) {
+                finish(chip, runs[RUNS - 1], as[RUNS - 1], bs[RUNS - 1], fs[RUNS - 1], out);
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            out.printf(Locale.ROOT, "%d runs in %.3f s; committed device memory back to baseline: %s%n", RUNS,
+                    seconds, chip.committedDeviceMemory() == baseline);
+        }
+        return 0;
+    }
+
+    private static void finish(ChipWorker chip, NativeRun run, float[] a, float[] b, float[] f, PrintStream out) {
+        while (!chip.poll(run)) {
+            chip.await(run); // poll never blocks; await parks until the run ended
+        }
+        chip.finalize(run);
+        int wrong = 0;
+        for (int i = 0; i < a.length; i++) {
+            float s = a[i] + b[i];
+            if (Float.floatToRawIntBits(f[i]) != Float.floatToRawIntBits((s + 1f) * (s + 2f) + s)) {
+                wrong++;
+            }
+        }
+        out.printf(Locale.ROOT, "run %d: finalized, f[1] = %.1f, %s%n", run.runId(), f[1],
+                wrong == 0 ? "all " + a.length + " elements equal the Java reference" : wrong + " elements WRONG");
+        if (wrong != 0) {
+            throw new IllegalStateException("run " + run.runId() + " produced wrong results");
+        }
+    }
+
+    static ChipCallable vectorChain(int n) {
+        long bytes = 4L * n;
+        return ChipCallable.builder()
+                .signature(IN, IN, OUT, OUT, OUT, OUT, OUT)
+                .child(0, Kernel.vadd())
+                .child(1, Kernel.vadds())
+                .child(2, Kernel.vmul())
+                .program(Program.builder()
+                        .submit(0, Param.tensor(0, IN, 0, bytes), Param.tensor(1, IN, 0, bytes),
+                                Param.tensor(3, OUT, 0, bytes))                                   // s = a + b
+                        .submit(1, Param.tensor(3, IN, 0, bytes), Param.tensor(4, OUT, 0, bytes),
+                                Param.scalarF32(1f))                                              // p = s + 1
+                        .submit(1, Param.tensor(3, IN, 0, bytes), Param.tensor(5, OUT, 0, bytes),
+                                Param.scalarF32(2f))                                              // q = s + 2
+                        .submit(2, Param.tensor(4, IN, 0, bytes), Param.tensor(5, IN, 0, bytes),
+                                Param.tensor(6, OUT, 0, bytes))                                   // r = p * q
+                        .submit(0, Param.tensor(6, IN, 0, bytes), Param.tensor(3, IN, 0, bytes),
+                                Param.tensor(2, OUT, 0, bytes))                                   // f = r + s
+                        .build())
+                .build();
+    }
+
+    private static TaskArgs args(float[] a, float[] b, float[] f) {
+        int n = a.length;
+        return TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(f), Tensor.of(new float[n]),
+                Tensor.of(new float[n]), Tensor.of(new float[n]), Tensor.of(new float[n]));
+    }
+
+    private static float[] ramp(int n, int seed) {
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) {
+            x[i] = (i % 1000) * 0.25f + seed;
+        }
+        return x;
+    }
+}
