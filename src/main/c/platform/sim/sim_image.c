@@ -29,6 +29,7 @@ static int write_all(int fd, const uint8_t *bytes, size_t size)
 int sim_image_load(SimImage *img, const char *what, const uint8_t *bytes, size_t size)
 {
     img->handle = NULL;
+    img->fd = -1;
     img->what = what;
     if (bytes == NULL || size == 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s is empty", what);
@@ -44,23 +45,27 @@ int sim_image_load(SimImage *img, const char *what, const uint8_t *bytes, size_t
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd); /* the mapping keeps the file alive */
-    if (handle == NULL)
+    if (handle == NULL) {
+        close(fd);
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s (%zu bytes) cannot be loaded: %s", what, size, dlerror());
+    }
 
     PtoDeviceAbiVersionFn version = (PtoDeviceAbiVersionFn)dlsym(handle, PTO_DEVICE_ABI_VERSION_SYMBOL);
     if (version == NULL) {
         dlclose(handle);
+        close(fd);
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s is not a ptorun device image: it exports no %s", what,
                         PTO_DEVICE_ABI_VERSION_SYMBOL);
     }
     uint32_t v = version();
     if (v != PTO_DEVICE_ABI_VERSION) {
         dlclose(handle);
+        close(fd);
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s speaks device ABI version %u; this library needs %u", what, v,
                         PTO_DEVICE_ABI_VERSION);
     }
     img->handle = handle;
+    img->fd = fd;
     return PTO_OK;
 }
 
@@ -73,5 +78,8 @@ void sim_image_unload(SimImage *img)
 {
     if (img->handle != NULL)
         dlclose(img->handle);
+    if (img->fd >= 0)
+        close(img->fd);
     img->handle = NULL;
+    img->fd = -1;
 }

@@ -10,6 +10,9 @@
 
 typedef struct SimImage {
     void *handle;     /* NULL when not loaded */
+    int fd;           /* the memory file, open while loaded: the loader knows an
+                         object by its path (/proc/self/fd/<fd>), so a live image
+                         must keep its fd number to itself */
     const char *what; /* "AICPU image", "AICore image": names it in messages */
 } SimImage;
 

@@ -420,17 +420,19 @@ int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t g
         return rc;
     pthread_mutex_lock(&r->lock);
     SimBank *b = &r->banks[bank];
-    void *old_runtime_arena = b->runtime_arena.base;
+    /* a prebuilt image lives in bank 0's runtime arena: a new one (even at the
+       same address) leaves the cache stale */
+    if (bank == 0 && runtime_arena > b->runtime_arena.size)
+        drop_prebuilt_cache(r);
     if ((rc = grow_arena(r, &b->gm_heap, gm_heap)) != PTO_OK || (rc = grow_arena(r, &b->gm_sm, gm_sm)) != PTO_OK ||
         (rc = grow_arena(r, &b->runtime_arena, runtime_arena)) != PTO_OK) {
         /* a bank is whole or empty */
         release_arena(r, &b->gm_heap);
         release_arena(r, &b->gm_sm);
         release_arena(r, &b->runtime_arena);
+        if (bank == 0)
+            drop_prebuilt_cache(r);
     }
-    /* a prebuilt image lives in bank 0's runtime arena: it moved, the cache is stale */
-    if (bank == 0 && b->runtime_arena.base != old_runtime_arena)
-        drop_prebuilt_cache(r);
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
