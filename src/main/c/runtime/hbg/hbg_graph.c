@@ -162,6 +162,17 @@ static int add_dep(HbgGraph *g, uint32_t producer, uint32_t consumer)
     return rc;
 }
 
+/* Producers in ascending order: the graph does not depend on parameter order. */
+static void sort_deps(HbgGraph *g)
+{
+    for (uint32_t i = 1; i < g->dep_count; i++) {
+        uint32_t d = g->deps[i], j = i;
+        for (; j > 0 && g->deps[j - 1] > d; j--)
+            g->deps[j] = g->deps[j - 1];
+        g->deps[j] = d;
+    }
+}
+
 /* Every access in `list` overlapping [lo, hi) becomes a producer of `task`. */
 static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
 {
@@ -268,6 +279,7 @@ int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32
         return rc;
     if ((rc = RESERVE(g->edges, g->edge_cap, 2 * ((uint64_t)g->edge_count + g->dep_count))) != PTO_OK)
         return rc;
+    sort_deps(g);
     if ((rc = record_task(g, params, n, t, cls)) != PTO_OK)
         return rc;
 
