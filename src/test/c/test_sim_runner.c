@@ -295,8 +295,16 @@ TEST(runner_arenas_grow_or_keep_per_bank_and_are_not_user_freeable)
     CHECK_CONTAINS(pto_last_error(), "an arena owned by the device context");
     CHECK(runner_acquire_pooled_gm_heap(r, 0, &size) == heap);
     /* an arena that cannot grow empties its bank */
-    CHECK_EQ_INT(runner_setup_static_arena(r, 1, (size_t)1 << 62, 0, 0), PTO_ERR_OUT_OF_MEMORY);
-    CHECK_EQ_INT(runner_arena_bank_gm_heap_base(r, 1), 0);
+    CHECK_EQ_INT(runner_setup_static_arena(r, 1, 4096, 4096, 4096), PTO_OK);
+    setenv("PTORUN_SIM_DEVICE_MEMORY", "64K", 1);
+    Runner *small = runner_create();
+    unsetenv("PTORUN_SIM_DEVICE_MEMORY");
+    CHECK_EQ_INT(runner_setup_static_arena(small, 1, 4096, 4096, 4096), PTO_OK);
+    CHECK_EQ_INT(runner_setup_static_arena(small, 1, 4096, 60 << 10, 0), PTO_ERR_OUT_OF_MEMORY);
+    CHECK_CONTAINS(pto_last_error(), "sim device memory exhausted");
+    CHECK_EQ_INT(runner_arena_bank_gm_heap_base(small, 1), 0);
+    CHECK_EQ_INT(runner_committed_bytes(small), 0);
+    runner_destroy(small);
     CHECK_EQ_INT(runner_finalize(r), PTO_OK);
     CHECK_EQ_INT(runner_committed_bytes(r), 0);
     CHECK_EQ_INT(runner_arena_bank_gm_heap_base(r, 0), 0);

@@ -358,8 +358,10 @@ void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
         uint32_t p = g->edges[2 * e], c = g->edges[2 * e + 1];
         fanout[tasks[p].fanout_index + g->fill[p]++] = c;
     }
-    memcpy(dst + l.args, g->args, (size_t)g->arg_count * sizeof(uint64_t));
-    memcpy(dst + l.arg_sizes, g->arg_sizes, (size_t)g->arg_count * sizeof(uint64_t));
+    if (g->arg_count > 0) {
+        memcpy(dst + l.args, g->args, (size_t)g->arg_count * sizeof(uint64_t));
+        memcpy(dst + l.arg_sizes, g->arg_sizes, (size_t)g->arg_count * sizeof(uint64_t));
+    }
     size_t end = l.fanout + (size_t)g->edge_count * sizeof(uint32_t);
     memset(dst + end, 0, l.total - end);
 }
