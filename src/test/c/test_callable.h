@@ -11,7 +11,7 @@
 #include "ptorun/chip_callable.h"
 
 #define TCB_MAX_CHILDREN 80
-#define TCB_MAX_PROGRAM (1u << 20)
+#define TCB_MAX_PROGRAM (8u << 20)
 
 typedef struct TestChild {
     uint32_t func_id;

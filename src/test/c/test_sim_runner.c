@@ -613,6 +613,54 @@ TEST(query_never_blocks_and_a_busy_device_refuses_a_second_launch)
     runner_destroy(r);
 }
 
+typedef struct Poller {
+    Runner *r;
+    RunExec *exec;
+    int not_ready, complete, other;
+} Poller;
+
+static void *poll_until_complete(void *arg)
+{
+    Poller *p = arg;
+    for (;;) {
+        int rc = runner_query(p->r, p->exec);
+        if (rc == SIMPLER_NATIVE_RUN_POLL_COMPLETE) {
+            p->complete++;
+            return NULL;
+        }
+        if (rc == SIMPLER_NATIVE_RUN_POLL_NOT_READY)
+            p->not_ready++;
+        else
+            p->other++;
+        if (p->not_ready == 1)
+            release_kernels(); /* seen running: let it finish */
+        sleep_ms(1);
+    }
+}
+
+TEST(query_from_another_thread_races_drain_safely)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    RunExec exec;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    wait_blocked(1);
+    Poller p = { r, &exec, 0, 0, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, poll_until_complete, &p);
+    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    pthread_join(th, NULL);
+    CHECK(p.not_ready >= 1);
+    CHECK_EQ_INT(p.complete, 1);
+    CHECK_EQ_INT(p.other, 0);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
 TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
 {
     Runner *r = test_sim_runner();

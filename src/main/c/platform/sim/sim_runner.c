@@ -71,8 +71,8 @@ typedef struct SimRunExec {
     PtoAicpuArgs *args;        /* the launch's argument block (device memory) */
     uint32_t timeout_ms;
     int32_t sticky_error;      /* enqueue rolled back: nothing can turn this run COMPLETE */
-    int32_t result;            /* the drained result */
-    uint32_t state;            /* SimRunState */
+    int32_t result;            /* the drained result, published before state */
+    uint32_t state;            /* SimRunState; atomic: query may race drain */
 } SimRunExec;
 _Static_assert(sizeof(SimRunExec) <= PTO_RUN_EXEC_BYTES, "SimRunExec fits RunExec");
 
@@ -81,6 +81,16 @@ typedef enum SimRunState { SIM_RUN_NONE = 0, SIM_RUN_ENQUEUED = 1, SIM_RUN_DRAIN
 static SimRunExec *sim_exec(RunExec *exec)
 {
     return (SimRunExec *)exec->opaque;
+}
+
+static uint32_t exec_state(const SimRunExec *x)
+{
+    return __atomic_load_n(&x->state, __ATOMIC_ACQUIRE);
+}
+
+static void set_exec_state(SimRunExec *x, uint32_t state)
+{
+    __atomic_store_n(&x->state, state, __ATOMIC_RELEASE);
 }
 
 /* ---- lifetime --------------------------------------------------------------- */
@@ -694,12 +704,12 @@ int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
     if (rc != PTO_OK) {
         /* nothing was handed over; the run can never complete */
         x->sticky_error = rc;
-        x->state = SIM_RUN_FAILED;
+        set_exec_state(x, SIM_RUN_FAILED);
         return rc;
     }
     x->args = (PtoAicpuArgs *)(uintptr_t)launch->args_dev;
     x->timeout_ms = launch->timeout_ms;
-    x->state = SIM_RUN_ENQUEUED;
+    set_exec_state(x, SIM_RUN_ENQUEUED);
     /* the marker: the work is on the device threads */
     if (signal != NULL)
         launch_signal_publish(signal);
@@ -709,7 +719,7 @@ int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
 int runner_query(Runner *r, RunExec *exec)
 {
     SimRunExec *x = sim_exec(exec);
-    switch (x->state) {
+    switch (exec_state(x)) {
     case SIM_RUN_FAILED:
         return x->sticky_error;
     case SIM_RUN_DRAINED:
@@ -725,7 +735,7 @@ int runner_query(Runner *r, RunExec *exec)
 int runner_drain(Runner *r, RunExec *exec)
 {
     SimRunExec *x = sim_exec(exec);
-    switch (x->state) {
+    switch (exec_state(x)) {
     case SIM_RUN_FAILED:
         return x->sticky_error;
     case SIM_RUN_DRAINED:
@@ -741,7 +751,7 @@ int runner_drain(Runner *r, RunExec *exec)
         sim_device_pool_wait(r->pool, x->launch_id, 0);
     }
     x->result = x->args->status.error_code;
-    x->state = SIM_RUN_DRAINED;
+    set_exec_state(x, SIM_RUN_DRAINED);
     if (x->result == PTO_ERR_TIMEOUT)
         pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms; %llu task(s) had completed", x->timeout_ms,
                  (unsigned long long)x->args->status.tasks_completed);
