@@ -661,6 +661,33 @@ TEST(query_from_another_thread_races_drain_safely)
     runner_destroy(r);
 }
 
+static void *release_soon(void *arg)
+{
+    (void)arg;
+    wait_blocked(1);
+    sleep_ms(20);
+    release_kernels();
+    return NULL;
+}
+
+TEST(destroying_a_runner_waits_for_a_launch_in_flight)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    RunExec exec;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    pthread_t th;
+    pthread_create(&th, NULL, release_soon, NULL);
+    runner_destroy(r); /* the graph's memory is freed only after both tasks ran */
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(k.ran[0], 1);
+    CHECK_EQ_INT(k.ran[1], 1);
+}
+
 TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
 {
     Runner *r = test_sim_runner();

@@ -221,6 +221,8 @@ int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_
     struct timespec deadline = deadline_after(timeout_ms);
     int rc = PTO_OK;
     pthread_mutex_lock(&p->lock);
+    if (launch_id == UINT64_MAX)
+        launch_id = p->launch_id;
     while (launch_id == p->launch_id && !p->finished) {
         if (timeout_ms == 0) {
             pthread_cond_wait(&p->done_cond, &p->lock);

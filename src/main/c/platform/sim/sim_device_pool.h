@@ -31,7 +31,8 @@ int sim_device_pool_launch(SimDevicePool *p, PtoAicpuEntryFn entry, uint64_t arg
 int sim_device_pool_finished(SimDevicePool *p, uint64_t launch_id);
 
 /* Waits until the launch has finished: PTO_OK, or PTO_ERR_TIMEOUT after
- * timeout_ms (0 = no limit) with the launch still running. */
+ * timeout_ms (0 = no limit) with the launch still running. UINT64_MAX names
+ * whichever launch is current. */
 int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_ms);
 
 /* Non-zero while a launch has not finished. */

@@ -124,7 +124,9 @@ void runner_destroy(Runner *r)
 {
     if (r == NULL)
         return;
-    runner_finalize(r);
+    /* never free memory under running device threads: let a launch end first */
+    while (runner_finalize(r) == PTO_ERR_BUSY)
+        sim_device_pool_wait(r->pool, UINT64_MAX, 0);
     alloc_table_drain(&r->memory, release_allocation, NULL);
     alloc_table_destroy(&r->memory);
     pthread_mutex_destroy(&r->lock);
