@@ -30,16 +30,25 @@ static uint8_t *read_file(const char *name, size_t *size)
     return bytes;
 }
 
+const DeviceImages *test_images_of(const char *arch)
+{
+    static DeviceImages images[2];
+    static int loaded[2];
+    int i = strcmp(arch, "a5") == 0;
+    if (!loaded[i]) {
+        char name[64];
+        snprintf(name, sizeof name, "libptorun_aicpu_%s.so", arch);
+        images[i].aicpu = read_file(name, &images[i].aicpu_size);
+        snprintf(name, sizeof name, "libptorun_aicore_%s.so", arch);
+        images[i].aicore = read_file(name, &images[i].aicore_size);
+        loaded[i] = images[i].aicpu != NULL && images[i].aicore != NULL;
+    }
+    return loaded[i] ? &images[i] : NULL;
+}
+
 const DeviceImages *test_images(void)
 {
-    static DeviceImages images;
-    static int loaded;
-    if (!loaded) {
-        images.aicpu = read_file("libptorun_aicpu_a2a3.so", &images.aicpu_size);
-        images.aicore = read_file("libptorun_aicore_a2a3.so", &images.aicore_size);
-        loaded = images.aicpu != NULL && images.aicore != NULL;
-    }
-    return loaded ? &images : NULL;
+    return test_images_of("a2a3");
 }
 
 Runner *test_sim_runner(void)

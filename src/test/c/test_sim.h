@@ -14,6 +14,9 @@
 /* The a2a3 device images from $PTORUN_LIB_DIR (read once, kept). */
 const DeviceImages *test_images(void);
 
+/* The device images of `arch` ("a2a3" or "a5"), read once and kept. */
+const DeviceImages *test_images_of(const char *arch);
+
 /* A sim Runner initialized with test_images(); NULL (message printed) on failure. */
 Runner *test_sim_runner(void);
 

@@ -243,6 +243,23 @@ TEST(runner_init_refuses_bad_images_and_stays_uninitialized)
     runner_destroy(r);
 }
 
+TEST(the_a5_images_load_and_run_a_graph)
+{
+    Runner *r = runner_create();
+    CHECK(test_images_of("a5") != NULL);
+    CHECK_EQ_INT(runner_init(r, 0, test_images_of("a5")), PTO_OK);
+    reset_kernels();
+    HandTask t[3] = { { record_kernel, PTO_CORE_AIC, 1, { 2, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 2, { 2, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 3, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 3, 2, 4, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(status_of(&g)->tasks_completed, 3);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
 /* ---- device memory, arenas, retained buffers, cache --------------------------------- */
 
 TEST(runner_device_memory_helpers_check_their_ranges)

@@ -54,7 +54,7 @@ typedef struct GraphRun {
     int ended;                    /* the status block is final */
 
     /* participations */
-    uint32_t running;             /* inside the entry (not parked) or parked */
+    uint32_t running;             /* participations inside the entry, parked ones included */
     uint32_t parked;
     uint32_t signaled;            /* parked ones already woken, not yet running */
     uint32_t requested;           /* asked of the platform, not yet arrived */
