@@ -1,0 +1,570 @@
+#include "chip_callable.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device/pto_builtin_kernels.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+#define BUILTIN_NAME(name) #name,
+static const char *const builtin_kernel_names[] = { PTO_BUILTIN_KERNELS(BUILTIN_NAME) };
+
+/* Where the decoder is and what it writes to. */
+typedef struct Decoder {
+    const uint8_t *bytes;
+    uint32_t total;
+    char *msg;
+    size_t msg_size;
+    ChipCallableView *view;
+} Decoder;
+
+__attribute__((format(printf, 2, 3))) static int fail(Decoder *d, const char *fmt, ...)
+{
+    if (d->msg != NULL && d->msg_size > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(d->msg, d->msg_size, fmt, ap);
+        va_end(ap);
+    }
+    return PTO_ERR_BAD_CALLABLE;
+}
+
+uint64_t pto_fnv1a64(const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int pto_builtin_kernel_known(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof builtin_kernel_names / sizeof builtin_kernel_names[0]; i++)
+        if (strlen(builtin_kernel_names[i]) == len && memcmp(builtin_kernel_names[i], name, len) == 0)
+            return 1;
+    return 0;
+}
+
+const char *pto_opcode_name(uint32_t opcode)
+{
+    switch (opcode) {
+    case PTO_OP_SUBMIT: return "SUBMIT";
+    case PTO_OP_ALLOC_TENSOR: return "ALLOC_TENSOR";
+    case PTO_OP_LOOP: return "LOOP";
+    case PTO_OP_END_LOOP: return "END_LOOP";
+    case PTO_OP_SCOPE_BEGIN: return "SCOPE_BEGIN";
+    case PTO_OP_SCOPE_END: return "SCOPE_END";
+    default: return "unknown";
+    }
+}
+
+static const char *direction_name(uint32_t d)
+{
+    switch (d) {
+    case PTO_ARG_SCALAR: return "SCALAR";
+    case PTO_ARG_IN: return "IN";
+    case PTO_ARG_OUT: return "OUT";
+    case PTO_ARG_INOUT: return "INOUT";
+    default: return "invalid";
+    }
+}
+
+/* ---- blobs and names --------------------------------------------------------- */
+
+/* A blob lies inside [sizeof header, total), is `align`-aligned, and, when
+   `exact` is non-zero, is exactly `want` bytes. {0,0} is an absent blob. */
+static int check_blob(Decoder *d, PtoBlobRef ref, const char *what, uint32_t align)
+{
+    if (ref.size == 0 && ref.offset == 0)
+        return PTO_OK;
+    if (ref.offset < sizeof(ChipCallableHeader))
+        return fail(d, "%s blob at offset %u overlaps the %zu-byte header", what, ref.offset,
+                    sizeof(ChipCallableHeader));
+    if ((uint64_t)ref.offset + ref.size > d->total)
+        return fail(d, "%s blob [%u, %u + %u) lies outside the callable's total_size of %u bytes", what,
+                    ref.offset, ref.offset, ref.size, d->total);
+    if (ref.offset % align != 0)
+        return fail(d, "%s blob offset %u is not %u-byte aligned", what, ref.offset, align);
+    return PTO_OK;
+}
+
+/* A kernel name or entry symbol: 1..PTO_CALLABLE_MAX_NAME printable bytes, no space. */
+static int check_name(Decoder *d, PtoBlobRef ref, const char *what)
+{
+    int rc = check_blob(d, ref, what, 1);
+    if (rc != PTO_OK)
+        return rc;
+    if (ref.size == 0)
+        return fail(d, "%s is empty", what);
+    if (ref.size > PTO_CALLABLE_MAX_NAME)
+        return fail(d, "%s is %u bytes long, the limit is %u", what, ref.size, PTO_CALLABLE_MAX_NAME);
+    for (uint32_t i = 0; i < ref.size; i++) {
+        uint8_t c = d->bytes[ref.offset + i];
+        if (c <= 0x20 || c >= 0x7f)
+            return fail(d, "%s has byte 0x%02x at position %u: names are printable ASCII without spaces",
+                        what, c, i);
+    }
+    return PTO_OK;
+}
+
+/* ---- header, signature, children ------------------------------------------------ */
+
+static int decode_header(Decoder *d, const uint8_t *bytes)
+{
+    ChipCallableHeader *h = &d->view->header;
+    memcpy(h, bytes, sizeof *h);
+    if (h->magic != PTO_CALLABLE_MAGIC)
+        return fail(d, "bad magic 0x%08x, expected 0x%08x (\"PTCC\")", h->magic, PTO_CALLABLE_MAGIC);
+    if (h->format_version != PTO_CALLABLE_FORMAT_VERSION)
+        return fail(d, "format version %u is not supported (expected %u)", h->format_version,
+                    PTO_CALLABLE_FORMAT_VERSION);
+    if (h->total_size < sizeof *h)
+        return fail(d, "total_size %u is smaller than the %zu-byte header", h->total_size, sizeof *h);
+    if (h->total_size > PTO_CALLABLE_MAX_BYTES)
+        return fail(d, "total_size %u exceeds the limit of %u bytes", h->total_size, PTO_CALLABLE_MAX_BYTES);
+    /* total_size is now trusted: the caller vouches for that many bytes */
+    d->total = h->total_size;
+    if (h->reserved != 0)
+        return fail(d, "header reserved field is %u, must be 0", h->reserved);
+    if (h->orchestration_kind != PTO_ORCH_PROGRAM && h->orchestration_kind != PTO_ORCH_LIBRARY)
+        return fail(d, "unknown orchestration kind %u", h->orchestration_kind);
+    if (h->child_count > PTO_CALLABLE_MAX_CHILDREN)
+        return fail(d, "child_count %u exceeds the limit of %u", h->child_count, PTO_CALLABLE_MAX_CHILDREN);
+    if (h->signature_length > PTO_CALLABLE_MAX_SIGNATURE)
+        return fail(d, "signature_length %u exceeds the limit of %u", h->signature_length,
+                    PTO_CALLABLE_MAX_SIGNATURE);
+    return PTO_OK;
+}
+
+static int decode_signature(Decoder *d)
+{
+    const ChipCallableHeader *h = &d->view->header;
+    int rc = check_blob(d, h->signature, "signature", 1);
+    if (rc != PTO_OK)
+        return rc;
+    if (h->signature.size != h->signature_length)
+        return fail(d, "signature blob is %u bytes for a signature_length of %u", h->signature.size,
+                    h->signature_length);
+    const uint8_t *sig = d->bytes + h->signature.offset;
+    uint32_t tensors = 0, scalars = 0;
+    for (uint32_t i = 0; i < h->signature_length; i++) {
+        if (sig[i] > PTO_ARG_INOUT)
+            return fail(d, "signature entry %u has invalid direction %u", i, sig[i]);
+        if (sig[i] == PTO_ARG_SCALAR) {
+            scalars++;
+        } else if (scalars > 0) {
+            return fail(d, "signature entry %u is a tensor (%s) after a scalar: tensors come first", i,
+                        direction_name(sig[i]));
+        } else {
+            tensors++;
+        }
+    }
+    if (tensors > PTO_MAX_TENSOR_ARGS)
+        return fail(d, "signature has %u tensors, the limit is %d", tensors, PTO_MAX_TENSOR_ARGS);
+    if (scalars > PTO_MAX_SCALAR_ARGS)
+        return fail(d, "signature has %u scalars, the limit is %d", scalars, PTO_MAX_SCALAR_ARGS);
+    d->view->signature = sig;
+    d->view->tensor_count = tensors;
+    d->view->scalar_count = scalars;
+    return PTO_OK;
+}
+
+void chip_callable_child(const ChipCallableView *view, uint32_t index, ChipCallableChild *out)
+{
+    memcpy(out, view->children + (size_t)index * sizeof *out, sizeof *out);
+}
+
+uint32_t chip_callable_resolved_addr_offset(const ChipCallableView *view, uint32_t index)
+{
+    return view->header.children.offset + index * (uint32_t)sizeof(ChipCallableChild) +
+           (uint32_t)offsetof(ChipCallableChild, resolved_addr);
+}
+
+static int decode_child(Decoder *d, uint32_t i, ChipCallableChild *c)
+{
+    chip_callable_child(d->view, i, c);
+    char what[64];
+    snprintf(what, sizeof what, "child %u (func_id %u) name", i, c->func_id);
+    if (c->reserved != 0)
+        return fail(d, "child %u reserved field is %u, must be 0", i, c->reserved);
+    if (c->func_id > PTO_CALLABLE_MAX_FUNC_ID)
+        return fail(d, "child %u func_id %u exceeds the limit of %u", i, c->func_id, PTO_CALLABLE_MAX_FUNC_ID);
+    if (c->core_type != PTO_CORE_AIC && c->core_type != PTO_CORE_AIV)
+        return fail(d, "child %u (func_id %u) has invalid core type %u", i, c->func_id, c->core_type);
+    if (c->resolved_addr != 0)
+        return fail(d, "child %u (func_id %u) resolved_addr is set; it must be 0 in a caller's callable", i,
+                    c->func_id);
+    int rc = check_name(d, c->name, what);
+    if (rc != PTO_OK)
+        return rc;
+    const char *name = chip_callable_blob(d->view, c->name);
+    int name_len = (int)c->name.size;
+    switch (c->source_kind) {
+    case PTO_KERNEL_BUILTIN:
+        if (c->image.size != 0 || c->image.offset != 0)
+            return fail(d, "child %u (func_id %u) is the built-in kernel '%.*s' but carries a library image", i,
+                        c->func_id, name_len, name);
+        if (!pto_builtin_kernel_known(name, c->name.size))
+            return fail(d, "child %u (func_id %u): '%.*s' is not a built-in kernel", i, c->func_id, name_len,
+                        name);
+        return PTO_OK;
+    case PTO_KERNEL_LIBRARY:
+        snprintf(what, sizeof what, "child %u (func_id %u) image", i, c->func_id);
+        if ((rc = check_blob(d, c->image, what, 1)) != PTO_OK)
+            return rc;
+        if (c->image.size == 0)
+            return fail(d, "child %u (func_id %u) is a kernel library without an image", i, c->func_id);
+        d->view->library_children++;
+        return PTO_OK;
+    default:
+        return fail(d, "child %u (func_id %u) has invalid source kind %u", i, c->func_id, c->source_kind);
+    }
+}
+
+static int decode_children(Decoder *d)
+{
+    ChipCallableView *v = d->view;
+    const ChipCallableHeader *h = &v->header;
+    int rc = check_blob(d, h->children, "children", 8);
+    if (rc != PTO_OK)
+        return rc;
+    if (h->children.size != h->child_count * (uint32_t)sizeof(ChipCallableChild))
+        return fail(d, "children blob is %u bytes for %u children of %zu bytes", h->children.size,
+                    h->child_count, sizeof(ChipCallableChild));
+    v->children = d->bytes + h->children.offset;
+    for (uint32_t i = 0; i < h->child_count; i++) {
+        ChipCallableChild c;
+        if ((rc = decode_child(d, i, &c)) != PTO_OK)
+            return rc;
+        /* insertion into the sorted func_id table finds duplicates on the way */
+        uint32_t at = i;
+        while (at > 0 && v->sorted_func_ids[at - 1] > c.func_id) {
+            v->sorted_func_ids[at] = v->sorted_func_ids[at - 1];
+            v->sorted_child[at] = v->sorted_child[at - 1];
+            at--;
+        }
+        if (at > 0 && v->sorted_func_ids[at - 1] == c.func_id)
+            return fail(d, "func_id %u is used by child %u and child %u", c.func_id, v->sorted_child[at - 1], i);
+        v->sorted_func_ids[at] = c.func_id;
+        v->sorted_child[at] = (uint8_t)i;
+    }
+    return PTO_OK;
+}
+
+int chip_callable_child_of(const ChipCallableView *view, uint32_t func_id)
+{
+    uint32_t lo = 0, hi = view->header.child_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (view->sorted_func_ids[mid] < func_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < view->header.child_count && view->sorted_func_ids[lo] == func_id)
+        return view->sorted_child[lo];
+    return -1;
+}
+
+/* ---- the program -------------------------------------------------------------- */
+
+/* The open LOOP / SCOPE_BEGIN constructs while walking a program. */
+typedef struct Nesting {
+    uint16_t opcode[PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH];
+    uint32_t insn[PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH];
+    uint32_t depth, loops, scopes;
+} Nesting;
+
+typedef struct ProgramWalk {
+    Nesting nest;
+    uint8_t allocated[PTO_PROGRAM_MAX_LOCALS]; /* local id -> allocated earlier in the text */
+} ProgramWalk;
+
+/* An affine expression may only use the loop variables of enclosing loops. */
+static int check_affine(Decoder *d, const PtoAffine *a, uint32_t loops, uint32_t insn, uint32_t param,
+                        const char *what)
+{
+    for (uint32_t k = loops; k < PTO_PROGRAM_MAX_LOOP_DEPTH; k++)
+        if (a->coef[k] != 0)
+            return fail(d, "instruction %u param %u: %s uses loop variable %u but only %u loop(s) enclose it",
+                        insn, param, what, k, loops);
+    return PTO_OK;
+}
+
+static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *p, uint32_t insn, uint32_t i)
+{
+    const ChipCallableView *v = d->view;
+    uint32_t loops = w->nest.loops;
+    if (p->reserved != 0)
+        return fail(d, "instruction %u param %u reserved field is %u, must be 0", insn, i, p->reserved);
+    int rc;
+    switch (p->kind) {
+    case PTO_PARAM_ARG_TENSOR:
+    case PTO_PARAM_LOCAL_TENSOR:
+        if (p->direction != PTO_ARG_IN && p->direction != PTO_ARG_OUT && p->direction != PTO_ARG_INOUT)
+            return fail(d, "instruction %u param %u: a tensor view needs direction IN, OUT or INOUT, not %s (%u)",
+                        insn, i, direction_name(p->direction), p->direction);
+        if (p->kind == PTO_PARAM_ARG_TENSOR && p->index >= v->tensor_count)
+            return fail(d, "instruction %u param %u names argument tensor %u but the signature has %u tensor(s)",
+                        insn, i, p->index, v->tensor_count);
+        if (p->kind == PTO_PARAM_LOCAL_TENSOR) {
+            if (p->index >= v->program_header.local_count)
+                return fail(d, "instruction %u param %u names local tensor %u but local_count is %u", insn, i,
+                            p->index, v->program_header.local_count);
+            if (!w->allocated[p->index])
+                return fail(d, "instruction %u param %u uses local tensor %u before its ALLOC_TENSOR", insn, i,
+                            p->index);
+        }
+        if ((rc = check_affine(d, &p->offset, loops, insn, i, "the view offset")) != PTO_OK)
+            return rc;
+        return check_affine(d, &p->size, loops, insn, i, "the view size");
+    case PTO_PARAM_SCALAR_IMM:
+    case PTO_PARAM_SCALAR_ARG:
+    case PTO_PARAM_SCALAR_AFFINE:
+        if (p->direction != PTO_ARG_SCALAR)
+            return fail(d, "instruction %u param %u: a scalar needs direction SCALAR, not %s (%u)", insn, i,
+                        direction_name(p->direction), p->direction);
+        if (p->kind == PTO_PARAM_SCALAR_ARG && p->index >= v->scalar_count)
+            return fail(d, "instruction %u param %u names argument scalar %u but the signature has %u scalar(s)",
+                        insn, i, p->index, v->scalar_count);
+        if (p->kind == PTO_PARAM_SCALAR_AFFINE)
+            return check_affine(d, &p->offset, loops, insn, i, "the scalar value");
+        return PTO_OK;
+    default:
+        return fail(d, "instruction %u param %u has invalid kind %u", insn, i, p->kind);
+    }
+}
+
+static int check_submit(Decoder *d, const ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
+{
+    const PtoSubmitInsn *s = &in->u.submit;
+    if (in->head.param_count > PTO_MAX_TASK_PARAMS)
+        return fail(d, "instruction %u (SUBMIT) has %u params, the limit is %u", index, in->head.param_count,
+                    PTO_MAX_TASK_PARAMS);
+    uint32_t want = (uint32_t)sizeof(PtoSubmitInsn) + in->head.param_count * (uint32_t)sizeof(PtoProgramParam);
+    if (in->head.size_bytes != want)
+        return fail(d, "instruction %u (SUBMIT) is %u bytes; %u params need %u", index, in->head.size_bytes,
+                    in->head.param_count, want);
+    if (s->reserved != 0)
+        return fail(d, "instruction %u (SUBMIT) reserved field is %u, must be 0", index, s->reserved);
+    if (chip_callable_child_of(d->view, s->func_id) < 0)
+        return fail(d, "instruction %u submits func_id %u, which is not a child of the callable", index,
+                    s->func_id);
+    for (uint32_t i = 0; i < in->head.param_count; i++) {
+        PtoProgramParam p;
+        chip_program_param(d->view, in, i, &p);
+        int rc = check_param(d, w, &p, index, i);
+        if (rc != PTO_OK)
+            return rc;
+    }
+    d->view->submit_count++;
+    return PTO_OK;
+}
+
+static int check_fixed_size(Decoder *d, const PtoProgramInsn *in, uint32_t index, uint32_t size)
+{
+    if (in->head.param_count != 0)
+        return fail(d, "instruction %u (%s) has param_count %u, must be 0", index, pto_opcode_name(in->head.opcode),
+                    in->head.param_count);
+    if (in->head.size_bytes != size)
+        return fail(d, "instruction %u (%s) is %u bytes, must be %u", index, pto_opcode_name(in->head.opcode),
+                    in->head.size_bytes, size);
+    return PTO_OK;
+}
+
+static int open_construct(Decoder *d, Nesting *n, uint16_t opcode, uint32_t index)
+{
+    if (opcode == PTO_OP_LOOP && n->loops == PTO_PROGRAM_MAX_LOOP_DEPTH)
+        return fail(d, "instruction %u (LOOP) nests loops deeper than %u", index, PTO_PROGRAM_MAX_LOOP_DEPTH);
+    if (opcode == PTO_OP_SCOPE_BEGIN && n->scopes == PTO_PROGRAM_MAX_SCOPE_DEPTH)
+        return fail(d, "instruction %u (SCOPE_BEGIN) nests scopes deeper than %u", index,
+                    PTO_PROGRAM_MAX_SCOPE_DEPTH);
+    n->opcode[n->depth] = opcode;
+    n->insn[n->depth] = index;
+    n->depth++;
+    if (opcode == PTO_OP_LOOP)
+        n->loops++;
+    else
+        n->scopes++;
+    return PTO_OK;
+}
+
+static int close_construct(Decoder *d, Nesting *n, uint16_t opens, uint32_t index)
+{
+    const char *closer = opens == PTO_OP_LOOP ? "END_LOOP" : "SCOPE_END";
+    if (n->depth == 0)
+        return fail(d, "instruction %u (%s) closes nothing: no %s is open", index, closer, pto_opcode_name(opens));
+    if (n->opcode[n->depth - 1] != opens)
+        return fail(d, "instruction %u (%s) would close the %s opened at instruction %u", index, closer,
+                    pto_opcode_name(n->opcode[n->depth - 1]), n->insn[n->depth - 1]);
+    n->depth--;
+    if (opens == PTO_OP_LOOP)
+        n->loops--;
+    else
+        n->scopes--;
+    return PTO_OK;
+}
+
+static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
+{
+    int rc;
+    switch (in->head.opcode) {
+    case PTO_OP_SUBMIT:
+        return check_submit(d, w, in, index);
+    case PTO_OP_ALLOC_TENSOR:
+        if ((rc = check_fixed_size(d, in, index, sizeof(PtoAllocInsn))) != PTO_OK)
+            return rc;
+        if (in->u.alloc.reserved != 0)
+            return fail(d, "instruction %u (ALLOC_TENSOR) reserved field is %u, must be 0", index,
+                        in->u.alloc.reserved);
+        if (in->u.alloc.local_id >= d->view->program_header.local_count)
+            return fail(d, "instruction %u (ALLOC_TENSOR) allocates local %u but local_count is %u", index,
+                        in->u.alloc.local_id, d->view->program_header.local_count);
+        if (w->allocated[in->u.alloc.local_id])
+            return fail(d, "instruction %u (ALLOC_TENSOR) allocates local %u a second time", index,
+                        in->u.alloc.local_id);
+        w->allocated[in->u.alloc.local_id] = 1;
+        return PTO_OK;
+    case PTO_OP_LOOP:
+        if ((rc = check_fixed_size(d, in, index, sizeof(PtoLoopInsn))) != PTO_OK)
+            return rc;
+        return open_construct(d, &w->nest, PTO_OP_LOOP, index);
+    case PTO_OP_END_LOOP:
+        if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
+            return rc;
+        return close_construct(d, &w->nest, PTO_OP_LOOP, index);
+    case PTO_OP_SCOPE_BEGIN:
+        if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
+            return rc;
+        return open_construct(d, &w->nest, PTO_OP_SCOPE_BEGIN, index);
+    case PTO_OP_SCOPE_END:
+        if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
+            return rc;
+        return close_construct(d, &w->nest, PTO_OP_SCOPE_BEGIN, index);
+    default:
+        return fail(d, "instruction %u has unknown opcode %u", index, in->head.opcode);
+    }
+}
+
+/* Reads the instruction at `offset` into `in` after checking its head fits. */
+static int read_insn(Decoder *d, uint32_t offset, uint32_t index, PtoProgramInsn *in)
+{
+    const ChipCallableView *v = d->view;
+    if (v->program_size - offset < sizeof(PtoInsnHead))
+        return fail(d, "instruction %u at program byte %u runs past the program's %u bytes", index, offset,
+                    v->program_size);
+    memcpy(&in->head, v->program + offset, sizeof in->head);
+    in->offset = offset;
+    if (in->head.size_bytes < sizeof(PtoInsnHead) || in->head.size_bytes % 8 != 0)
+        return fail(d, "instruction %u at program byte %u has size %u: a multiple of 8 of at least 8 is required",
+                    index, offset, in->head.size_bytes);
+    if (in->head.size_bytes > v->program_size - offset)
+        return fail(d, "instruction %u at program byte %u (%u bytes) runs past the program's %u bytes", index,
+                    offset, in->head.size_bytes, v->program_size);
+    size_t body = in->head.size_bytes < sizeof in->u ? in->head.size_bytes : sizeof in->u;
+    memset(&in->u, 0, sizeof in->u);
+    memcpy(&in->u, v->program + offset, body);
+    return PTO_OK;
+}
+
+static int decode_program(Decoder *d)
+{
+    ChipCallableView *v = d->view;
+    const ChipCallableHeader *h = &v->header;
+    int rc = check_blob(d, h->orchestration, "program", 8);
+    if (rc != PTO_OK)
+        return rc;
+    if (h->orchestration_entry.size != 0 || h->orchestration_entry.offset != 0)
+        return fail(d, "a program orchestration carries no entry symbol, but orchestration_entry is set");
+    if (h->orchestration.size < sizeof(PtoProgramHeader))
+        return fail(d, "program is %u bytes, smaller than its %zu-byte header", h->orchestration.size,
+                    sizeof(PtoProgramHeader));
+    v->program = d->bytes + h->orchestration.offset;
+    v->program_size = h->orchestration.size;
+    PtoProgramHeader *ph = &v->program_header;
+    memcpy(ph, v->program, sizeof *ph);
+    if (ph->magic != PTO_PROGRAM_MAGIC)
+        return fail(d, "program has bad magic 0x%08x, expected 0x%08x (\"PTPG\")", ph->magic, PTO_PROGRAM_MAGIC);
+    if (ph->reserved != 0)
+        return fail(d, "program header reserved field is %u, must be 0", ph->reserved);
+    if (ph->instruction_count > PTO_PROGRAM_MAX_INSNS)
+        return fail(d, "program has %u instructions, the limit is %u", ph->instruction_count, PTO_PROGRAM_MAX_INSNS);
+    if (ph->local_count > PTO_PROGRAM_MAX_LOCALS)
+        return fail(d, "program declares %u local tensors, the limit is %u", ph->local_count,
+                    PTO_PROGRAM_MAX_LOCALS);
+
+    ProgramWalk walk;
+    memset(&walk, 0, sizeof walk);
+    uint32_t offset = sizeof(PtoProgramHeader);
+    for (uint32_t i = 0; i < ph->instruction_count; i++) {
+        PtoProgramInsn in;
+        if ((rc = read_insn(d, offset, i, &in)) != PTO_OK || (rc = check_insn(d, &walk, &in, i)) != PTO_OK)
+            return rc;
+        v->opcodes_used |= 1u << in.head.opcode;
+        offset += in.head.size_bytes;
+    }
+    if (walk.nest.depth > 0)
+        return fail(d, "unbalanced program: the %s at instruction %u is never closed",
+                    pto_opcode_name(walk.nest.opcode[walk.nest.depth - 1]), walk.nest.insn[walk.nest.depth - 1]);
+    if (offset != v->program_size)
+        return fail(d, "program has %u bytes after its last instruction", v->program_size - offset);
+    return PTO_OK;
+}
+
+static int decode_orchestration(Decoder *d)
+{
+    const ChipCallableHeader *h = &d->view->header;
+    if (h->orchestration_kind == PTO_ORCH_PROGRAM)
+        return decode_program(d);
+    int rc = check_blob(d, h->orchestration, "orchestration library", 1);
+    if (rc != PTO_OK)
+        return rc;
+    if (h->orchestration.size == 0)
+        return fail(d, "orchestration library has no image");
+    return check_name(d, h->orchestration_entry, "orchestration entry symbol");
+}
+
+int chip_callable_decode(const void *callable, ChipCallableView *view, char *msg, size_t msg_size)
+{
+    memset(view, 0, sizeof *view);
+    Decoder d = { .bytes = callable, .total = 0, .msg = msg, .msg_size = msg_size, .view = view };
+    if (msg != NULL && msg_size > 0)
+        msg[0] = '\0';
+    if (callable == NULL)
+        return fail(&d, "the callable pointer is NULL");
+    view->bytes = callable;
+    int rc;
+    if ((rc = decode_header(&d, callable)) != PTO_OK || (rc = decode_signature(&d)) != PTO_OK ||
+        (rc = decode_children(&d)) != PTO_OK || (rc = decode_orchestration(&d)) != PTO_OK) {
+        memset(view, 0, sizeof *view);
+        return rc;
+    }
+    return PTO_OK;
+}
+
+/* ---- walking ------------------------------------------------------------------ */
+
+int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, PtoProgramInsn *insn)
+{
+    if (view->program == NULL || cursor->index >= view->program_header.instruction_count)
+        return 0;
+    if (cursor->offset == 0)
+        cursor->offset = sizeof(PtoProgramHeader);
+    memcpy(&insn->head, view->program + cursor->offset, sizeof insn->head);
+    insn->offset = cursor->offset;
+    memset(&insn->u, 0, sizeof insn->u);
+    size_t body = insn->head.size_bytes < sizeof insn->u ? insn->head.size_bytes : sizeof insn->u;
+    memcpy(&insn->u, view->program + cursor->offset, body);
+    cursor->offset += insn->head.size_bytes;
+    cursor->index++;
+    return 1;
+}
+
+void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i, PtoProgramParam *out)
+{
+    memcpy(out, view->program + insn->offset + sizeof(PtoSubmitInsn) + (size_t)i * sizeof *out, sizeof *out);
+}

@@ -1,0 +1,94 @@
+/*
+ * The ChipCallable decoder (format: include/ptorun/chip_callable.h). It
+ * validates a callable completely, given only its pointer, and hands out a view
+ * over the validated bytes. Nothing past the 56-byte header is read before
+ * total_size has been checked, nothing past total_size ever. Every refusal is
+ * PTO_ERR_BAD_CALLABLE with a message naming the defect, written into the
+ * caller's buffer: the decoder has no host-only dependency (no last_error, no
+ * HostApi), so the AICPU image can reuse it.
+ *
+ * It checks the format only; what a runtime supports beyond that (hbg: SUBMIT
+ * and built-in kernels) is the runtime's to refuse.
+ */
+#ifndef PTORUN_COMMON_CHIP_CALLABLE_H
+#define PTORUN_COMMON_CHIP_CALLABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptorun/chip_callable.h"
+
+#define PTO_PROGRAM_MAX_SCOPE_DEPTH 4u
+#define CHIP_CALLABLE_MESSAGE_BYTES 256u
+
+typedef struct ChipCallableView {
+    const uint8_t *bytes;         /* the callable; header.total_size bytes */
+    ChipCallableHeader header;
+    const uint8_t *signature;     /* header.signature_length PtoArgDirection bytes */
+    uint32_t tensor_count;        /* leading IN / OUT / INOUT entries */
+    uint32_t scalar_count;        /* trailing SCALAR entries */
+    const uint8_t *children;      /* header.child_count ChipCallableChild (read with chip_callable_child) */
+    uint32_t library_children;    /* children whose source is a kernel library */
+    const uint8_t *program;       /* PROGRAM orchestration: the program; else NULL */
+    uint32_t program_size;
+    PtoProgramHeader program_header;
+    uint32_t opcodes_used;        /* bit (1u << opcode) for every opcode the program uses */
+    uint32_t submit_count;        /* SUBMIT instructions in the program text */
+    /* func_ids in ascending order and the child each belongs to */
+    uint32_t sorted_func_ids[PTO_CALLABLE_MAX_CHILDREN];
+    uint8_t sorted_child[PTO_CALLABLE_MAX_CHILDREN];
+} ChipCallableView;
+
+/* PTO_OK and a view over `callable`, or PTO_ERR_BAD_CALLABLE with the defect in
+ * msg (msg_size bytes, NUL-terminated; CHIP_CALLABLE_MESSAGE_BYTES suffice). */
+int chip_callable_decode(const void *callable, ChipCallableView *view, char *msg, size_t msg_size);
+
+/* Child `index` (< child_count) of a decoded callable, copied out (the callable
+ * bytes need not be aligned). */
+void chip_callable_child(const ChipCallableView *view, uint32_t index, ChipCallableChild *out);
+
+/* The child index owning func_id, or -1. */
+int chip_callable_child_of(const ChipCallableView *view, uint32_t func_id);
+
+/* The bytes of a blob of a decoded callable (not NUL-terminated). */
+static inline const char *chip_callable_blob(const ChipCallableView *view, PtoBlobRef ref)
+{
+    return (const char *)view->bytes + ref.offset;
+}
+
+/* Byte offset, inside the callable, of child `index`'s resolved_addr field. */
+uint32_t chip_callable_resolved_addr_offset(const ChipCallableView *view, uint32_t index);
+
+/* Non-zero when name[0..len) is a built-in kernel of the AICore image. */
+int pto_builtin_kernel_known(const char *name, size_t len);
+
+/* FNV-1a 64 over n bytes: the content hash that dedups callable uploads. */
+uint64_t pto_fnv1a64(const void *data, size_t n);
+
+/* ---- walking a decoded program ---------------------------------------------
+ * for (PtoProgramCursor c = {0}; chip_program_next(view, &c, &insn);) { ... } */
+typedef struct PtoProgramCursor {
+    uint32_t offset;              /* of the next instruction; 0 = start */
+    uint32_t index;               /* instructions returned so far */
+} PtoProgramCursor;
+
+typedef struct PtoProgramInsn {
+    PtoInsnHead head;
+    uint32_t offset;              /* of the instruction in the program */
+    union {
+        PtoSubmitInsn submit;
+        PtoAllocInsn alloc;
+        PtoLoopInsn loop;
+    } u;
+} PtoProgramInsn;
+
+/* Copies the next instruction out; 0 after the last. */
+int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, PtoProgramInsn *insn);
+
+/* Parameter i (< param_count) of a SUBMIT returned by chip_program_next. */
+void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i,
+                        PtoProgramParam *out);
+
+const char *pto_opcode_name(uint32_t opcode);
+
+#endif

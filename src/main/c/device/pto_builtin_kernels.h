@@ -1,0 +1,28 @@
+/*
+ * The built-in kernels of the AICore image: the one list of their names, read by
+ * the image (which defines pto_kernel_<name> for each), by the callable decoder
+ * (which refuses an unknown built-in name) and documented in docs/kernels.md.
+ * Every built-in has the PtoKernelFn signature of ptorun/pto_kernel.h.
+ */
+#ifndef PTORUN_PTO_BUILTIN_KERNELS_H
+#define PTORUN_PTO_BUILTIN_KERNELS_H
+
+#define PTO_BUILTIN_KERNELS(X) \
+    X(noop)                    \
+    X(vcopy)                   \
+    X(vfill)                   \
+    X(vadd)                    \
+    X(vadds)                   \
+    X(vmul)                    \
+    X(vmuls)
+
+/* What a built-in returns when it refuses its task (the run then fails with
+ * PTO_ERR_KERNEL_FAULT naming the task, its func_id and this code). A refusing
+ * kernel has written nothing. */
+#define PTO_KERNEL_OK 0
+#define PTO_KERNEL_ERR_PARAM_COUNT 1    /* wrong number of parameters */
+#define PTO_KERNEL_ERR_VIEW_TOO_SMALL 2 /* an input view is smaller than the output needs */
+#define PTO_KERNEL_ERR_BAD_SIZE 3       /* an f32 view whose byte size is not a multiple of 4 */
+#define PTO_KERNEL_ERR_MISALIGNED 4     /* an f32 view whose address is not 4-byte aligned */
+
+#endif

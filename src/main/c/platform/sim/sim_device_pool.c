@@ -1,0 +1,245 @@
+#include "sim_device_pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/last_error.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+#define MAX_PARTICIPATIONS 32u
+
+struct SimDevicePool {
+    pthread_mutex_t lock;         /* guards everything below */
+    pthread_cond_t work_cond;     /* idle threads */
+    pthread_cond_t done_cond;     /* launch waiters */
+    pthread_t *threads;
+    uint32_t thread_count;
+    uint32_t idle;                /* threads parked on work_cond */
+    int stopping;
+
+    /* the current launch */
+    uint64_t launch_id;           /* 0 before the first */
+    PtoAicpuEntryFn entry;
+    uint64_t args_dev;
+    uint32_t participations;      /* logical AICPU threads of the launch */
+    uint32_t running_mask;        /* participation indices inside the entry */
+    uint32_t pending;             /* granted, not yet started */
+    int closed;                   /* a participation returned DONE: start no more */
+    int finished;                 /* closed and none running */
+    PtoAicpuHooks hooks;
+};
+
+static uint32_t lowest_free_index(uint32_t mask)
+{
+    return (uint32_t)__builtin_ctz(~mask);
+}
+
+/* Ends the launch once it is closed and nothing runs: wakes its waiters. */
+static void maybe_finish(SimDevicePool *p)
+{
+    if (p->closed && p->running_mask == 0 && !p->finished) {
+        p->finished = 1;
+        p->pending = 0;
+        pthread_cond_broadcast(&p->done_cond);
+    }
+}
+
+static void *device_thread(void *arg)
+{
+    SimDevicePool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stopping && (p->pending == 0 || p->closed)) {
+            p->idle++;
+            pthread_cond_wait(&p->work_cond, &p->lock);
+            p->idle--;
+        }
+        if (p->stopping)
+            break;
+        p->pending--;
+        uint32_t index = lowest_free_index(p->running_mask);
+        p->running_mask |= 1u << index;
+        PtoAicpuEntryFn entry = p->entry;
+        uint64_t args_dev = p->args_dev;
+        uint32_t n = p->participations;
+        pthread_mutex_unlock(&p->lock);
+
+        int32_t rc = entry(args_dev, index, n, &p->hooks);
+
+        pthread_mutex_lock(&p->lock);
+        p->running_mask &= ~(1u << index);
+        if (rc != PTO_AICPU_IDLE)
+            p->closed = 1;
+        maybe_finish(p);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* PtoAicpuHooks.request_threads: grants what idle threads and free indices allow. */
+static uint32_t request_threads(void *ctx, uint32_t n)
+{
+    SimDevicePool *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    uint32_t granted = 0;
+    if (!p->closed) {
+        uint32_t running = (uint32_t)__builtin_popcount(p->running_mask);
+        uint32_t free_indices = p->participations - running - p->pending;
+        uint32_t idle = p->idle > p->pending ? p->idle - p->pending : 0;
+        granted = n < free_indices ? n : free_indices;
+        granted = granted < idle ? granted : idle;
+        p->pending += granted;
+        for (uint32_t i = 0; i < granted; i++)
+            pthread_cond_signal(&p->work_cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return granted;
+}
+
+int sim_device_pool_create(uint32_t threads, SimDevicePool **out)
+{
+    *out = NULL;
+    SimDevicePool *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "sim device: out of host memory for its thread pool");
+    p->threads = calloc(threads, sizeof *p->threads);
+    if (p->threads == NULL)
+        goto fail_threads;
+    if (pthread_mutex_init(&p->lock, NULL) != 0)
+        goto fail_lock;
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        goto fail_attr;
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (pthread_cond_init(&p->done_cond, &attr) != 0)
+        goto fail_done;
+    if (pthread_cond_init(&p->work_cond, NULL) != 0)
+        goto fail_work;
+    pthread_condattr_destroy(&attr);
+    p->finished = 1; /* no launch yet */
+    p->closed = 1;
+    p->hooks.ctx = p;
+    p->hooks.request_threads = request_threads;
+    for (uint32_t i = 0; i < threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, device_thread, p) != 0) {
+            p->thread_count = i;
+            sim_device_pool_destroy(p);
+            return pto_fail(PTO_ERR_FAILED, "sim device: cannot start device thread %u of %u", i, threads);
+        }
+        p->thread_count = i + 1;
+    }
+    *out = p;
+    return PTO_OK;
+
+fail_work:
+    pthread_cond_destroy(&p->done_cond);
+fail_done:
+    pthread_condattr_destroy(&attr);
+fail_attr:
+    pthread_mutex_destroy(&p->lock);
+fail_lock:
+    free(p->threads);
+fail_threads:
+    free(p);
+    return pto_fail(PTO_ERR_FAILED, "sim device: cannot set up its thread pool");
+}
+
+void sim_device_pool_destroy(SimDevicePool *p)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->work_cond);
+    pthread_mutex_unlock(&p->lock);
+    for (uint32_t i = 0; i < p->thread_count; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->work_cond);
+    pthread_cond_destroy(&p->done_cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p->threads);
+    free(p);
+}
+
+uint32_t sim_device_pool_thread_count(const SimDevicePool *p)
+{
+    return p->thread_count;
+}
+
+int sim_device_pool_launch(SimDevicePool *p, PtoAicpuEntryFn entry, uint64_t args_dev, uint32_t participations,
+                           uint64_t *launch_id)
+{
+    if (participations < 1 || participations > MAX_PARTICIPATIONS)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "sim device: %u AICPU threads requested, 1..%u supported",
+                        participations, MAX_PARTICIPATIONS);
+    pthread_mutex_lock(&p->lock);
+    if (!p->finished) {
+        uint64_t busy = p->launch_id;
+        pthread_mutex_unlock(&p->lock);
+        return pto_fail(PTO_ERR_BUSY, "sim device: launch %llu is still running", (unsigned long long)busy);
+    }
+    p->launch_id++;
+    p->entry = entry;
+    p->args_dev = args_dev;
+    p->participations = participations;
+    p->running_mask = 0;
+    p->closed = 0;
+    p->finished = 0;
+    p->pending = 1;
+    *launch_id = p->launch_id;
+    pthread_cond_signal(&p->work_cond);
+    pthread_mutex_unlock(&p->lock);
+    return PTO_OK;
+}
+
+int sim_device_pool_finished(SimDevicePool *p, uint64_t launch_id)
+{
+    pthread_mutex_lock(&p->lock);
+    int done = launch_id < p->launch_id || (launch_id == p->launch_id && p->finished);
+    pthread_mutex_unlock(&p->lock);
+    return done;
+}
+
+static struct timespec deadline_after(uint32_t ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_ms)
+{
+    struct timespec deadline = deadline_after(timeout_ms);
+    int rc = PTO_OK;
+    pthread_mutex_lock(&p->lock);
+    if (launch_id == UINT64_MAX)
+        launch_id = p->launch_id;
+    while (launch_id == p->launch_id && !p->finished) {
+        if (timeout_ms == 0) {
+            pthread_cond_wait(&p->done_cond, &p->lock);
+        } else if (pthread_cond_timedwait(&p->done_cond, &p->lock, &deadline) == ETIMEDOUT &&
+                   !p->finished) {
+            rc = PTO_ERR_TIMEOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+int sim_device_pool_busy(SimDevicePool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int busy = !p->finished;
+    pthread_mutex_unlock(&p->lock);
+    return busy;
+}

@@ -1,0 +1,367 @@
+#include "hbg_graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/last_error.h"
+#include "ptorun/chip_callable.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+#define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+
+/* Grows *items (elem bytes each) to hold at least `need`. */
+static int reserve(void **items, uint32_t *cap, uint64_t need, size_t elem)
+{
+    if (need <= *cap)
+        return PTO_OK;
+    uint64_t grown = *cap ? *cap : 64;
+    while (grown < need)
+        grown *= 2;
+    if (grown > UINT32_MAX)
+        grown = UINT32_MAX;
+    if (grown < need)
+        return pto_fail(PTO_ERR_CAPACITY, "hbg graph: %llu entries exceed what one run can hold",
+                        (unsigned long long)need);
+    void *p = realloc(*items, (size_t)grown * elem);
+    if (p == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "hbg graph: out of host memory");
+    *items = p;
+    *cap = (uint32_t)grown;
+    return PTO_OK;
+}
+
+#define RESERVE(ptr, cap, need) reserve((void **)&(ptr), &(cap), (need), sizeof *(ptr))
+
+/* The per-task arrays grow together and share task_cap. */
+static int reserve_tasks(HbgGraph *g, uint64_t need)
+{
+    if (need <= g->task_cap)
+        return PTO_OK;
+    uint32_t cap = g->task_cap, mark_cap = g->task_cap, fill_cap = g->task_cap;
+    int rc;
+    if ((rc = RESERVE(g->tasks, cap, need)) != PTO_OK || (rc = RESERVE(g->dep_mark, mark_cap, need)) != PTO_OK ||
+        (rc = RESERVE(g->fill, fill_cap, need)) != PTO_OK)
+        return rc; /* the arrays that did grow stay valid, task_cap stays */
+    g->task_cap = cap < mark_cap ? (cap < fill_cap ? cap : fill_cap) : (mark_cap < fill_cap ? mark_cap : fill_cap);
+    return PTO_OK;
+}
+
+/* args and arg_sizes grow together and share arg_cap. */
+static int reserve_args(HbgGraph *g, uint64_t need)
+{
+    if (need <= g->arg_cap)
+        return PTO_OK;
+    uint32_t cap = g->arg_cap, size_cap = g->arg_cap;
+    int rc;
+    if ((rc = RESERVE(g->args, cap, need)) != PTO_OK || (rc = RESERVE(g->arg_sizes, size_cap, need)) != PTO_OK)
+        return rc;
+    g->arg_cap = cap < size_cap ? cap : size_cap;
+    return PTO_OK;
+}
+
+void hbg_graph_init(HbgGraph *g)
+{
+    memset(g, 0, sizeof *g);
+}
+
+void hbg_graph_destroy(HbgGraph *g)
+{
+    for (uint32_t i = 0; i < g->class_cap; i++) {
+        free(g->classes[i].writers.items);
+        free(g->classes[i].readers.items);
+    }
+    free(g->classes);
+    free(g->tasks);
+    free(g->args);
+    free(g->arg_sizes);
+    free(g->edges);
+    free(g->dep_mark);
+    free(g->fill);
+    free(g->deps);
+    memset(g, 0, sizeof *g);
+}
+
+void hbg_graph_reset(HbgGraph *g)
+{
+    g->task_count = 0;
+    g->arg_count = 0;
+    g->edge_count = 0;
+    g->dep_count = 0;
+    g->class_count = 0;
+}
+
+/* ---- alias classes ------------------------------------------------------------- */
+
+int hbg_graph_add_range(HbgGraph *g, uint64_t lo, uint64_t hi)
+{
+    uint32_t old_cap = g->class_cap;
+    int rc = RESERVE(g->classes, g->class_cap, (uint64_t)g->class_count + 1);
+    if (rc != PTO_OK)
+        return rc;
+    /* new slots own no access lists yet */
+    memset(&g->classes[old_cap], 0, (g->class_cap - old_cap) * sizeof *g->classes);
+    HbgAliasClass *c = &g->classes[g->class_count++];
+    c->lo = lo;
+    c->hi = hi;
+    c->writers.count = c->readers.count = 0;
+    return PTO_OK;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+    const HbgAliasClass *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+void hbg_graph_seal_classes(HbgGraph *g)
+{
+    qsort(g->classes, g->class_count, sizeof *g->classes, by_lo);
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < g->class_count; i++) {
+        if (out > 0 && g->classes[i].lo < g->classes[out - 1].hi) {
+            if (g->classes[i].hi > g->classes[out - 1].hi)
+                g->classes[out - 1].hi = g->classes[i].hi;
+            continue;
+        }
+        /* swap so every slot keeps exactly one set of list buffers */
+        HbgAliasClass keep = g->classes[out];
+        g->classes[out] = g->classes[i];
+        g->classes[i] = keep;
+        out++;
+    }
+    g->class_count = out;
+}
+
+/* The class holding all of [lo, hi), or -1. */
+static int32_t find_class(const HbgGraph *g, uint64_t lo, uint64_t hi)
+{
+    uint32_t a = 0, b = g->class_count;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (g->classes[mid].lo <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (a == 0)
+        return -1;
+    const HbgAliasClass *c = &g->classes[a - 1];
+    return hi <= c->hi ? (int32_t)(a - 1) : -1;
+}
+
+/* ---- dependencies ---------------------------------------------------------------- */
+
+static int add_dep(HbgGraph *g, uint32_t producer, uint32_t consumer)
+{
+    if (g->dep_mark[producer] == consumer + 1)
+        return PTO_OK;
+    g->dep_mark[producer] = consumer + 1;
+    int rc = RESERVE(g->deps, g->dep_cap, (uint64_t)g->dep_count + 1);
+    if (rc == PTO_OK)
+        g->deps[g->dep_count++] = producer;
+    return rc;
+}
+
+/* Producers in ascending order: the graph does not depend on parameter order. */
+static void sort_deps(HbgGraph *g)
+{
+    for (uint32_t i = 1; i < g->dep_count; i++) {
+        uint32_t d = g->deps[i], j = i;
+        for (; j > 0 && g->deps[j - 1] > d; j--)
+            g->deps[j] = g->deps[j - 1];
+        g->deps[j] = d;
+    }
+}
+
+/* Every access in `list` overlapping [lo, hi) becomes a producer of `task`. */
+static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
+{
+    for (uint32_t i = 0; i < list->count; i++) {
+        const HbgAccess *a = &list->items[i];
+        if (a->lo < hi && lo < a->hi) {
+            int rc = add_dep(g, a->task, task);
+            if (rc != PTO_OK)
+                return rc;
+        }
+    }
+    return PTO_OK;
+}
+
+static void drop_covered(HbgAccessList *list, uint64_t lo, uint64_t hi)
+{
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < list->count; i++)
+        if (!(list->items[i].lo >= lo && list->items[i].hi <= hi))
+            list->items[out++] = list->items[i];
+    list->count = out;
+}
+
+static int record_access(HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
+{
+    int rc = RESERVE(list->items, list->cap, (uint64_t)list->count + 1);
+    if (rc == PTO_OK)
+        list->items[list->count++] = (HbgAccess){ lo, hi, task };
+    return rc;
+}
+
+static int is_tensor(uint32_t direction)
+{
+    return direction == PTO_ARG_IN || direction == PTO_ARG_OUT || direction == PTO_ARG_INOUT;
+}
+
+/* Finds each tensor view's class and collects the task's producers. */
+static int collect_deps(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, int32_t *cls)
+{
+    int rc = PTO_OK;
+    for (uint32_t i = 0; i < n && rc == PTO_OK; i++) {
+        const PtoTaskParam *p = &params[i];
+        cls[i] = -1;
+        if (p->direction == PTO_ARG_SCALAR)
+            continue;
+        if (!is_tensor(p->direction))
+            return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u has invalid direction %u", i, p->direction);
+        uint64_t lo = p->value, hi = p->value + p->bytes;
+        if (hi < lo)
+            return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u view [0x%llx, +%llu) wraps around", i,
+                            (unsigned long long)lo, (unsigned long long)p->bytes);
+        if (p->bytes == 0)
+            continue; /* touches nothing, depends on nothing */
+        if ((cls[i] = find_class(g, lo, hi)) < 0)
+            return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u view [0x%llx, +%llu) is not inside one run tensor",
+                            i, (unsigned long long)lo, (unsigned long long)p->bytes);
+        HbgAliasClass *c = &g->classes[cls[i]];
+        rc = depend_on_overlaps(g, &c->writers, lo, hi, task);
+        if (rc == PTO_OK && p->direction != PTO_ARG_IN)
+            rc = depend_on_overlaps(g, &c->readers, lo, hi, task);
+    }
+    return rc;
+}
+
+/* Records the task's accesses once its producers are known. */
+static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, const int32_t *cls)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (cls[i] < 0)
+            continue;
+        HbgAliasClass *c = &g->classes[cls[i]];
+        uint64_t lo = params[i].value, hi = lo + params[i].bytes;
+        int rc;
+        if (params[i].direction == PTO_ARG_IN) {
+            rc = record_access(&c->readers, lo, hi, task);
+        } else {
+            drop_covered(&c->writers, lo, hi);
+            drop_covered(&c->readers, lo, hi);
+            rc = record_access(&c->writers, lo, hi, task);
+        }
+        if (rc != PTO_OK)
+            return rc;
+    }
+    return PTO_OK;
+}
+
+int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                     const PtoTaskParam *params, uint32_t n)
+{
+    if (n > PTO_MAX_TASK_PARAMS)
+        return pto_fail(PTO_ERR_CAPACITY, "submit: %u params, a task takes at most %u", n, PTO_MAX_TASK_PARAMS);
+    if (g->task_count == HBG_MAX_TASKS)
+        return pto_fail(PTO_ERR_CAPACITY, "submit: an hbg run holds at most %u tasks", HBG_MAX_TASKS);
+    uint32_t t = g->task_count;
+    int rc;
+    if ((rc = reserve_tasks(g, (uint64_t)t + 1)) != PTO_OK ||
+        (rc = reserve_args(g, (uint64_t)g->arg_count + n)) != PTO_OK)
+        return rc;
+
+    int32_t cls[PTO_MAX_TASK_PARAMS];
+    g->dep_mark[t] = 0;
+    g->dep_count = 0;
+    if ((rc = collect_deps(g, params, n, t, cls)) != PTO_OK)
+        return rc;
+    if ((rc = RESERVE(g->edges, g->edge_cap, 2 * ((uint64_t)g->edge_count + g->dep_count))) != PTO_OK)
+        return rc;
+    sort_deps(g);
+    if ((rc = record_task(g, params, n, t, cls)) != PTO_OK)
+        return rc;
+
+    for (uint32_t i = 0; i < g->dep_count; i++) {
+        g->edges[2 * g->edge_count] = g->deps[i];
+        g->edges[2 * g->edge_count + 1] = t;
+        g->edge_count++;
+        g->tasks[g->deps[i]].fanout_count++;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        g->args[g->arg_count + i] = params[i].value;
+        g->arg_sizes[g->arg_count + i] = params[i].direction == PTO_ARG_SCALAR ? 0 : params[i].bytes;
+    }
+    g->tasks[t] = (PtoGraphTask){
+        .kernel_addr = kernel_addr,
+        .func_id = func_id,
+        .core_type = core_type,
+        .arg_index = g->arg_count,
+        .arg_count = n,
+        .fanout_count = 0,
+        .fanin_count = g->dep_count,
+    };
+    g->arg_count += n;
+    g->task_count++;
+    return PTO_OK;
+}
+
+/* ---- the work image ---------------------------------------------------------------- */
+
+typedef struct ImageLayout {
+    size_t tasks, args, arg_sizes, fanout, total;
+} ImageLayout;
+
+static ImageLayout layout_of(const HbgGraph *g)
+{
+    ImageLayout l;
+    l.tasks = ALIGN8(sizeof(PtoGraphHeader));
+    l.args = l.tasks + (size_t)g->task_count * sizeof(PtoGraphTask);
+    l.arg_sizes = l.args + (size_t)g->arg_count * sizeof(uint64_t);
+    l.fanout = l.arg_sizes + (size_t)g->arg_count * sizeof(uint64_t);
+    l.total = ALIGN8(l.fanout + (size_t)g->edge_count * sizeof(uint32_t));
+    return l;
+}
+
+size_t hbg_graph_image_bytes(const HbgGraph *g)
+{
+    return layout_of(g).total;
+}
+
+void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
+{
+    ImageLayout l = layout_of(g);
+    PtoGraphHeader h = {
+        .magic = PTO_GRAPH_MAGIC,
+        .task_count = g->task_count,
+        .tasks_offset = l.tasks,
+        .args_offset = l.args,
+        .arg_sizes_offset = l.arg_sizes,
+        .fanout_offset = l.fanout,
+        .arg_total = g->arg_count,
+        .fanout_total = g->edge_count,
+    };
+    memset(dst, 0, l.tasks);
+    memcpy(dst, &h, sizeof h);
+    /* fan-out lists: each producer's consumers, contiguous and ascending */
+    PtoGraphTask *tasks = (PtoGraphTask *)(dst + l.tasks);
+    uint32_t next = 0;
+    for (uint32_t t = 0; t < g->task_count; t++) {
+        tasks[t] = g->tasks[t];
+        tasks[t].fanout_index = next;
+        next += g->tasks[t].fanout_count;
+        g->fill[t] = 0;
+    }
+    uint32_t *fanout = (uint32_t *)(dst + l.fanout);
+    for (uint32_t e = 0; e < g->edge_count; e++) {
+        uint32_t p = g->edges[2 * e], c = g->edges[2 * e + 1];
+        fanout[tasks[p].fanout_index + g->fill[p]++] = c;
+    }
+    if (g->arg_count > 0) {
+        memcpy(dst + l.args, g->args, (size_t)g->arg_count * sizeof(uint64_t));
+        memcpy(dst + l.arg_sizes, g->arg_sizes, (size_t)g->arg_count * sizeof(uint64_t));
+    }
+    size_t end = l.fanout + (size_t)g->edge_count * sizeof(uint32_t);
+    memset(dst + end, 0, l.total - end);
+}

@@ -1,0 +1,82 @@
+/*
+ * The hbg task graph as the host builds it during bind: tasks in submission
+ * order, their kernel arguments, and the dependencies between them, then
+ * written out as the device's graph work image (device/pto_device_abi.h).
+ *
+ * Dependencies (design/device-model.md): a task depends on every earlier task
+ * whose tensor view overlaps one of its own byte ranges where at least one of
+ * the two writes (RAW, WAR, WAW). Ranges are compared only within an alias
+ * class: a maximal set of run tensors whose device ranges overlap, so views of
+ * unrelated buffers are never compared. A recorded access that a later write
+ * covers completely is dropped: every later conflict with it is also a
+ * conflict with that write, which is ordered after it, so the order stays
+ * exact while the lists stay short.
+ *
+ * Everything is grow-only and reused run after run: no allocation per run once
+ * the workspace has seen its largest run.
+ */
+#ifndef PTORUN_HBG_GRAPH_H
+#define PTORUN_HBG_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/pto_device_abi.h"
+#include "ptorun/pto_orchestration.h"
+
+#define HBG_MAX_TASKS (1u << 22)
+
+typedef struct HbgAccess {
+    uint64_t lo, hi;          /* [lo, hi) device bytes */
+    uint32_t task;
+} HbgAccess;
+
+typedef struct HbgAccessList {
+    HbgAccess *items;
+    uint32_t count, cap;
+} HbgAccessList;
+
+typedef struct HbgAliasClass {
+    uint64_t lo, hi;          /* union of its tensors' device ranges */
+    HbgAccessList writers, readers;
+} HbgAliasClass;
+
+typedef struct HbgGraph {
+    PtoGraphTask *tasks;
+    uint32_t task_count, task_cap;
+    uint64_t *args, *arg_sizes;
+    uint32_t arg_count, arg_cap;
+    uint32_t *edges;          /* (producer, consumer) pairs, consumers ascending */
+    uint32_t edge_count, edge_cap;
+    uint32_t *dep_mark;       /* per task: 1 + the last consumer that recorded it */
+    uint32_t *fill;           /* per task: scratch for writing fan-out lists */
+    uint32_t *deps;           /* the producers of the task being submitted */
+    uint32_t dep_count, dep_cap;
+    HbgAliasClass *classes;   /* ascending lo, disjoint */
+    uint32_t class_count, class_cap;
+} HbgGraph;
+
+void hbg_graph_init(HbgGraph *g);
+void hbg_graph_destroy(HbgGraph *g);
+
+/* Empties the graph and its classes for a new run (keeps the memory). */
+void hbg_graph_reset(HbgGraph *g);
+
+/* Adds the device ranges of the run's tensors, then forms the alias classes.
+ * Call hbg_graph_add_range for every tensor with bytes, then
+ * hbg_graph_seal_classes once. */
+int hbg_graph_add_range(HbgGraph *g, uint64_t lo, uint64_t hi);
+void hbg_graph_seal_classes(HbgGraph *g);
+
+/* Appends a task running kernel_addr with these parameters (tensor views by
+ * device address, scalars by value) and computes its dependencies. A view
+ * outside every run tensor: PTO_ERR_ORCHESTRATION; too many tasks:
+ * PTO_ERR_CAPACITY; PTO_ERR_OUT_OF_MEMORY (message recorded). */
+int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                     const PtoTaskParam *params, uint32_t n);
+
+/* Bytes of the graph work image, and writing it (8-aligned dst). */
+size_t hbg_graph_image_bytes(const HbgGraph *g);
+void hbg_graph_write_image(HbgGraph *g, uint8_t *dst);
+
+#endif

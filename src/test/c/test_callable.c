@@ -1,0 +1,158 @@
+#include "test_callable.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN8(x) (((x) + 7u) & ~7u)
+
+void tcb_init(TestCallableBuilder *b)
+{
+    memset(b, 0, sizeof *b);
+    b->program = calloc(1, TCB_MAX_PROGRAM);
+}
+
+void tcb_free(TestCallableBuilder *b)
+{
+    free(b->program);
+    b->program = NULL;
+}
+
+void tcb_signature(TestCallableBuilder *b, const uint8_t *dirs, uint32_t n)
+{
+    memcpy(b->signature, dirs, n);
+    b->signature_length = n;
+}
+
+void tcb_child(TestCallableBuilder *b, uint32_t func_id, uint8_t core_type, const char *builtin)
+{
+    b->children[b->child_count++] = (TestChild){ func_id, core_type, PTO_KERNEL_BUILTIN, builtin };
+}
+
+PtoProgramParam tcb_tensor(uint32_t arg, uint8_t direction, int64_t offset, int64_t size)
+{
+    PtoProgramParam p = { .kind = PTO_PARAM_ARG_TENSOR, .direction = direction, .index = arg };
+    p.offset.base = offset;
+    p.size.base = size;
+    return p;
+}
+
+PtoProgramParam tcb_imm(uint64_t value)
+{
+    return (PtoProgramParam){ .kind = PTO_PARAM_SCALAR_IMM, .direction = PTO_ARG_SCALAR, .imm = value };
+}
+
+PtoProgramParam tcb_scalar_arg(uint32_t index)
+{
+    return (PtoProgramParam){ .kind = PTO_PARAM_SCALAR_ARG, .direction = PTO_ARG_SCALAR, .index = index };
+}
+
+PtoProgramParam tcb_f32(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return tcb_imm(bits);
+}
+
+static void append(TestCallableBuilder *b, const void *bytes, uint32_t n)
+{
+    memcpy(b->program + b->program_bytes, bytes, n);
+    b->program_bytes += n;
+}
+
+void tcb_submit(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam *params, uint32_t n)
+{
+    PtoSubmitInsn s = { .head = { PTO_OP_SUBMIT, (uint16_t)n,
+                                  (uint32_t)(sizeof s + n * sizeof(PtoProgramParam)) },
+                        .func_id = func_id };
+    append(b, &s, sizeof s);
+    append(b, params, n * (uint32_t)sizeof(PtoProgramParam));
+    b->instruction_count++;
+}
+
+void tcb_insn(TestCallableBuilder *b, uint16_t opcode)
+{
+    PtoInsnHead h = { opcode, 0, sizeof h };
+    append(b, &h, sizeof h);
+    b->instruction_count++;
+}
+
+void tcb_loop(TestCallableBuilder *b, uint64_t count)
+{
+    PtoLoopInsn l = { .head = { PTO_OP_LOOP, 0, sizeof l }, .count = count };
+    append(b, &l, sizeof l);
+    b->instruction_count++;
+}
+
+void tcb_alloc(TestCallableBuilder *b, uint32_t local_id, uint64_t bytes)
+{
+    PtoAllocInsn a = { .head = { PTO_OP_ALLOC_TENSOR, 0, sizeof a }, .local_id = local_id, .bytes = bytes };
+    append(b, &a, sizeof a);
+    b->instruction_count++;
+}
+
+void tcb_raw(TestCallableBuilder *b, const void *bytes, uint32_t n)
+{
+    append(b, bytes, n);
+    b->instruction_count++;
+}
+
+uint8_t *tcb_build(const TestCallableBuilder *b, uint32_t *size)
+{
+    uint32_t sig_off = sizeof(ChipCallableHeader);
+    uint32_t children_off = ALIGN8(sig_off + b->signature_length);
+    uint32_t names_off = children_off + b->child_count * (uint32_t)sizeof(ChipCallableChild);
+    uint32_t names_bytes = 0;
+    for (uint32_t i = 0; i < b->child_count; i++)
+        names_bytes += (uint32_t)strlen(b->children[i].name);
+    uint32_t program_off = ALIGN8(names_off + names_bytes);
+    uint32_t program_size = (uint32_t)sizeof(PtoProgramHeader) + b->program_bytes;
+    uint32_t total = program_off + program_size;
+
+    uint8_t *out = calloc(1, total);
+    ChipCallableHeader h = {
+        .magic = PTO_CALLABLE_MAGIC,
+        .format_version = PTO_CALLABLE_FORMAT_VERSION,
+        .orchestration_kind = PTO_ORCH_PROGRAM,
+        .total_size = total,
+        .child_count = b->child_count,
+        .signature_length = b->signature_length,
+        .signature = { b->signature_length ? sig_off : 0, b->signature_length },
+        .children = { b->child_count ? children_off : 0, b->child_count * (uint32_t)sizeof(ChipCallableChild) },
+        .orchestration = { program_off, program_size },
+    };
+    memcpy(out, &h, sizeof h);
+    memcpy(out + sig_off, b->signature, b->signature_length);
+    uint32_t name_at = names_off;
+    for (uint32_t i = 0; i < b->child_count; i++) {
+        uint32_t len = (uint32_t)strlen(b->children[i].name);
+        ChipCallableChild c = {
+            .func_id = b->children[i].func_id,
+            .core_type = b->children[i].core_type,
+            .source_kind = b->children[i].source_kind,
+            .name = { name_at, len },
+        };
+        memcpy(out + children_off + i * sizeof c, &c, sizeof c);
+        memcpy(out + name_at, b->children[i].name, len);
+        name_at += len;
+    }
+    PtoProgramHeader ph = { PTO_PROGRAM_MAGIC, b->instruction_count, b->local_count, 0 };
+    memcpy(out + program_off, &ph, sizeof ph);
+    memcpy(out + program_off + sizeof ph, b->program, b->program_bytes);
+    *size = total;
+    return out;
+}
+
+ChipCallableHeader *tcb_header(uint8_t *callable)
+{
+    return (ChipCallableHeader *)callable;
+}
+
+ChipCallableChild *tcb_children(uint8_t *callable)
+{
+    return (ChipCallableChild *)(callable + tcb_header(callable)->children.offset);
+}
+
+uint8_t *tcb_program(uint8_t *callable)
+{
+    return callable + tcb_header(callable)->orchestration.offset;
+}

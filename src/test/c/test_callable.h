@@ -1,0 +1,59 @@
+/* Building ChipCallables in C for the native tests: a builder that lays out
+ * header, signature, children, names and a program the way the format
+ * requires (include/ptorun/chip_callable.h), so tests can then corrupt exactly
+ * one thing. */
+#ifndef PTORUN_TEST_CALLABLE_H
+#define PTORUN_TEST_CALLABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptorun/chip_callable.h"
+
+#define TCB_MAX_CHILDREN 80
+#define TCB_MAX_PROGRAM (8u << 20)
+
+typedef struct TestChild {
+    uint32_t func_id;
+    uint8_t core_type;
+    uint8_t source_kind;
+    const char *name;
+} TestChild;
+
+typedef struct TestCallableBuilder {
+    uint8_t signature[PTO_CALLABLE_MAX_SIGNATURE + 16];
+    uint32_t signature_length;
+    TestChild children[TCB_MAX_CHILDREN];
+    uint32_t child_count;
+    uint8_t *program;          /* instructions after the program header */
+    uint32_t program_bytes;
+    uint32_t instruction_count;
+    uint32_t local_count;
+} TestCallableBuilder;
+
+void tcb_init(TestCallableBuilder *b);
+void tcb_free(TestCallableBuilder *b);
+void tcb_signature(TestCallableBuilder *b, const uint8_t *dirs, uint32_t n);
+void tcb_child(TestCallableBuilder *b, uint32_t func_id, uint8_t core_type, const char *builtin);
+
+/* Parameters. */
+PtoProgramParam tcb_tensor(uint32_t arg, uint8_t direction, int64_t offset, int64_t size);
+PtoProgramParam tcb_imm(uint64_t value);
+PtoProgramParam tcb_scalar_arg(uint32_t index);
+PtoProgramParam tcb_f32(float value);
+
+void tcb_submit(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam *params, uint32_t n);
+void tcb_insn(TestCallableBuilder *b, uint16_t opcode);                 /* head-only instructions */
+void tcb_loop(TestCallableBuilder *b, uint64_t count);
+void tcb_alloc(TestCallableBuilder *b, uint32_t local_id, uint64_t bytes);
+void tcb_raw(TestCallableBuilder *b, const void *bytes, uint32_t n);     /* anything, counted as one instruction */
+
+/* The callable bytes (malloc'd, free() them) and their size. */
+uint8_t *tcb_build(const TestCallableBuilder *b, uint32_t *size);
+
+/* Offsets inside a built callable, for corrupting it. */
+ChipCallableHeader *tcb_header(uint8_t *callable);
+ChipCallableChild *tcb_children(uint8_t *callable);
+uint8_t *tcb_program(uint8_t *callable);   /* the PtoProgramHeader */
+
+#endif

@@ -1,0 +1,133 @@
+#include "test_sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "common/launch_signal.h"
+
+static uint8_t *read_file(const char *name, size_t *size)
+{
+    const char *dir = getenv("PTORUN_LIB_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *bytes = malloc((size_t)n);
+    if (bytes != NULL && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+        free(bytes);
+        bytes = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return bytes;
+}
+
+const DeviceImages *test_images_of(const char *arch)
+{
+    static DeviceImages images[2];
+    static int loaded[2];
+    int i = strcmp(arch, "a5") == 0;
+    if (!loaded[i]) {
+        char name[64];
+        snprintf(name, sizeof name, "libptorun_aicpu_%s.so", arch);
+        images[i].aicpu = read_file(name, &images[i].aicpu_size);
+        snprintf(name, sizeof name, "libptorun_aicore_%s.so", arch);
+        images[i].aicore = read_file(name, &images[i].aicore_size);
+        loaded[i] = images[i].aicpu != NULL && images[i].aicore != NULL;
+    }
+    return loaded[i] ? &images[i] : NULL;
+}
+
+const DeviceImages *test_images(void)
+{
+    return test_images_of("a2a3");
+}
+
+Runner *test_sim_runner(void)
+{
+    const DeviceImages *images = test_images();
+    Runner *r = runner_create();
+    if (images == NULL || r == NULL || runner_init(r, 0, images) != PTO_OK) {
+        fprintf(stderr, "test_sim_runner: cannot bring up a sim runner\n");
+        runner_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+ChipStorageTaskArgs *test_args(void)
+{
+    ChipStorageTaskArgs *a = aligned_alloc(64, sizeof *a);
+    memset(a, 0, sizeof *a);
+    return a;
+}
+
+ChipTensor test_f32_tensor(float *host, uint32_t n)
+{
+    ChipTensor t;
+    memset(&t, 0, sizeof t);
+    t.addr = (uint64_t)(uintptr_t)host;
+    t.size = (uint64_t)n * sizeof(float);
+    t.ndims = 1;
+    t.dtype = PTO_DTYPE_F32;
+    t.is_contiguous = 1;
+    t.shapes[0] = n;
+    t.strides[0] = 1;
+    return t;
+}
+
+CallConfig test_config(int32_t timeout_ms)
+{
+    CallConfig c;
+    memset(&c, 0, sizeof c);
+    c.timeout_ms = timeout_ms;
+    return c;
+}
+
+int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+             const CallConfig *cfg, int *exec_rc)
+{
+    HostApi api = host_api_bind(r, bank, bank, &host_api_ops);
+    RuntimeRun run;
+    memset(&run, 0, sizeof run);
+    DeviceLaunch launch;
+    int rc = runtime_bind(&run, &api, c, args, cfg, &launch);
+    if (rc != PTO_OK)
+        return rc;
+    volatile int32_t accepted = 0;
+    LaunchSignal signal;
+    launch_signal_init(&signal, &accepted, 41);
+    RunExec exec;
+    memset(&exec, 0, sizeof exec);
+    int erc = runner_enqueue(r, &exec, bank, &launch, &signal);
+    int launched = erc == PTO_OK;
+    if (launched) {
+        if (!launch_signal_fired(&signal) || accepted != 41) {
+            fprintf(stderr, "test_run: enqueue returned without publishing acceptance\n");
+            erc = PTO_ERR_FAILED;
+        }
+        int drc = runner_drain(r, &exec);
+        if (erc == PTO_OK)
+            erc = drc;
+    }
+    launch_signal_destroy(&signal);
+    if (exec_rc != NULL)
+        *exec_rc = erc;
+    rc = runtime_validate(&run, &api, launched, erc);
+    return erc != PTO_OK ? erc : rc;
+}
+
+long long test_process_cpu_us(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (long long)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000LL + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
+}

@@ -1,0 +1,837 @@
+/* The sim runner and the AICPU executor below any runtime: device images,
+ * device memory, arenas, retained buffers, the prebuilt cache, callable
+ * uploads, and launches of hand-built graphs whose kernels live in this test
+ * binary (to observe cores, block on demand and fail on demand). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/chip_callable.h"
+#include "common/last_error.h"
+#include "common/launch_signal.h"
+#include "device/pto_device_abi.h"
+#include "platform/runner.h"
+#include "ptest.h"
+#include "ptorun/pto_kernel.h"
+#include "test_callable.h"
+#include "test_sim.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&t, NULL);
+}
+
+/* ---- test kernels ------------------------------------------------------------- */
+
+#define MAX_TASKS 64
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int ran[MAX_TASKS];
+    PtoKernelContext seen[MAX_TASKS];
+    int running[2], max_running[2];
+    int release;              /* blocking_kernel returns once set */
+    int blocked;              /* blocking kernels currently waiting */
+} k = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, { 0 }, { { 0 } }, { 0 }, { 0 }, 0, 0 };
+
+static void reset_kernels(void)
+{
+    pthread_mutex_lock(&k.lock);
+    memset(k.ran, 0, sizeof k.ran);
+    memset(k.seen, 0, sizeof k.seen);
+    memset(k.running, 0, sizeof k.running);
+    memset(k.max_running, 0, sizeof k.max_running);
+    k.release = 0;
+    k.blocked = 0;
+    pthread_mutex_unlock(&k.lock);
+}
+
+/* Records where it ran and how many of its core type ran at once. */
+static int32_t record_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
+{
+    (void)args, (void)nargs;
+    pthread_mutex_lock(&k.lock);
+    k.ran[ctx->task_id]++;
+    k.seen[ctx->task_id] = *ctx;
+    int now = ++k.running[ctx->core_type];
+    if (now > k.max_running[ctx->core_type])
+        k.max_running[ctx->core_type] = now;
+    pthread_mutex_unlock(&k.lock);
+    sleep_ms(2); /* gives the scheduler the chance to overlap tasks */
+    pthread_mutex_lock(&k.lock);
+    k.running[ctx->core_type]--;
+    pthread_mutex_unlock(&k.lock);
+    return 0;
+}
+
+static int32_t blocking_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
+{
+    (void)args, (void)nargs;
+    pthread_mutex_lock(&k.lock);
+    k.ran[ctx->task_id]++;
+    k.blocked++;
+    pthread_cond_broadcast(&k.cond);
+    while (!k.release)
+        pthread_cond_wait(&k.cond, &k.lock);
+    k.blocked--;
+    pthread_mutex_unlock(&k.lock);
+    return 0;
+}
+
+static int32_t failing_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
+{
+    (void)args, (void)nargs;
+    pthread_mutex_lock(&k.lock);
+    k.ran[ctx->task_id]++;
+    pthread_mutex_unlock(&k.lock);
+    return 7;
+}
+
+static void release_kernels(void)
+{
+    pthread_mutex_lock(&k.lock);
+    k.release = 1;
+    pthread_cond_broadcast(&k.cond);
+    pthread_mutex_unlock(&k.lock);
+}
+
+static void wait_blocked(int n)
+{
+    pthread_mutex_lock(&k.lock);
+    while (k.blocked < n)
+        pthread_cond_wait(&k.cond, &k.lock);
+    pthread_mutex_unlock(&k.lock);
+}
+
+/* ---- hand-built graphs ---------------------------------------------------------- */
+
+typedef struct HandTask {
+    PtoKernelFn fn;
+    uint32_t core_type;
+    uint32_t func_id;
+    int consumers[4];         /* task ids, -1 terminated */
+} HandTask;
+
+typedef struct HandGraph {
+    uint8_t *arena;           /* argument block + graph, device memory */
+    uint8_t *state;
+    DeviceLaunch launch;
+} HandGraph;
+
+static uint64_t next_serial = 1ull << 40;
+
+static int build_graph(Runner *r, const HandTask *t, uint32_t n, uint32_t block_dim, uint32_t threads,
+                       uint32_t timeout_ms, HandGraph *g)
+{
+    uint32_t edges = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (int e = 0; e < 4 && t[i].consumers[e] >= 0; e++)
+            edges++;
+    size_t tasks_off = sizeof(PtoGraphHeader), fan_off = tasks_off + n * sizeof(PtoGraphTask);
+    size_t graph_bytes = fan_off + edges * sizeof(uint32_t) + 8;
+    size_t total = sizeof(PtoAicpuArgs) + graph_bytes;
+    g->arena = runner_device_malloc(r, total);
+    g->state = runner_device_malloc(r, 64 + pto_graph_state_bytes(n));
+    if (g->arena == NULL || g->state == NULL)
+        return -1;
+    memset(g->arena, 0, total);
+    PtoAicpuArgs *a = (PtoAicpuArgs *)g->arena;
+    *a = (PtoAicpuArgs){ .magic = PTO_AICPU_ARGS_MAGIC, .abi_version = PTO_DEVICE_ABI_VERSION,
+                         .work_kind = PTO_DEVICE_WORK_GRAPH, .block_dim = block_dim, .run_serial = next_serial++,
+                         .work_dev = (uint64_t)(uintptr_t)(g->arena + sizeof *a), .work_bytes = graph_bytes,
+                         .state_dev = (uint64_t)(uintptr_t)g->state, .state_bytes = 64 + pto_graph_state_bytes(n) };
+    uint8_t *base = g->arena + sizeof *a;
+    PtoGraphHeader *h = (PtoGraphHeader *)base;
+    *h = (PtoGraphHeader){ .magic = PTO_GRAPH_MAGIC, .task_count = n, .tasks_offset = tasks_off,
+                           .args_offset = tasks_off, .arg_sizes_offset = tasks_off, .fanout_offset = fan_off,
+                           .arg_total = 0, .fanout_total = edges };
+    PtoGraphTask *tasks = (PtoGraphTask *)(base + tasks_off);
+    uint32_t *fanout = (uint32_t *)(base + fan_off);
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        tasks[i] = (PtoGraphTask){ .kernel_addr = (uint64_t)(uintptr_t)t[i].fn, .func_id = t[i].func_id,
+                                   .core_type = t[i].core_type, .fanout_index = at };
+        for (int e = 0; e < 4 && t[i].consumers[e] >= 0; e++) {
+            fanout[at++] = (uint32_t)t[i].consumers[e];
+            tasks[i].fanout_count++;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t e = 0; e < tasks[i].fanout_count; e++)
+            tasks[fanout[tasks[i].fanout_index + e]].fanin_count++;
+    g->launch = (DeviceLaunch){ .args_dev = (uint64_t)(uintptr_t)g->arena, .aicpu_threads = threads,
+                                .block_dim = block_dim, .timeout_ms = timeout_ms };
+    return 0;
+}
+
+static PtoDeviceStatus *status_of(HandGraph *g)
+{
+    return &((PtoAicpuArgs *)g->arena)->status;
+}
+
+static void free_graph(Runner *r, HandGraph *g)
+{
+    runner_device_free(r, g->arena);
+    runner_device_free(r, g->state);
+}
+
+/* enqueue + drain; the acceptance word must be written exactly at enqueue. */
+static int launch_and_drain(Runner *r, HandGraph *g)
+{
+    volatile int32_t word = 0;
+    LaunchSignal s;
+    launch_signal_init(&s, &word, 5);
+    RunExec exec;
+    int rc = runner_enqueue(r, &exec, 0, &g->launch, &s);
+    if (rc == PTO_OK) {
+        CHECK_EQ_INT(word, 5);
+        rc = runner_drain(r, &exec);
+    }
+    launch_signal_destroy(&s);
+    return rc;
+}
+
+#define NO_CONSUMERS { -1, -1, -1, -1 }
+
+/* ---- images and lifetime ---------------------------------------------------------- */
+
+TEST(runner_init_refuses_a_second_init_and_comes_back_after_finalize)
+{
+    Runner *r = test_sim_runner();
+    CHECK(r != NULL);
+    CHECK_EQ_INT(runner_initialized(r), 1);
+    CHECK_EQ_INT(runner_poisoned(r), 0);
+    CHECK_EQ_INT(runner_init(r, 0, test_images()), PTO_ERR_BUSY);
+    CHECK_CONTAINS(pto_last_error(), "already initialized");
+    CHECK_EQ_INT(runner_finalize(r), PTO_OK);
+    CHECK_EQ_INT(runner_initialized(r), 0);
+    CHECK_EQ_INT(runner_finalize(r), PTO_OK);
+    CHECK_EQ_INT(runner_init(r, 1, test_images()), PTO_OK);
+    runner_destroy(r);
+}
+
+TEST(runner_init_refuses_bad_images_and_stays_uninitialized)
+{
+    const DeviceImages *good = test_images();
+    Runner *r = runner_create();
+    uint8_t junk[256];
+    memset(junk, 0x5a, sizeof junk);
+    DeviceImages bad = *good;
+    bad.aicpu = junk;
+    bad.aicpu_size = sizeof junk;
+    CHECK_EQ_INT(runner_init(r, 0, &bad), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "AICPU image (256 bytes) cannot be loaded");
+    bad = *good;
+    bad.aicpu = good->aicore; /* an image, but not an executor */
+    bad.aicpu_size = good->aicore_size;
+    CHECK_EQ_INT(runner_init(r, 0, &bad), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "exports no pto_aicpu_entry");
+    bad = *good;
+    bad.aicore_size = 0;
+    CHECK_EQ_INT(runner_init(r, 0, &bad), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "AICore image is empty");
+    CHECK_EQ_INT(runner_init(r, 0, NULL), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_initialized(r), 0);
+    CHECK_EQ_INT(runner_committed_bytes(r), 0);
+    CHECK_EQ_INT(runner_init(r, 0, good), PTO_OK);
+    runner_destroy(r);
+}
+
+TEST(the_a5_images_load_and_run_a_graph)
+{
+    Runner *r = runner_create();
+    CHECK(test_images_of("a5") != NULL);
+    CHECK_EQ_INT(runner_init(r, 0, test_images_of("a5")), PTO_OK);
+    reset_kernels();
+    HandTask t[3] = { { record_kernel, PTO_CORE_AIC, 1, { 2, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 2, { 2, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 3, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 3, 2, 4, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(status_of(&g)->tasks_completed, 3);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+/* ---- device memory, arenas, retained buffers, cache --------------------------------- */
+
+TEST(runner_device_memory_helpers_check_their_ranges)
+{
+    Runner *r = test_sim_runner();
+    uint8_t *p = runner_device_malloc(r, 100);
+    CHECK(p != NULL);
+    CHECK_EQ_INT(runner_device_memset(r, p, 0xab, 100), PTO_OK);
+    CHECK(p[0] == 0xab && p[99] == 0xab);
+    CHECK_EQ_INT(runner_device_memset(r, p + 50, 0, 51), PTO_ERR_INVALID_ARGUMENT);
+    CHECK(p[99] == 0xab);
+    CHECK(runner_register_device_memory_to_host(r, p, 100) == p);
+    CHECK(runner_register_device_memory_to_host(r, p + 10, 100) == NULL);
+    CHECK_EQ_INT(runner_unregister_device_memory_from_host(r, p), PTO_OK);
+    CHECK(runner_device_malloc(r, 0) == NULL);
+    CHECK_EQ_INT(runner_device_free(r, p), PTO_OK);
+    CHECK_EQ_INT(runner_device_free(r, p), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_committed_bytes(r), 0);
+    runner_destroy(r);
+}
+
+TEST(runner_arenas_grow_or_keep_per_bank_and_are_not_user_freeable)
+{
+    Runner *r = test_sim_runner();
+    size_t size = 0;
+    CHECK(runner_acquire_pooled_gm_heap(r, 0, &size) == NULL);
+    CHECK_EQ_INT(runner_arena_bank_gm_heap_base(r, 0), 0);
+    CHECK_EQ_INT(runner_setup_static_arena(r, 0, 4096, 1024, 2048), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), 4096 + 1024 + 2048);
+    void *heap = runner_acquire_pooled_gm_heap(r, 0, &size);
+    CHECK(heap != NULL);
+    CHECK_EQ_INT(size, 4096);
+    CHECK_EQ_INT(runner_arena_bank_gm_heap_base(r, 0), (uint64_t)(uintptr_t)heap);
+    /* equal or smaller keeps, 0 skips */
+    CHECK_EQ_INT(runner_setup_static_arena(r, 0, 4000, 0, 2048), PTO_OK);
+    CHECK(runner_acquire_pooled_gm_heap(r, 0, &size) == heap);
+    CHECK_EQ_INT(runner_committed_bytes(r), 4096 + 1024 + 2048);
+    /* larger grows */
+    CHECK_EQ_INT(runner_setup_static_arena(r, 0, 0, 8192, 0), PTO_OK);
+    runner_acquire_pooled_gm_sm(r, 0, &size);
+    CHECK_EQ_INT(size, 8192);
+    CHECK_EQ_INT(runner_committed_bytes(r), 4096 + 8192 + 2048);
+    /* another bank has its own */
+    CHECK_EQ_INT(runner_setup_static_arena(r, 1, 4096, 0, 0), PTO_OK);
+    CHECK(runner_arena_bank_gm_heap_base(r, 1) != 0);
+    CHECK(runner_arena_bank_gm_heap_base(r, 1) != runner_arena_bank_gm_heap_base(r, 0));
+    CHECK_EQ_INT(runner_setup_static_arena(r, 2, 4096, 0, 0), PTO_ERR_INVALID_ARGUMENT);
+    /* the device context's, not the user's */
+    CHECK_EQ_INT(runner_device_free(r, heap), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "an arena owned by the device context");
+    CHECK(runner_acquire_pooled_gm_heap(r, 0, &size) == heap);
+    /* an arena that cannot grow empties its bank */
+    CHECK_EQ_INT(runner_setup_static_arena(r, 1, 4096, 4096, 4096), PTO_OK);
+    setenv("PTORUN_SIM_DEVICE_MEMORY", "64K", 1);
+    Runner *small = runner_create();
+    unsetenv("PTORUN_SIM_DEVICE_MEMORY");
+    CHECK_EQ_INT(runner_setup_static_arena(small, 1, 4096, 4096, 4096), PTO_OK);
+    CHECK_EQ_INT(runner_setup_static_arena(small, 1, 4096, 60 << 10, 0), PTO_ERR_OUT_OF_MEMORY);
+    CHECK_CONTAINS(pto_last_error(), "sim device memory exhausted");
+    CHECK_EQ_INT(runner_arena_bank_gm_heap_base(small, 1), 0);
+    CHECK_EQ_INT(runner_committed_bytes(small), 0);
+    runner_destroy(small);
+    CHECK_EQ_INT(runner_finalize(r), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), 0);
+    CHECK_EQ_INT(runner_arena_bank_gm_heap_base(r, 0), 0);
+    runner_destroy(r);
+}
+
+TEST(runner_retained_buffers_belong_to_their_slot_until_freed)
+{
+    Runner *r = test_sim_runner();
+    void *dev = (void *)1;
+    size_t size = 1;
+    CHECK_EQ_INT(runner_get_retained_temp_buffer(r, 1, &dev, &size), PTO_OK);
+    CHECK(dev == NULL && size == 0);
+    void *a = runner_device_malloc(r, 2048);
+    CHECK_EQ_INT(runner_set_retained_temp_buffer(r, 1, a, 2048), PTO_OK);
+    CHECK_EQ_INT(runner_retained_temp_addr(r, 1), (uint64_t)(uintptr_t)a);
+    CHECK_EQ_INT(runner_retained_temp_addr(r, 0), 0);
+    CHECK_EQ_INT(runner_set_retained_temp_buffer(r, 1, a, 4096), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_set_retained_temp_buffer(r, 2, a, 2048), PTO_ERR_INVALID_ARGUMENT);
+    /* freeing it (to grow it) forgets it */
+    CHECK_EQ_INT(runner_device_free(r, a), PTO_OK);
+    CHECK_EQ_INT(runner_retained_temp_addr(r, 1), 0);
+    void *b = runner_device_malloc(r, 4096);
+    CHECK_EQ_INT(runner_set_retained_temp_buffer(r, 1, b, 4096), PTO_OK);
+    CHECK_EQ_INT(runner_get_retained_temp_buffer(r, 1, &dev, &size), PTO_OK);
+    CHECK(dev == b && size == 4096);
+    CHECK_EQ_INT(runner_finalize(r), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), 0);
+    CHECK_EQ_INT(runner_retained_temp_addr(r, 1), 0);
+    runner_destroy(r);
+}
+
+TEST(runner_prebuilt_cache_holds_one_bank0_entry)
+{
+    Runner *r = test_sim_runner();
+    CHECK_EQ_INT(runner_setup_static_arena(r, 0, 0, 0, 4096), PTO_OK);
+    void *arena = runner_acquire_pooled_runtime_arena(r, 0, NULL);
+    void *image = (void *)1;
+    uint64_t key[2] = { 16, 32 };
+    CHECK_EQ_INT(runner_lookup_prebuilt_runtime_arena_cache(r, 0, 77, key, sizeof key, &image), 0);
+    CHECK(image == NULL);
+    CHECK_EQ_INT(runner_mark_prebuilt_runtime_arena_cached(r, 0, 77, key, sizeof key, arena), PTO_OK);
+    CHECK_EQ_INT(runner_lookup_prebuilt_runtime_arena_cache(r, 0, 77, key, sizeof key, &image), 1);
+    CHECK(image == arena);
+    uint64_t other[2] = { 16, 64 };
+    CHECK_EQ_INT(runner_lookup_prebuilt_runtime_arena_cache(r, 0, 77, other, sizeof other, &image), 0);
+    CHECK_EQ_INT(runner_lookup_prebuilt_runtime_arena_cache(r, 0, 78, key, sizeof key, &image), 0);
+    CHECK_EQ_INT(runner_lookup_prebuilt_runtime_arena_cache(r, 1, 77, key, sizeof key, &image),
+                 PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_mark_prebuilt_runtime_arena_cached(r, 0, 77, key, sizeof key, key), PTO_ERR_INVALID_ARGUMENT);
+    /* the image lived in the runtime arena: when it moves the entry goes */
+    CHECK_EQ_INT(runner_setup_static_arena(r, 0, 0, 0, 1 << 20), PTO_OK);
+    CHECK_EQ_INT(runner_lookup_prebuilt_runtime_arena_cache(r, 0, 77, key, sizeof key, &image), 0);
+    runner_destroy(r);
+}
+
+/* ---- callable uploads ---------------------------------------------------------------- */
+
+static uint8_t *small_callable(uint32_t *size, const char *kernel)
+{
+    TestCallableBuilder b;
+    tcb_init(&b);
+    const uint8_t sig[] = { PTO_ARG_OUT };
+    tcb_signature(&b, sig, 1);
+    tcb_child(&b, 3, PTO_CORE_AIV, kernel);
+    tcb_child(&b, 9, PTO_CORE_AIC, "noop");
+    uint8_t *c = tcb_build(&b, size);
+    tcb_free(&b);
+    return c;
+}
+
+static uint64_t resolved(const void *dev_copy, uint32_t child)
+{
+    const ChipCallableHeader *h = dev_copy;
+    ChipCallableChild c;
+    memcpy(&c, (const uint8_t *)dev_copy + h->children.offset + child * sizeof c, sizeof c);
+    return c.resolved_addr;
+}
+
+TEST(runner_uploads_once_per_content_and_resolves_kernels_per_device)
+{
+    Runner *r = test_sim_runner();
+    Runner *other = test_sim_runner();
+    uint32_t size;
+    uint8_t *c = small_callable(&size, "vfill");
+    uint64_t hash = pto_fnv1a64(c, size);
+    void *d1 = NULL, *d2 = NULL, *d3 = NULL, *e = NULL;
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(r, c, size, hash, &d1), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), size);
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(r, c, size, hash, &d2), PTO_OK);
+    CHECK(d1 == d2);
+    CHECK_EQ_INT(runner_committed_bytes(r), size);
+    CHECK(resolved(d1, 0) != 0 && resolved(d1, 1) != 0 && resolved(d1, 0) != resolved(d1, 1));
+    CHECK(resolved(c, 0) == 0); /* the caller's bytes are never patched */
+    /* other content, other copy */
+    uint32_t size2;
+    uint8_t *c2 = small_callable(&size2, "vcopy");
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(r, c2, size2, pto_fnv1a64(c2, size2), &d3), PTO_OK);
+    CHECK(d3 != d1);
+    CHECK_EQ_INT(runner_committed_bytes(r), size + size2);
+    /* another device has its own AICore image: its kernels live elsewhere */
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(other, c, size, hash, &e), PTO_OK);
+    CHECK(resolved(e, 0) != 0 && resolved(e, 0) != resolved(d1, 0));
+    /* refcounted release */
+    CHECK_EQ_INT(runner_device_free(r, d1), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_release_chip_callable_buffer(r, d1), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), size + size2);
+    CHECK_EQ_INT(runner_release_chip_callable_buffer(r, d1), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), size2);
+    CHECK_EQ_INT(runner_release_chip_callable_buffer(r, d1), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_release_chip_callable_buffer(r, d3), PTO_OK);
+    CHECK_EQ_INT(runner_committed_bytes(r), 0);
+    /* a hash that lies does not merge different bytes */
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(r, c, size, 1, &d1), PTO_OK);
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(r, c2, size2, 1, &d2), PTO_OK);
+    CHECK(d1 != d2);
+    /* a callable that is not one */
+    c[0] ^= 1;
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(r, c, size, hash, &d1), PTO_ERR_BAD_CALLABLE);
+    CHECK_CONTAINS(pto_last_error(), "bad magic");
+    c[0] ^= 1;
+    /* nothing to resolve against before init */
+    Runner *cold = runner_create();
+    CHECK_EQ_INT(runner_upload_chip_callable_buffer(cold, c, size, hash, &d1), PTO_ERR_WRONG_PHASE);
+    runner_destroy(cold);
+    free(c);
+    free(c2);
+    runner_destroy(other);
+    runner_destroy(r);
+}
+
+/* ---- launches ------------------------------------------------------------------------ */
+
+TEST(executor_gives_each_task_a_free_core_of_its_type_within_block_dim)
+{
+    Runner *r = test_sim_runner();
+    for (uint32_t block_dim = 1; block_dim <= 2; block_dim++) {
+        reset_kernels();
+        HandTask t[16];
+        for (int i = 0; i < 16; i++)
+            t[i] = (HandTask){ record_kernel, i % 4 == 0 ? PTO_CORE_AIC : PTO_CORE_AIV, (uint32_t)i, NO_CONSUMERS };
+        HandGraph g;
+        CHECK_EQ_INT(build_graph(r, t, 16, block_dim, 4, 10000, &g), 0);
+        CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+        CHECK_EQ_INT(status_of(&g)->tasks_completed, 16);
+        CHECK_EQ_INT(status_of(&g)->finished, 1);
+        for (int i = 0; i < 16; i++) {
+            const PtoKernelContext *s = &k.seen[i];
+            CHECK_EQ_INT(k.ran[i], 1);
+            CHECK_EQ_INT(s->core_type, t[i].core_type);
+            CHECK_EQ_INT(s->task_id, i);
+            CHECK_EQ_INT(s->block_dim, block_dim);
+            CHECK(s->block_idx < block_dim);
+            CHECK_EQ_INT(s->core_id / 3, s->block_idx);
+            CHECK_EQ_INT(s->core_id % 3 == 0, s->core_type == PTO_CORE_AIC);
+        }
+        CHECK(k.max_running[PTO_CORE_AIC] <= (int)block_dim);
+        CHECK(k.max_running[PTO_CORE_AIV] <= 2 * (int)block_dim);
+        free_graph(r, &g);
+    }
+    runner_destroy(r);
+}
+
+TEST(executor_runs_consumers_after_producers)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    /* 0 -> {1, 2} -> 3 */
+    HandTask t[4] = {
+        { record_kernel, PTO_CORE_AIV, 0, { 1, 2, -1, -1 } },
+        { record_kernel, PTO_CORE_AIC, 1, { 3, -1, -1, -1 } },
+        { record_kernel, PTO_CORE_AIV, 2, { 3, -1, -1, -1 } },
+        { record_kernel, PTO_CORE_AIV, 3, NO_CONSUMERS },
+    };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 4, 1, 4, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(k.ran[i], 1);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+TEST(executor_records_the_first_kernel_fault_and_dispatches_no_successor)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[3] = {
+        { record_kernel, PTO_CORE_AIV, 10, { 1, -1, -1, -1 } },
+        { failing_kernel, PTO_CORE_AIC, 11, { 2, -1, -1, -1 } },
+        { record_kernel, PTO_CORE_AIV, 12, NO_CONSUMERS },
+    };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_KERNEL_FAULT);
+    CHECK_CONTAINS(pto_last_error(), "task 1 (func_id 11) failed: its kernel returned 7");
+    PtoDeviceStatus *s = status_of(&g);
+    CHECK_EQ_INT(s->error_code, PTO_ERR_KERNEL_FAULT);
+    CHECK_EQ_INT(s->kernel_code, 7);
+    CHECK_EQ_INT(s->task_id, 1);
+    CHECK_EQ_INT(s->func_id, 11);
+    CHECK_EQ_INT(s->core_id, 0);
+    CHECK_EQ_INT(s->tasks_completed, 2);
+    CHECK_EQ_INT(k.ran[2], 0);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+TEST(executor_completes_a_zero_task_graph_at_once)
+{
+    Runner *r = test_sim_runner();
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, NULL, 0, 1, 4, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(status_of(&g)->finished, 1);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+TEST(executor_refuses_a_malformed_graph_instead_of_running_it)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[2] = { { record_kernel, PTO_CORE_AIV, 0, { 1, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 1, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    PtoGraphTask *tasks = (PtoGraphTask *)(g.arena + sizeof(PtoAicpuArgs) + sizeof(PtoGraphHeader));
+    tasks[1].fanin_count = 2; /* would never become ready */
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_DEVICE);
+    CHECK_EQ_INT(k.ran[0], 0);
+    /* a block_dim beyond the arch */
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    ((PtoAicpuArgs *)g.arena)->block_dim = 99;
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_DEVICE);
+    runner_destroy(r);
+}
+
+/* Releases the blocked kernels once the host has asked the device to stop. */
+static void *release_on_stop(void *arg)
+{
+    PtoDeviceStatus *s = arg;
+    while (__atomic_load_n(&s->stop_request, __ATOMIC_ACQUIRE) == 0)
+        sleep_ms(1);
+    release_kernels();
+    return NULL;
+}
+
+TEST(drain_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[3] = {
+        { blocking_kernel, PTO_CORE_AIV, 1, { 2, -1, -1, -1 } },
+        { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS },
+        { record_kernel, PTO_CORE_AIV, 3, NO_CONSUMERS },
+    };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 50, &g), 0);
+    pthread_t helper;
+    pthread_create(&helper, NULL, release_on_stop, status_of(&g));
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_TIMEOUT);
+    pthread_join(helper, NULL);
+    CHECK_CONTAINS(pto_last_error(), "exceeded its timeout of 50 ms");
+    CHECK_EQ_INT(k.ran[0], 1);
+    CHECK_EQ_INT(k.ran[2], 0);        /* its producer's completion came after the stop */
+    CHECK_EQ_INT(k.blocked, 0);       /* drain returned after the kernel did */
+    CHECK_EQ_INT(status_of(&g)->error_code, PTO_ERR_TIMEOUT);
+    free_graph(r, &g);
+    /* the device is usable again */
+    reset_kernels();
+    CHECK_EQ_INT(build_graph(r, t + 1, 1, 1, 2, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+TEST(query_never_blocks_and_a_busy_device_refuses_a_second_launch)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[1] = { { blocking_kernel, PTO_CORE_AIC, 1, NO_CONSUMERS } };
+    HandGraph g, g2;
+    CHECK_EQ_INT(build_graph(r, t, 1, 1, 2, 10000, &g), 0);
+    CHECK_EQ_INT(build_graph(r, t, 1, 1, 2, 10000, &g2), 0);
+    RunExec exec, exec2;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    wait_blocked(1);
+    CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
+    /* one launch at a time: refused, sticky, never published */
+    volatile int32_t word = 0;
+    LaunchSignal s;
+    launch_signal_init(&s, &word, 3);
+    CHECK_EQ_INT(runner_enqueue(r, &exec2, 1, &g2.launch, &s), PTO_ERR_BUSY);
+    CHECK_EQ_INT(launch_signal_fired(&s), 0);
+    CHECK_EQ_INT(word, 0);
+    CHECK_EQ_INT(runner_query(r, &exec2), PTO_ERR_BUSY);
+    CHECK_EQ_INT(runner_drain(r, &exec2), PTO_ERR_BUSY);
+    /* finalize waits for no one: it refuses */
+    CHECK_EQ_INT(runner_finalize(r), PTO_ERR_BUSY);
+    release_kernels();
+    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(runner_query(r, &exec2), PTO_ERR_BUSY); /* a late device cannot complete it */
+    launch_signal_destroy(&s);
+    runner_destroy(r);
+}
+
+typedef struct Poller {
+    Runner *r;
+    RunExec *exec;
+    int not_ready, complete, other;
+} Poller;
+
+static void *poll_until_complete(void *arg)
+{
+    Poller *p = arg;
+    for (;;) {
+        int rc = runner_query(p->r, p->exec);
+        if (rc == SIMPLER_NATIVE_RUN_POLL_COMPLETE) {
+            p->complete++;
+            return NULL;
+        }
+        if (rc == SIMPLER_NATIVE_RUN_POLL_NOT_READY)
+            p->not_ready++;
+        else
+            p->other++;
+        if (p->not_ready == 1)
+            release_kernels(); /* seen running: let it finish */
+        sleep_ms(1);
+    }
+}
+
+TEST(query_from_another_thread_races_drain_safely)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    RunExec exec;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    wait_blocked(1);
+    Poller p = { r, &exec, 0, 0, 0 };
+    pthread_t th;
+    pthread_create(&th, NULL, poll_until_complete, &p);
+    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    pthread_join(th, NULL);
+    CHECK(p.not_ready >= 1);
+    CHECK_EQ_INT(p.complete, 1);
+    CHECK_EQ_INT(p.other, 0);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+static void *release_soon(void *arg)
+{
+    (void)arg;
+    wait_blocked(1);
+    sleep_ms(20);
+    release_kernels();
+    return NULL;
+}
+
+TEST(destroying_a_runner_waits_for_a_launch_in_flight)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                      { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    RunExec exec;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    pthread_t th;
+    pthread_create(&th, NULL, release_soon, NULL);
+    runner_destroy(r); /* the graph's memory is freed only after both tasks ran */
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(k.ran[0], 1);
+    CHECK_EQ_INT(k.ran[1], 1);
+}
+
+TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
+{
+    Runner *r = test_sim_runner();
+    uint64_t outside[16] = { 0 };
+    DeviceLaunch bad = { .args_dev = (uint64_t)(uintptr_t)outside, .aicpu_threads = 2, .block_dim = 1,
+                         .timeout_ms = 100 };
+    volatile int32_t word = 0;
+    LaunchSignal s;
+    launch_signal_init(&s, &word, 9);
+    RunExec exec;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "argument block");
+    CHECK_EQ_INT(launch_signal_fired(&s), 0);
+    CHECK_EQ_INT(word, 0);
+    CHECK_EQ_INT(runner_query(r, &exec), PTO_ERR_INVALID_ARGUMENT);
+    bad.aicpu_threads = 0;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    bad.aicpu_threads = 2;
+    bad.block_dim = 25;
+    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    launch_signal_destroy(&s);
+    Runner *cold = runner_create();
+    CHECK_EQ_INT(runner_enqueue(cold, &exec, 0, &bad, NULL), PTO_ERR_WRONG_PHASE);
+    runner_destroy(cold);
+    runner_destroy(r);
+}
+
+/* Two devices in one process: each runs its own executor copy, so a launch on
+   one cannot disturb a launch in flight on the other. */
+TEST(two_devices_execute_side_by_side_without_sharing_executor_state)
+{
+    Runner *a = test_sim_runner();
+    Runner *b = test_sim_runner();
+    reset_kernels();
+    HandTask ta[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                       { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
+    HandGraph ga, gb;
+    CHECK_EQ_INT(build_graph(a, ta, 2, 1, 2, 10000, &ga), 0);
+    RunExec exec;
+    CHECK_EQ_INT(runner_enqueue(a, &exec, 0, &ga.launch, NULL), PTO_OK);
+    wait_blocked(1);
+    HandTask tb[3] = { { record_kernel, PTO_CORE_AIC, 5, { 1, 2, -1, -1 } },
+                       { record_kernel, PTO_CORE_AIV, 6, NO_CONSUMERS },
+                       { record_kernel, PTO_CORE_AIV, 7, NO_CONSUMERS } };
+    CHECK_EQ_INT(build_graph(b, tb, 3, 2, 4, 10000, &gb), 0);
+    CHECK_EQ_INT(launch_and_drain(b, &gb), PTO_OK);
+    CHECK_EQ_INT(status_of(&gb)->tasks_completed, 3);
+    release_kernels();
+    CHECK_EQ_INT(runner_drain(a, &exec), PTO_OK);
+    CHECK_EQ_INT(status_of(&ga)->tasks_completed, 2);
+    runner_destroy(b);
+    runner_destroy(a);
+}
+
+/* ---- the eager launch (no hooks): what a driver that starts every thread sees ---------- */
+
+typedef struct Participation {
+    PtoAicpuEntryFn entry;
+    uint64_t args_dev;
+    uint32_t index, count;
+    int32_t rc;
+} Participation;
+
+static void *participate(void *arg)
+{
+    Participation *p = arg;
+    p->rc = p->entry(p->args_dev, p->index, p->count, NULL);
+    return NULL;
+}
+
+TEST(eager_launch_parks_idle_threads_until_the_run_ends)
+{
+    char path[4096];
+    const char *dir = getenv("PTORUN_LIB_DIR");
+    snprintf(path, sizeof path, "%s/libptorun_aicpu_a2a3.so", dir ? dir : ".");
+    void *image = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    CHECK(image != NULL);
+    PtoAicpuEntryFn entry = (PtoAicpuEntryFn)dlsym(image, PTO_AICPU_ENTRY_SYMBOL);
+    CHECK(entry != NULL);
+    Runner *r = test_sim_runner(); /* only for device memory */
+    reset_kernels();
+    HandTask t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (HandTask){ record_kernel, PTO_CORE_AIV, (uint32_t)i, { i < 5 ? i + 1 : -1, -1, -1, -1 } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 6, 1, 3, 10000, &g), 0);
+    /* a chain: at most one thread has work, the others park until the end */
+    Participation p[3];
+    pthread_t th[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        p[i] = (Participation){ entry, g.launch.args_dev, i, 3, -99 };
+        pthread_create(&th[i], NULL, participate, &p[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_EQ_INT(p[i].rc, PTO_AICPU_DONE);
+    }
+    for (int i = 0; i < 6; i++)
+        CHECK_EQ_INT(k.ran[i], 1);
+    CHECK_EQ_INT(status_of(&g)->finished, 1);
+    CHECK_EQ_INT(status_of(&g)->error_code, 0);
+    /* a participation that starts after the end returns at once */
+    CHECK_EQ_INT(entry(g.launch.args_dev, 0, 3, NULL), PTO_AICPU_DONE);
+    CHECK_EQ_INT(k.ran[0], 1);
+    free_graph(r, &g);
+    runner_destroy(r);
+    dlclose(image);
+}
+
+/* ---- idle ------------------------------------------------------------------------------ */
+
+TEST(an_idle_device_burns_no_cpu)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    HandTask t[1] = { { record_kernel, PTO_CORE_AIV, 1, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 1, 1, 4, 10000, &g), 0);
+    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK); /* threads have worked and gone idle */
+    long long before = test_process_cpu_us();
+    sleep_ms(300);
+    long long used = test_process_cpu_us() - before;
+    if (used > 30000) {
+        char m[128];
+        snprintf(m, sizeof m, "an idle device used %lld us of CPU in 300 ms", used);
+        ptest_record_failure(__FILE__, __LINE__, m);
+    }
+    free_graph(r, &g);
+    runner_destroy(r);
+}
