@@ -63,6 +63,9 @@ struct Runner {
     SimPrebuiltCache prebuilt;
     SimUpload *uploads;
     size_t upload_count, upload_cap;
+    /* Test facility: the enqueue after this many successful ones fails before the
+     * marker, once (PTORUN_SIM_FAIL_ENQUEUE_AFTER, read at init; -1 = never). */
+    long long fail_enqueue_after;
 };
 
 /* The platform's part of a run (RunExec.opaque). */
@@ -144,6 +147,18 @@ static uint32_t device_thread_count(void)
     return n > SIM_MAX_DEVICE_THREADS ? SIM_MAX_DEVICE_THREADS : (uint32_t)n;
 }
 
+/* PTORUN_SIM_FAIL_ENQUEUE_AFTER=<n>: lets tests prove what a failure before the
+ * launch marker does (no acceptance, sticky error, chip usable afterwards). */
+static long long injected_enqueue_failure(void)
+{
+    const char *text = getenv("PTORUN_SIM_FAIL_ENQUEUE_AFTER");
+    if (text == NULL || *text == '\0')
+        return -1;
+    char *end = NULL;
+    long long n = strtoll(text, &end, 10);
+    return (*end == '\0' && n >= 0) ? n : -1;
+}
+
 int runner_init(Runner *r, int device_id, const DeviceImages *images)
 {
     if (images == NULL)
@@ -166,6 +181,7 @@ int runner_init(Runner *r, int device_id, const DeviceImages *images)
     if ((rc = sim_device_pool_create(device_thread_count(), &r->pool)) != PTO_OK)
         goto fail_pool;
     r->device_id = device_id;
+    r->fail_enqueue_after = injected_enqueue_failure();
     r->initialized = 1;
     goto out;
 
@@ -699,7 +715,12 @@ int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
     pthread_mutex_lock(&r->lock);
     if (!r->initialized) {
         rc = pto_fail(PTO_ERR_WRONG_PHASE, "enqueue: the device is not initialized (simpler_init)");
+    } else if (r->fail_enqueue_after == 0) {
+        r->fail_enqueue_after = -1;
+        rc = pto_fail(PTO_ERR_DEVICE, "enqueue: injected failure before the launch marker (PTORUN_SIM_FAIL_ENQUEUE_AFTER)");
     } else if ((rc = check_launch(r, launch)) == PTO_OK) {
+        if (r->fail_enqueue_after > 0)
+            r->fail_enqueue_after--;
         rc = sim_device_pool_launch(r->pool, r->aicpu_entry, launch->args_dev, launch->aicpu_threads, &x->launch_id);
     }
     pthread_mutex_unlock(&r->lock);

@@ -23,6 +23,7 @@ import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
 import org.ptorun.callable.Program;
+import org.ptorun.internal.ProcessEnvironment;
 
 /**
  * The native-run lifecycle end to end on the real a2a3/sim/hbg library: golden results,
@@ -336,6 +337,46 @@ class ChipWorkerE2ETest {
         long bank1 = chip.arenaBankGmHeapBase(1);
         assertThat(bank0).isNotZero();
         assertThat(bank1).isNotZero().isNotEqualTo(bank0);
+    }
+
+    @Test
+    void aRunThatFailsBeforeTheLaunchMarkerNeverWritesItsAcceptanceWord() {
+        chip.close();
+        // the sim's test facility: the enqueue after one successful one fails before the marker, once
+        ProcessEnvironment.set("PTORUN_SIM_FAIL_ENQUEUE_AFTER", "1");
+        try {
+            chip = ChipWorker.open(HostRuntime.load(VARIANT), 0);
+        } finally {
+            ProcessEnvironment.unset("PTORUN_SIM_FAIL_ENQUEUE_AFTER");
+        }
+        int n = 256;
+        chip.registerCallable(CHAIN, vectorChain(n));
+        try (AcceptanceWord word = AcceptanceWord.allocate()) {
+            float[] a = random(n, 5);
+            float[] b = random(n, 6);
+            float[] f = filled(n);
+            chip.run(CHAIN, chainArgs(a, b, f), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 1, 1, word);
+            assertThat(word.value()).as("a run that crossed the marker").isEqualTo(1);
+            assertBitExact(f, reference(a, b));
+
+            word.reset();
+            float[] untouched = filled(n);
+            NativeRun failing = chip.prepare(CHAIN, chainArgs(a, b, untouched), CallConfig.DEFAULT,
+                    PipelineSlotLease.of(0, 1), 2, 2, word);
+            assertThatThrownBy(() -> chip.launch(failing))
+                    .isInstanceOf(PtoRunException.class)
+                    .hasMessageContaining("injected failure before the launch marker")
+                    .hasMessageContaining(failing.identity());
+            assertThat(word.value()).as("never written, now or later").isZero();
+            assertThatThrownBy(() -> chip.finalize(failing)).isInstanceOf(PtoRunException.class);
+            assertThat(word.value()).isZero();
+            assertThat(untouched).containsOnly(SENTINEL);
+
+            float[] again = filled(n);
+            chip.run(CHAIN, chainArgs(a, b, again), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 3, 3, word);
+            assertThat(word.value()).as("the chip is usable afterwards").isEqualTo(1);
+            assertBitExact(again, reference(a, b));
+        }
     }
 
     @Test
