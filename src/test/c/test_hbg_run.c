@@ -150,7 +150,7 @@ TEST(vector_chain_dependencies_are_raw_war_and_waw_in_submission_order)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, &launch), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
     const HbgGraph *g = &hbg_workspace(c, 0)->graph;
     CHECK_EQ_INT(g->task_count, 5);
     const uint32_t fanin[5] = { 0, 1, 1, 2, 2 };
@@ -209,7 +209,7 @@ TEST(dependencies_follow_overlapping_byte_ranges)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, args, &cfg, &launch), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run, &api, c, args, &cfg, NULL, &launch), PTO_OK);
     const HbgGraph *g = &hbg_workspace(c, 0)->graph;
     /* t2 writes x[40,56): after t1 (read x[16,48)), not t0; reads y[64,80): nobody wrote it.
        t3 writes x[60,64): conflicts with nobody.
@@ -327,9 +327,9 @@ TEST(runs_in_banks_0_and_1_use_different_gm_heaps_and_overlap)
     memset(&run1, 0, sizeof run1);
     DeviceLaunch l0, l1;
     RunExec e0, e1;
-    CHECK_EQ_INT(runtime_bind(&run0, &api0, c, ch0.args, &cfg, &l0), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run0, &api0, c, ch0.args, &cfg, NULL, &l0), PTO_OK);
     CHECK_EQ_INT(runner_enqueue(r, &e0, 0, &l0, NULL), PTO_OK);
-    CHECK_EQ_INT(runtime_bind(&run1, &api1, c, ch1.args, &cfg, &l1), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run1, &api1, c, ch1.args, &cfg, NULL, &l1), PTO_OK);
     CHECK(runner_arena_bank_gm_heap_base(r, 0) != 0);
     CHECK(runner_arena_bank_gm_heap_base(r, 1) != 0);
     CHECK(runner_arena_bank_gm_heap_base(r, 0) != runner_arena_bank_gm_heap_base(r, 1));
@@ -363,7 +363,7 @@ TEST(a_prepared_run_that_never_launches_copies_nothing_back)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, &launch), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
     CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_OK);
     CHECK(ch.t[F][0] == -777.0f);
     CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_ERR_WRONG_PHASE);
@@ -468,7 +468,7 @@ static void check_bind_refused(Runner *r, RuntimeCallable *c, const ChipStorageT
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
     size_t before = non_arena_committed(r);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, args, &cfg, &launch), PTO_ERR_BAD_CALLABLE);
+    CHECK_EQ_INT(runtime_bind(&run, &api, c, args, &cfg, NULL, &launch), PTO_ERR_BAD_CALLABLE);
     CHECK_CONTAINS(pto_last_error(), message);
     const HbgBridge *bridge = &hbg_workspace(c, 0)->bridge;
     CHECK(bridge->api == NULL);
@@ -703,7 +703,7 @@ TEST(bind_closes_the_bridge_on_success_and_on_every_failing_path)
         RuntimeRun run;
         memset(&run, 0, sizeof run);
         DeviceLaunch launch;
-        int rc = runtime_bind(&run, &api, c, ch.args, &cfg, &launch);
+        int rc = runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch);
         CHECK(bridge->api == NULL);
         CHECK_EQ_INT(bridge->count, 0);
         CHECK_EQ_INT(fi.latched_ok, fi.registered);
@@ -759,7 +759,7 @@ TEST(bind_without_a_host_mapping_uses_mirrors_and_still_computes)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, &launch), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
     RunExec exec;
     CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &launch, NULL), PTO_OK);
     int rc = runner_drain(r, &exec);

@@ -263,7 +263,7 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     RuntimeCallable *callable;
     if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
         goto fail;
-    rc = runtime_bind(&run->runtime, &run->host_api, callable, args, &run->config, &run->launch);
+    rc = runtime_bind(&run->runtime, &run->host_api, callable, args, &run->config, &run->desc, &run->launch);
     if (rc != PTO_OK) {
         run_fail_current(rc, fn, &run->desc);
         goto fail;

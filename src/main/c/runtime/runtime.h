@@ -41,9 +41,10 @@ typedef struct RuntimeRun {
 /* prepare: validates the args against the callable's signature, stages tensors,
  * builds the run's runtime image (hbg: runs the host orchestration here) into the
  * slot's and bank's resources of `api`, and fills `launch`. On failure it has
- * already released everything it took. `run` is zeroed before the call. */
-int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c,
-                 const ChipStorageTaskArgs *args, const CallConfig *cfg, DeviceLaunch *launch);
+ * already released everything it took. `run` is zeroed before the call. `desc`
+ * is the run's identity (diagnostic file names, messages); read during the call only. */
+int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
+                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch);
 
 /* finalize: when launched and execution_rc == 0, copies OUT/INOUT back to the
  * caller's buffers; when launched and failed, reads the device status to name

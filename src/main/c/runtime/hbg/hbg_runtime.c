@@ -590,8 +590,9 @@ static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *c
 }
 
 int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
-                 const CallConfig *cfg, DeviceLaunch *launch)
+                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
 {
+    (void)desc; /* identity for diagnostic outputs ([3/8]) */
     if (run == NULL || api == NULL || c == NULL || args == NULL || cfg == NULL || launch == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: NULL run, HostApi, callable, args, config or launch");
     HbgWorkspace *ws = hbg_workspace(c, api->arena_bank);

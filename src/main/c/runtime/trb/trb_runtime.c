@@ -27,10 +27,10 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     return PTO_OK;
 }
 
-int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c,
-                 const ChipStorageTaskArgs *args, const CallConfig *cfg, DeviceLaunch *launch)
+int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
+                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
 {
-    (void)run, (void)api, (void)c, (void)args, (void)cfg, (void)launch;
+    (void)run, (void)api, (void)c, (void)args, (void)cfg, (void)desc, (void)launch;
     return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "bind: " RUNTIME_NOT_BUILT);
 }
 
