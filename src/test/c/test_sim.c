@@ -99,7 +99,7 @@ int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStora
     RuntimeRun run;
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
-    int rc = runtime_bind(&run, &api, c, args, cfg, &launch);
+    int rc = runtime_bind(&run, &api, c, args, cfg, NULL, &launch);
     if (rc != PTO_OK)
         return rc;
     volatile int32_t accepted = 0;
