@@ -295,9 +295,9 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
 }
 
 int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
-                 const CallConfig *cfg, DeviceLaunch *launch)
+                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
 {
-    (void)c, (void)args, (void)cfg;
+    (void)c, (void)args, (void)cfg, (void)desc;
     count(&fake_record.bind_calls);
     if (fake_script.bind_fail_code != 0)
         return pto_fail(fake_script.bind_fail_code, "fake bind refused");
