@@ -3,6 +3,8 @@ package org.ptorun.cli;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
@@ -54,11 +56,54 @@ final class Bench {
                 }
             }
             Arrays.sort(cycle);
+            long[] floor = wakeRoundTrips(runs);
             out.printf(Locale.ROOT, "%s trivial run (1 noop task), full ChipWorker cycle over %d runs: "
                             + "p50 %.1f us, p90 %.1f us, p99 %.1f us%n", variant, runs,
                     micros(cycle, 0.50), micros(cycle, 0.90), micros(cycle, 0.99));
+            out.printf(Locale.ROOT, "floor in the same run: one wake round trip between two parked threads "
+                    + "p50 %.1f us; cycle / floor = %.2f%n", micros(floor, 0.50),
+                    micros(cycle, 0.50) / micros(floor, 0.50));
         }
         return 0;
+    }
+
+    /**
+     * The machine's floor: wake a parked thread, which wakes this one back (park/unpark,
+     * no spinning, like the native run path's condition variables); sorted nanoseconds.
+     */
+    private static long[] wakeRoundTrips(int rounds) {
+        AtomicInteger turn = new AtomicInteger(); // odd: the echo thread's turn
+        Thread main = Thread.currentThread();
+        Thread echo = new Thread(() -> {
+            for (int expect = 1; ; expect += 2) {
+                while (turn.get() < expect) {
+                    LockSupport.park();
+                }
+                if (turn.get() < 0) {
+                    return;
+                }
+                turn.incrementAndGet();
+                LockSupport.unpark(main);
+            }
+        }, "ptorun-bench-echo");
+        echo.setDaemon(true);
+        echo.start();
+        long[] rtt = new long[rounds];
+        for (int i = -rounds / 5; i < rounds; i++) {
+            long t0 = System.nanoTime();
+            int mine = turn.incrementAndGet();
+            LockSupport.unpark(echo);
+            while (turn.get() == mine) {
+                LockSupport.park();
+            }
+            if (i >= 0) {
+                rtt[i] = System.nanoTime() - t0;
+            }
+        }
+        turn.set(Integer.MIN_VALUE);
+        LockSupport.unpark(echo);
+        Arrays.sort(rtt);
+        return rtt;
     }
 
     private static double micros(long[] sorted, double q) {
