@@ -649,6 +649,8 @@ static const char *kernel_code_meaning(int32_t code)
     case PTO_KERNEL_ERR_VIEW_TOO_SMALL: return "a view is too small";
     case PTO_KERNEL_ERR_BAD_SIZE: return "a view size is not a multiple of the element size";
     case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
+    case PTO_KERNEL_ERR_BAD_SCALAR: return "a scalar parameter is out of range";
+    case PTO_KERNEL_ERR_CORE_TYPE: return "the kernel cannot run on this core type";
     default: return "kernel-specific code";
     }
 }
