@@ -500,7 +500,7 @@ TEST(decoder_checks_program_nesting_and_locals)
         { local_allocated_twice, 0, "allocates local 0 a second time" },
         { alloc_out_of_range, 0, "allocates local 1 but local_count is 1" },
         { loop_with_params, 0, "(LOOP) has param_count 1, must be 0" },
-        { writes_in_tensor, 0, "instruction 2 param 0 writes argument tensor 0 (OUT), which the signature declares IN" },
+        { writes_in_tensor, 0, "instruction 2 param 0 (OUT) writes argument tensor 0, which the signature declares IN" },
         { negative_view_in_loop, 0, "instruction 3 param 0: the view offset reaches -8; a view lies inside its tensor" },
         { negative_size, 0, "instruction 2 param 0: the view size reaches -4" },
         { negative_view_never_runs, 1, "" },

@@ -529,7 +529,7 @@ TEST(bind_checks_every_view_against_its_tensor)
     PtoProgramParam writes_in[] = { tcb_tensor(1, PTO_ARG_IN, 0, 16), tcb_tensor(0, PTO_ARG_OUT, 0, 16) };
     PtoProgramParam negative[] = { tcb_tensor(0, PTO_ARG_IN, -4, 16), tcb_tensor(1, PTO_ARG_OUT, 0, 16) };
     struct { const PtoProgramParam *params; const char *message; } refused[] = {
-        { writes_in, "instruction 0 param 1 writes argument tensor 0 (OUT), which the signature declares IN" },
+        { writes_in, "instruction 0 param 1 (OUT) writes argument tensor 0, which the signature declares IN" },
         { negative, "instruction 0 param 0: the view offset reaches -4; a view lies inside its tensor" },
     };
     for (int i = 0; i < 2; i++) {

@@ -373,8 +373,8 @@ static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *
                             p->index);
         }
         if (p->kind == PTO_PARAM_ARG_TENSOR && p->direction != PTO_ARG_IN && v->signature[p->index] == PTO_ARG_IN)
-            return fail(d, "instruction %u param %u writes argument tensor %u (%s), which the signature declares IN",
-                        insn, i, p->index, direction_name(p->direction));
+            return fail(d, "instruction %u param %u (%s) writes argument tensor %u, which the signature declares IN",
+                        insn, i, direction_name(p->direction), p->index);
         if ((rc = check_affine(d, &p->offset, loops, insn, i, "the view offset")) != PTO_OK ||
             (rc = check_affine(d, &p->size, loops, insn, i, "the view size")) != PTO_OK)
             return rc;
