@@ -479,6 +479,37 @@ static void offset_leaves_int64(TestCallableBuilder *b)
     tcb_submit(b, 1, p, 1);
     tcb_insn(b, PTO_OP_END_LOOP);
 }
+static void alloc_in_a_repeated_scope(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 2);
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_used_after_its_scope(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+static void local_of_a_scope_reused_by_an_inner_loop(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_loop(b, 3);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+}
 static void loop_with_params(TestCallableBuilder *b)
 {
     PtoLoopInsn l = { .head = { PTO_OP_LOOP, 1, sizeof l }, .count = 1 };
@@ -508,6 +539,13 @@ TEST(decoder_checks_program_nesting_and_locals)
         { local_view_tiles_its_alloc, 1, "" },
         { loop_count_too_large, 0, "instruction 2 (LOOP) count 9223372036854775808 exceeds 9223372036854775807" },
         { scalar_leaves_int64, 0, "instruction 3 param 0: the scalar value leaves the 64-bit range in some iteration" },
+        { alloc_in_a_repeated_scope, 0,
+          "instruction 4 (ALLOC_TENSOR local 0) is inside the scope opened at instruction 3, which the LOOP at "
+          "instruction 2 repeats" },
+        { local_used_after_its_scope, 0,
+          "instruction 5 param 0 uses local tensor 0 after the scope that frees it (SCOPE_BEGIN at instruction 2) has "
+          "ended" },
+        { local_of_a_scope_reused_by_an_inner_loop, 1, "" },
         { offset_leaves_int64, 0, "instruction 3 param 0: the view's offset leaves the 64-bit range in some iteration" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -529,6 +529,28 @@ static void scalar_with_tensor_direction(TestCallableBuilder *b)
     tcb_submit(b, 1, p, 1);
 }
 
+static void alloc_in_a_repeated_scope(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 2);
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(b, 0, 64);
+    PtoProgramParam p[] = { local_view(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+
+static void local_used_after_its_scope(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    PtoProgramParam p[] = { local_view(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+
 static void five_nested_loops(TestCallableBuilder *b)
 {
     for (int i = 0; i < 5; i++)
@@ -566,6 +588,12 @@ TEST(program_refuses_every_run_time_defect_naming_the_instruction)
     check_refusal(oversized_instruction, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 (4096 bytes at byte 16) runs past", 0);
     check_refusal(too_many_params, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 (SUBMIT) has 33 params, the limit is 32", 0);
     check_refusal(scalar_with_tensor_direction, args, 0, PTO_ERR_BAD_CALLABLE, "direction 1 does not fit parameter kind 2", 0);
+    check_refusal(alloc_in_a_repeated_scope, args, 0, PTO_ERR_BAD_CALLABLE,
+                  "program instruction 2 (ALLOC_TENSOR local 0) runs again after the scope it was allocated in ended", 1);
+    check_refusal(local_used_after_its_scope, args, 0, PTO_ERR_BAD_CALLABLE,
+                  "program instruction 3 (SUBMIT func_id 1) param 0 uses local tensor 0 after the scope it was allocated "
+                  "in has ended",
+                  0);
     check_refusal(five_nested_loops, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 4 (LOOP) nests deeper than 4", 0);
     free(args);
 }

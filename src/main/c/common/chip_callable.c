@@ -284,7 +284,29 @@ typedef struct ProgramWalk {
     uint64_t loop_count[PTO_PROGRAM_MAX_LOOP_DEPTH]; /* trip counts of the open loops, outermost first */
     uint8_t allocated[PTO_PROGRAM_MAX_LOCALS]; /* local id -> allocated earlier in the text */
     uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
+    /* the SCOPE_BEGIN (instruction index) whose end frees the local; NO_SCOPE: the run's end */
+    uint32_t local_scope[PTO_PROGRAM_MAX_LOCALS];
 } ProgramWalk;
+
+#define NO_SCOPE UINT32_MAX
+
+/* Position in the nesting stack of the innermost open SCOPE_BEGIN, or -1. */
+static int innermost_scope(const Nesting *n)
+{
+    for (uint32_t k = n->depth; k-- > 0;)
+        if (n->opcode[k] == PTO_OP_SCOPE_BEGIN)
+            return (int)k;
+    return -1;
+}
+
+/* Non-zero while the SCOPE_BEGIN at instruction `insn` is open. */
+static int scope_open(const Nesting *n, uint32_t insn)
+{
+    for (uint32_t k = 0; k < n->depth; k++)
+        if (n->opcode[k] == PTO_OP_SCOPE_BEGIN && n->insn[k] == insn)
+            return 1;
+    return 0;
+}
 
 /* The values a + b (b may be NULL) takes over every iteration of the enclosing
    loops (loop variable d runs 0..loop_count[d]-1), in 128-bit arithmetic. 0
@@ -371,6 +393,11 @@ static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *
             if (!w->allocated[p->index])
                 return fail(d, "instruction %u param %u uses local tensor %u before its ALLOC_TENSOR", insn, i,
                             p->index);
+            if (w->local_scope[p->index] != NO_SCOPE && !scope_open(&w->nest, w->local_scope[p->index]))
+                return fail(d,
+                            "instruction %u param %u uses local tensor %u after the scope that frees it (SCOPE_BEGIN "
+                            "at instruction %u) has ended",
+                            insn, i, p->index, w->local_scope[p->index]);
         }
         if (p->kind == PTO_PARAM_ARG_TENSOR && p->direction != PTO_ARG_IN && v->signature[p->index] == PTO_ARG_IN)
             return fail(d, "instruction %u param %u (%s) writes argument tensor %u, which the signature declares IN",
@@ -472,6 +499,26 @@ static int close_construct(Decoder *d, Nesting *n, uint16_t opens, uint32_t inde
     return PTO_OK;
 }
 
+/* A local lives until the end of the innermost scope around its ALLOC_TENSOR
+   (trb frees that scope's heap there). Each local is allocated once per run,
+   so a loop around that scope would reuse a freed local: refused. */
+static int note_alloc(Decoder *d, ProgramWalk *w, const PtoAllocInsn *a, uint32_t index)
+{
+    const Nesting *n = &w->nest;
+    int scope = innermost_scope(n);
+    for (int k = 0; k < scope; k++)
+        if (n->opcode[k] == PTO_OP_LOOP)
+            return fail(d,
+                        "instruction %u (ALLOC_TENSOR local %u) is inside the scope opened at instruction %u, which the "
+                        "LOOP at instruction %u repeats: the scope's end frees the local, which is allocated once per "
+                        "run; allocate it outside the repeated scope",
+                        index, a->local_id, n->insn[scope], n->insn[k]);
+    w->allocated[a->local_id] = 1;
+    w->local_bytes[a->local_id] = a->bytes;
+    w->local_scope[a->local_id] = scope >= 0 ? n->insn[scope] : NO_SCOPE;
+    return PTO_OK;
+}
+
 static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
 {
     int rc;
@@ -490,9 +537,7 @@ static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint
         if (w->allocated[in->u.alloc.local_id])
             return fail(d, "instruction %u (ALLOC_TENSOR) allocates local %u a second time", index,
                         in->u.alloc.local_id);
-        w->allocated[in->u.alloc.local_id] = 1;
-        w->local_bytes[in->u.alloc.local_id] = in->u.alloc.bytes;
-        return PTO_OK;
+        return note_alloc(d, w, &in->u.alloc, index);
     case PTO_OP_LOOP:
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoLoopInsn))) != PTO_OK)
             return rc;
