@@ -56,8 +56,13 @@ typedef struct Interp {
 
     uint64_t local_addr[PTO_PROGRAM_MAX_LOCALS];
     uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
-    uint8_t local_live[PTO_PROGRAM_MAX_LOCALS];
+    uint8_t local_live[PTO_PROGRAM_MAX_LOCALS];  /* LOCAL_* */
+    uint8_t local_scope[PTO_PROGRAM_MAX_LOCALS]; /* scope depth at its allocation (0: the run) */
 } Interp;
+
+/* A local's life: a scope's end frees what was allocated inside it (trb
+   returns the scope's ring heap), and a local is allocated once per run. */
+enum { LOCAL_UNALLOCATED = 0, LOCAL_LIVE = 1, LOCAL_FREED = 2 };
 
 /* One decoded instruction: its head and, for the fixed-size kinds, its body. */
 typedef struct Insn {
@@ -198,10 +203,15 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
             return pto_fail(PTO_ERR_BAD_CALLABLE,
                             "program instruction %u (SUBMIT func_id %u) param %u names local tensor %u; local_count is %u",
                             at->index, func_id, i, p->index, in->header.local_count);
-        if (!in->local_live[p->index])
+        if (in->local_live[p->index] == LOCAL_UNALLOCATED)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
                             "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u before its "
                             "ALLOC_TENSOR has executed",
+                            at->index, func_id, i, p->index);
+        if (in->local_live[p->index] == LOCAL_FREED)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u after the scope "
+                            "it was allocated in has ended",
                             at->index, func_id, i, p->index);
         return resolve_view(in, p, at, i, in->local_addr[p->index], in->local_bytes[p->index], "local tensor", out);
     case PTO_PARAM_SCALAR_IMM:
@@ -260,15 +270,21 @@ static int exec_alloc(Interp *in, const Insn *at)
     if (a->local_id >= in->header.local_count)
         return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (ALLOC_TENSOR) allocates local %u; local_count is %u",
                         at->index, a->local_id, in->header.local_count);
-    if (in->local_live[a->local_id])
+    if (in->local_live[a->local_id] == LOCAL_LIVE)
         return PTO_OK;
+    if (in->local_live[a->local_id] == LOCAL_FREED)
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (ALLOC_TENSOR local %u) runs again after the scope it was allocated in "
+                        "ended; a local is allocated once per run",
+                        at->index, a->local_id);
     uint64_t addr = in->api->alloc_tensor(in->orch, a->bytes);
     if (addr == 0)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "program instruction %u (ALLOC_TENSOR local %u, %llu bytes): %s",
                         at->index, a->local_id, (unsigned long long)a->bytes, pto_last_error());
     in->local_addr[a->local_id] = addr;
     in->local_bytes[a->local_id] = a->bytes;
-    in->local_live[a->local_id] = 1;
+    in->local_live[a->local_id] = LOCAL_LIVE;
+    in->local_scope[a->local_id] = (uint8_t)in->scope_depth;
     return PTO_OK;
 }
 
@@ -369,6 +385,9 @@ static int exec_scope(Interp *in, const Insn *at)
     }
     if ((rc = close_construct(in, at, PTO_OP_SCOPE_BEGIN)) != PTO_OK)
         return rc;
+    for (uint32_t id = 0; id < in->header.local_count; id++)
+        if (in->local_live[id] == LOCAL_LIVE && in->local_scope[id] == in->scope_depth)
+            in->local_live[id] = LOCAL_FREED;
     in->scope_depth--;
     return in->api->scope_end(in->orch);
 }

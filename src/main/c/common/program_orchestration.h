@@ -28,8 +28,11 @@
  *    the tensor's size (argument tensors) or the ALLOC_TENSOR bytes (locals);
  *  - each local id is allocated once per run, the first time its ALLOC_TENSOR
  *    executes; later executions (in a loop) reuse it. A SUBMIT using a local
- *    before that is refused. alloc_tensor returning 0 fails the run with
- *    PTO_ERR_OUT_OF_MEMORY, the api's message prefixed by the instruction;
+ *    before that is refused. A local lives until the end of the innermost
+ *    scope around its ALLOC_TENSOR (trb frees that scope's heap): a use after
+ *    it, or its ALLOC_TENSOR running again after it, is refused.
+ *    alloc_tensor returning 0 fails the run with PTO_ERR_OUT_OF_MEMORY, the
+ *    api's message prefixed by the instruction;
  *  - SCALAR_AFFINE passes the value as the raw bits of a signed 64-bit integer;
  *  - a loop iteration that submitted no task ends its loop: every iteration
  *    does the same operations, so the rest would submit nothing either.

@@ -591,7 +591,9 @@ static int describe_failure(const HostApi *api, const HbgRun *h, int execution_r
                         "task(s) completed",
                         (unsigned long long)s.task_id, s.func_id, (int)c.name.size,
                         child >= 0 ? chip_callable_blob(&h->callable->view, c.name) : "", s.kernel_code,
-                        kernel_code_meaning(s.kernel_code), s.core_id, (unsigned long long)s.tasks_completed,
+                        c.source_kind == PTO_KERNEL_LIBRARY ? "the kernel library's own code"
+                                                            : kernel_code_meaning(s.kernel_code),
+                        s.core_id, (unsigned long long)s.tasks_completed,
                         h->task_count);
     }
     if (s.error_code == PTO_ERR_TIMEOUT)
