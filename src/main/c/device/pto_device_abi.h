@@ -53,6 +53,12 @@ typedef uint32_t (*PtoDeviceAbiVersionFn)(void);
    then starts no further participation. */
 #define PTO_AICPU_ENTRY_SYMBOL "pto_aicpu_entry"
 
+/* The AICPU image also exports `uint64_t pto_aicpu_dlopen_count(void)`: how many
+   orchestration libraries this copy of the image has loaded (trb), for
+   get_aicpu_dlopen_count. */
+#define PTO_AICPU_DLOPEN_COUNT_SYMBOL "pto_aicpu_dlopen_count"
+typedef uint64_t (*PtoAicpuDlopenCountFn)(void);
+
 #define PTO_AICPU_IDLE 0  /* nothing to do now; the run goes on (hooks only) */
 #define PTO_AICPU_DONE 1  /* the run has ended: its status block is final */
 
@@ -93,7 +99,9 @@ typedef struct PtoDeviceStatus {
 #define PTO_AICPU_ARGS_MAGIC 0x41435041u  /* "APCA" */
 
 typedef enum PtoDeviceWorkKind {
-    PTO_DEVICE_WORK_GRAPH = 1  /* a prebuilt task graph (hbg): PtoGraphHeader at work_dev */
+    PTO_DEVICE_WORK_GRAPH = 1, /* a prebuilt task graph (hbg): PtoGraphHeader at work_dev */
+    PTO_DEVICE_WORK_TRB = 2    /* device orchestration over rings (trb): PtoTrbWork at work_dev,
+                                  device/pto_trb_abi.h; state_dev unused */
 } PtoDeviceWorkKind;
 
 typedef struct PtoAicpuArgs {
