@@ -82,7 +82,10 @@ typedef struct PtoDeviceStatus {
                                  KERNEL_FAULT a kernel returned non-zero; TIMEOUT (or
                                  whatever stop_request held) the run stopped on request
                                  with tasks left; DEVICE a malformed argument block or
-                                 work image */
+                                 work image; trb also CAPACITY, ORCHESTRATION,
+                                 BAD_CALLABLE, ... for a failed orchestration (task_id
+                                 then = the tasks it had submitted, kernel_code = what
+                                 it returned) */
     int32_t kernel_code;      /* KERNEL_FAULT: the kernel's return value */
     uint64_t task_id;         /* KERNEL_FAULT: the failing task */
     uint32_t func_id;         /* KERNEL_FAULT: its func_id */
@@ -116,7 +119,10 @@ typedef struct PtoAicpuArgs {
     uint64_t state_dev;       /* device address of the run's scratch state, at least
                                  pto_graph_state_bytes(task_count) for GRAPH */
     uint64_t state_bytes;
-    uint64_t reserved;
+    uint64_t message_dev;     /* 0, or the device address of a NUL-terminated message
+                                 (< 512 bytes) the executor writes when it records an
+                                 error other than KERNEL_FAULT or TIMEOUT (trb:
+                                 orchestration failures); a platform may quote it */
     PtoDeviceStatus status;
 } PtoAicpuArgs;
 
