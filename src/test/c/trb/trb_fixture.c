@@ -88,7 +88,8 @@ uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *
 {
     TestCallableBuilder b;
     tcb_init(&b);
-    tcb_signature(&b, signature, n);
+    if (n > 0)
+        tcb_signature(&b, signature, n);
     trb_children(&b);
     uint32_t program_size;
     uint8_t *program = tcb_build(&b, &program_size);
