@@ -133,16 +133,23 @@ class MalformedCallableE2ETest {
                 "'no_such_kernel' is not a built-in kernel"));
         all.add(new Defect("duplicate func_id",
                 mutate(base, b -> le(b).putInt(child(1), 0)), "func_id 0 is used by child 0 and child 1"));
+        ChipCallable scoped = ChipCallable.builder().program(Program.builder().scope(s -> { }).build()).build();
         all.add(new Defect("unbalanced: a scope never closed",
-                mutate(base, b -> le(b).putShort(insn(b, 4), (short) 5)),
-                "unbalanced program: the SCOPE_BEGIN at instruction 4 is never closed"));
+                mutate(scoped, b -> le(b).putShort(insn(b, 1), (short) 5)),
+                "unbalanced program: the SCOPE_BEGIN at instruction 1 is never closed"));
+        // LOOP 1, END_LOOP with the END_LOOP cut off: one instruction, 8 bytes fewer everywhere
+        byte[] looped = ChipCallable.builder().program(Program.builder().beginLoop(1).endLoop().build()).build().bytes();
+        le(looped).putInt(8, looped.length - 8);                          // total_size
+        le(looped).putInt(44, le(looped).getInt(44) - 8);                 // orchestration.size
+        le(looped).putInt(programOffset(looped) + 4, 1);                  // instruction_count
+        all.add(new Defect("unbalanced: a loop never closed", Arrays.copyOf(looped, looped.length - 8),
+                "unbalanced program: the LOOP at instruction 0 is never closed"));
         all.add(new Defect("unbalanced: END_LOOP closes a scope",
                 mutate(base, b -> le(b).putShort(insn(b, 3), (short) 4)),
                 "instruction 3 (END_LOOP) would close the SCOPE_BEGIN opened at instruction 1"));
         all.add(new Defect("unbalanced: SCOPE_END closes a loop",
                 mutate(base, b -> le(b).putShort(insn(b, 4), (short) 6)),
                 "instruction 4 (SCOPE_END) would close the LOOP opened at instruction 0"));
-        ChipCallable scoped = ChipCallable.builder().program(Program.builder().scope(s -> { }).build()).build();
         all.add(new Defect("unbalanced: SCOPE_END with nothing open",
                 mutate(scoped, b -> le(b).putShort(insn(b, 0), (short) 6)),
                 "instruction 0 (SCOPE_END) closes nothing: no SCOPE_BEGIN is open"));

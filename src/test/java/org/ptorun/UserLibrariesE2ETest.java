@@ -36,15 +36,23 @@ class UserLibrariesE2ETest {
 
     // ---- the kernel library -----------------------------------------------------------------------
 
-    /** y = a·x + y in {@code tiles} saxpy tasks of the kernel library, a = scalar argument 0. */
+    /**
+     * y = a·x + y in {@code tiles} saxpy tasks of the kernel library, a = scalar argument 0;
+     * even tiles run func_id 5, odd ones func_id 6: two children with the same image.
+     */
     private static ChipCallable saxpy(Kernel saxpy, int n, int tiles) {
         long tile = 4L * n / tiles;
         return ChipCallable.builder()
                 .signature(IN, INOUT, SCALAR)
                 .child(5, CoreType.AIV, saxpy)
+                .child(6, CoreType.AIV, saxpy)
                 .program(Program.builder()
-                        .loop(tiles, (p, t) -> p.submit(5, Param.tensor(0, IN, t.times(tile), Affine.of(tile)),
-                                Param.tensor(1, INOUT, t.times(tile), Affine.of(tile)), Param.scalarArg(0)))
+                        .loop(tiles / 2, (p, t) -> p
+                                .submit(5, Param.tensor(0, IN, t.times(2 * tile), Affine.of(tile)),
+                                        Param.tensor(1, INOUT, t.times(2 * tile), Affine.of(tile)), Param.scalarArg(0))
+                                .submit(6, Param.tensor(0, IN, t.times(2 * tile).plus(tile), Affine.of(tile)),
+                                        Param.tensor(1, INOUT, t.times(2 * tile).plus(tile), Affine.of(tile)),
+                                        Param.scalarArg(0)))
                         .build())
                 .build();
     }
@@ -57,7 +65,12 @@ class UserLibrariesE2ETest {
         return r;
     }
 
-    /** Both counters: a kernel library is loaded by the platform, on whichever side the library counts it. */
+    /**
+     * Both counters. A kernel library is loaded by the platform (sim: memory file + dlopen,
+     * once per content, refcounted); docs/device.md counts only orchestration-library loads
+     * (host: hbg, AICPU: trb), so a kernel-library load may count 0 or 1 — never more, and
+     * never again per run or per callable.
+     */
     private static long loads(ChipWorker chip) {
         return chip.hostDlopenCount() + chip.aicpuDlopenCount();
     }
@@ -71,7 +84,7 @@ class UserLibrariesE2ETest {
             long before = loads(chip);
             chip.registerCallable(1, saxpy(kernel, n, 4));
             long afterFirst = loads(chip);
-            assertThat(afterFirst).as("registration loads the library once").isEqualTo(before + 1);
+            assertThat(afterFirst - before).as("registration loads the library at most once").isBetween(0L, 1L);
             for (int run = 0; run < 3; run++) {
                 float a = 0.5f + run;
                 float[] x = random(n, run);

@@ -23,7 +23,8 @@ import org.ptorun.internal.CallableLayouts;
  *   <li>{@code ALLOC_TENSOR local bytes} — a local (intermediate) tensor of the run. Each
  *       local id is allocated once per run, the first time its ALLOC_TENSOR executes;
  *       later executions (inside a loop) reuse it. A local allocated inside a scope is
- *       freed when that scope ends (trb) and must not be used after it;</li>
+ *       freed when that scope ends (trb) and must not be used after it, so a scope
+ *       that allocates may not be repeated by a loop around it;</li>
  *   <li>{@code LOOP count … END_LOOP} — the body {@code count} times, with the loop
  *       variable of that nesting depth running {@code 0..count-1} (0 iterations skip
  *       the body); offsets, sizes and scalars may be {@link Affine} in the variables
@@ -125,7 +126,7 @@ public final class Program {
      * Builds a {@link Program}, checking what does not need the callable: nesting
      * (balanced, at most 4 loops and 4 scopes deep, an end closes the innermost open
      * construct), loop variables only inside their loops, locals (id &lt; 256, allocated
-     * once, before use, not after the scope that allocated them, never by a loop that
+     * once, not in a scope a loop repeats, before use, not after the scope that allocated them, never by a loop that
      * runs 0 times before a use outside it), views never negative and locals' views
      * inside their bytes over the loops' ranges. The callable builder checks the
      * SUBMITs against its children and signature.
@@ -191,7 +192,7 @@ public final class Program {
          * of the scope it is in).
          *
          * @throws IllegalArgumentException for an id outside 0..255, an id allocated
-         *     before, or bytes ≤ 0
+         *     before, bytes ≤ 0, or inside a scope that an enclosing loop repeats
          */
         public Builder allocTensor(int localId, long bytes) {
             if (localId < 0 || localId >= MAX_LOCALS) {
@@ -205,6 +206,7 @@ public final class Program {
                 throw new IllegalArgumentException("local tensor " + localId + " is allocated a second time (first at"
                         + " instruction " + earlier.instruction() + "); each local has one ALLOC_TENSOR");
             }
+            checkScopeNotRepeated(localId);
             int insn = nextInstruction();
             locals.put(localId, new Local(bytes, insn, List.copyOf(open)));
             localCount = Math.max(localCount, localId + 1);
@@ -350,6 +352,25 @@ public final class Program {
                         + " instructions");
             }
             return encoded.size();
+        }
+
+        /**
+         * A local lives until the end of the innermost scope around its ALLOC_TENSOR (trb
+         * frees that scope's heap there) and is allocated once per run, so a loop around
+         * that scope would reuse a freed local.
+         */
+        private void checkScopeNotRepeated(int localId) {
+            Open scope = null;
+            for (Open o : open) { // innermost first
+                if (scope == null && !o.loop()) {
+                    scope = o;
+                } else if (scope != null && o.loop()) {
+                    throw new IllegalArgumentException("local tensor " + localId + " would be allocated inside the"
+                            + " scope opened at instruction " + scope.instruction() + ", which the LOOP at instruction "
+                            + o.instruction() + " repeats: the scope's end frees the local, which is allocated once"
+                            + " per run; allocate it outside the repeated scope");
+                }
+            }
         }
 
         private Open close(boolean loop) {

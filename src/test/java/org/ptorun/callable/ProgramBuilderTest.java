@@ -246,6 +246,12 @@ class ProgramBuilderTest {
                 .submit(0, Param.local(0, IN, 0, 8)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("inside the LOOP at instruction 0, which runs 0 times");
+        assertThatThrownBy(() -> Program.builder().loop(2, (p, i) -> p.scope(s -> s.loop(3, (q, j) -> q.allocTensor(0, 8)))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("local tensor 0 would be allocated inside the scope opened at instruction 1,"
+                        + " which the LOOP at instruction 0 repeats");
+        // a loop inside the allocating scope is fine, and so is a scope that no loop repeats
+        Program.builder().scope(s -> s.loop(3, (q, j) -> q.allocTensor(0, 8))).loop(2, (p, i) -> p.allocTensor(1, 8));
         // allocated inside a loop, used after it; allocated in an outer scope, used after an inner one ended
         Program ok = Program.builder()
                 .loop(2, (p, i) -> p.allocTensor(0, 8))
