@@ -25,7 +25,27 @@ void tcb_signature(TestCallableBuilder *b, const uint8_t *dirs, uint32_t n)
 
 void tcb_child(TestCallableBuilder *b, uint32_t func_id, uint8_t core_type, const char *builtin)
 {
-    b->children[b->child_count++] = (TestChild){ func_id, core_type, PTO_KERNEL_BUILTIN, builtin };
+    b->children[b->child_count++] = (TestChild){ func_id, core_type, PTO_KERNEL_BUILTIN, builtin, NULL, 0 };
+}
+
+void tcb_library_child(TestCallableBuilder *b, uint32_t func_id, uint8_t core_type, const uint8_t *image,
+                       uint32_t size, const char *symbol)
+{
+    b->children[b->child_count++] = (TestChild){ func_id, core_type, PTO_KERNEL_LIBRARY, symbol, image, size };
+}
+
+void tcb_orchestration_library(TestCallableBuilder *b, const uint8_t *image, uint32_t size, const char *entry)
+{
+    b->orch_image = image;
+    b->orch_image_size = size;
+    b->orch_entry = entry;
+}
+
+PtoProgramParam tcb_local(uint32_t local, uint8_t direction, int64_t offset, int64_t size)
+{
+    PtoProgramParam p = tcb_tensor(local, direction, offset, size);
+    p.kind = PTO_PARAM_LOCAL_TENSOR;
+    return p;
 }
 
 PtoProgramParam tcb_tensor(uint32_t arg, uint8_t direction, int64_t offset, int64_t size)
@@ -101,43 +121,62 @@ uint8_t *tcb_build(const TestCallableBuilder *b, uint32_t *size)
     uint32_t sig_off = sizeof(ChipCallableHeader);
     uint32_t children_off = ALIGN8(sig_off + b->signature_length);
     uint32_t names_off = children_off + b->child_count * (uint32_t)sizeof(ChipCallableChild);
-    uint32_t names_bytes = 0;
+    uint32_t blob_end = names_off;
     for (uint32_t i = 0; i < b->child_count; i++)
-        names_bytes += (uint32_t)strlen(b->children[i].name);
-    uint32_t program_off = ALIGN8(names_off + names_bytes);
-    uint32_t program_size = (uint32_t)sizeof(PtoProgramHeader) + b->program_bytes;
-    uint32_t total = program_off + program_size;
+        blob_end += (uint32_t)strlen(b->children[i].name);
+    uint32_t images_off = ALIGN8(blob_end);
+    blob_end = images_off;
+    for (uint32_t i = 0; i < b->child_count; i++)
+        blob_end = ALIGN8(blob_end + b->children[i].image_size);
+    uint32_t orch_off = ALIGN8(blob_end);
+    uint32_t orch_size = b->orch_image != NULL ? b->orch_image_size
+                                               : (uint32_t)sizeof(PtoProgramHeader) + b->program_bytes;
+    uint32_t entry_off = orch_off + orch_size;
+    uint32_t entry_size = b->orch_image != NULL ? (uint32_t)strlen(b->orch_entry) : 0;
+    uint32_t total = entry_off + entry_size;
 
     uint8_t *out = calloc(1, total);
     ChipCallableHeader h = {
         .magic = PTO_CALLABLE_MAGIC,
         .format_version = PTO_CALLABLE_FORMAT_VERSION,
-        .orchestration_kind = PTO_ORCH_PROGRAM,
+        .orchestration_kind = b->orch_image != NULL ? PTO_ORCH_LIBRARY : PTO_ORCH_PROGRAM,
         .total_size = total,
         .child_count = b->child_count,
         .signature_length = b->signature_length,
         .signature = { b->signature_length ? sig_off : 0, b->signature_length },
         .children = { b->child_count ? children_off : 0, b->child_count * (uint32_t)sizeof(ChipCallableChild) },
-        .orchestration = { program_off, program_size },
+        .orchestration = { orch_off, orch_size },
+        .orchestration_entry = { entry_size ? entry_off : 0, entry_size },
     };
     memcpy(out, &h, sizeof h);
     memcpy(out + sig_off, b->signature, b->signature_length);
-    uint32_t name_at = names_off;
+    uint32_t name_at = names_off, image_at = images_off;
     for (uint32_t i = 0; i < b->child_count; i++) {
-        uint32_t len = (uint32_t)strlen(b->children[i].name);
+        const TestChild *t = &b->children[i];
+        uint32_t len = (uint32_t)strlen(t->name);
         ChipCallableChild c = {
-            .func_id = b->children[i].func_id,
-            .core_type = b->children[i].core_type,
-            .source_kind = b->children[i].source_kind,
+            .func_id = t->func_id,
+            .core_type = t->core_type,
+            .source_kind = t->source_kind,
             .name = { name_at, len },
+            .image = { t->image_size ? image_at : 0, t->image_size },
         };
         memcpy(out + children_off + i * sizeof c, &c, sizeof c);
-        memcpy(out + name_at, b->children[i].name, len);
+        memcpy(out + name_at, t->name, len);
         name_at += len;
+        if (t->image_size) {
+            memcpy(out + image_at, t->image, t->image_size);
+            image_at = ALIGN8(image_at + t->image_size);
+        }
     }
-    PtoProgramHeader ph = { PTO_PROGRAM_MAGIC, b->instruction_count, b->local_count, 0 };
-    memcpy(out + program_off, &ph, sizeof ph);
-    memcpy(out + program_off + sizeof ph, b->program, b->program_bytes);
+    if (b->orch_image != NULL) {
+        memcpy(out + orch_off, b->orch_image, orch_size);
+        memcpy(out + entry_off, b->orch_entry, entry_size);
+    } else {
+        PtoProgramHeader ph = { PTO_PROGRAM_MAGIC, b->instruction_count, b->local_count, 0 };
+        memcpy(out + orch_off, &ph, sizeof ph);
+        memcpy(out + orch_off + sizeof ph, b->program, b->program_bytes);
+    }
     *size = total;
     return out;
 }

@@ -17,7 +17,9 @@ typedef struct TestChild {
     uint32_t func_id;
     uint8_t core_type;
     uint8_t source_kind;
-    const char *name;
+    const char *name;           /* built-in name or library entry symbol */
+    const uint8_t *image;       /* kernel library image (source_kind LIBRARY) */
+    uint32_t image_size;
 } TestChild;
 
 typedef struct TestCallableBuilder {
@@ -29,18 +31,27 @@ typedef struct TestCallableBuilder {
     uint32_t program_bytes;
     uint32_t instruction_count;
     uint32_t local_count;
+    const uint8_t *orch_image;  /* non-NULL: a library orchestration instead of the program */
+    uint32_t orch_image_size;
+    const char *orch_entry;
 } TestCallableBuilder;
 
 void tcb_init(TestCallableBuilder *b);
 void tcb_free(TestCallableBuilder *b);
 void tcb_signature(TestCallableBuilder *b, const uint8_t *dirs, uint32_t n);
 void tcb_child(TestCallableBuilder *b, uint32_t func_id, uint8_t core_type, const char *builtin);
+/* A child whose kernel is `symbol` in the kernel library image[0..size). */
+void tcb_library_child(TestCallableBuilder *b, uint32_t func_id, uint8_t core_type, const uint8_t *image,
+                       uint32_t size, const char *symbol);
+/* The orchestration is `entry` in the library image[0..size) (no program). */
+void tcb_orchestration_library(TestCallableBuilder *b, const uint8_t *image, uint32_t size, const char *entry);
 
 /* Parameters. */
 PtoProgramParam tcb_tensor(uint32_t arg, uint8_t direction, int64_t offset, int64_t size);
 PtoProgramParam tcb_imm(uint64_t value);
 PtoProgramParam tcb_scalar_arg(uint32_t index);
 PtoProgramParam tcb_f32(float value);
+PtoProgramParam tcb_local(uint32_t local, uint8_t direction, int64_t offset, int64_t size);
 
 void tcb_submit(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam *params, uint32_t n);
 void tcb_insn(TestCallableBuilder *b, uint16_t opcode);                 /* head-only instructions */

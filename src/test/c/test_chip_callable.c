@@ -410,6 +410,106 @@ static void alloc_out_of_range(TestCallableBuilder *b)
     b->local_count = 1;
     tcb_alloc(b, 1, 64);
 }
+static PtoProgramParam looped_view(uint32_t kind, uint32_t index, uint8_t dir, int64_t off, int64_t coef, int64_t size)
+{
+    PtoProgramParam p = tcb_tensor(index, dir, off, size);
+    p.kind = (uint8_t)kind;
+    p.offset.coef[0] = coef;
+    return p;
+}
+static void writes_in_tensor(TestCallableBuilder *b)
+{
+    PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_OUT, 0, 4) };
+    tcb_submit(b, 1, p, 1);
+}
+static void negative_view_in_loop(TestCallableBuilder *b)
+{
+    tcb_loop(b, 3);
+    PtoProgramParam p[] = { looped_view(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, 8, -8, 4) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void negative_size(TestCallableBuilder *b)
+{
+    PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_IN, 0, -4) };
+    tcb_submit(b, 1, p, 1);
+}
+static void negative_view_never_runs(TestCallableBuilder *b)
+{
+    tcb_loop(b, 0);
+    PtoProgramParam p[] = { looped_view(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, -8, 0, -4) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_view_past_alloc(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_alloc(b, 0, 64);
+    tcb_loop(b, 4);
+    PtoProgramParam p[] = { looped_view(PTO_PARAM_LOCAL_TENSOR, 0, PTO_ARG_OUT, 0, 16, 20) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_view_tiles_its_alloc(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_alloc(b, 0, 64);
+    tcb_loop(b, 4);
+    PtoProgramParam p[] = { looped_view(PTO_PARAM_LOCAL_TENSOR, 0, PTO_ARG_OUT, 0, 16, 16) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void loop_count_too_large(TestCallableBuilder *b)
+{
+    tcb_loop(b, (uint64_t)INT64_MAX + 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void scalar_leaves_int64(TestCallableBuilder *b)
+{
+    tcb_loop(b, (uint64_t)INT64_MAX);
+    PtoProgramParam p[] = { { .kind = PTO_PARAM_SCALAR_AFFINE, .direction = PTO_ARG_SCALAR } };
+    p[0].offset.coef[0] = 2;
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void offset_leaves_int64(TestCallableBuilder *b)
+{
+    tcb_loop(b, 1ull << 62);
+    PtoProgramParam p[] = { looped_view(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, 0, 4, 4) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void alloc_in_a_repeated_scope(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 2);
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_used_after_its_scope(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+static void local_of_a_scope_reused_by_an_inner_loop(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    tcb_loop(b, 3);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+}
 static void loop_with_params(TestCallableBuilder *b)
 {
     PtoLoopInsn l = { .head = { PTO_OP_LOOP, 1, sizeof l }, .count = 1 };
@@ -431,6 +531,22 @@ TEST(decoder_checks_program_nesting_and_locals)
         { local_allocated_twice, 0, "allocates local 0 a second time" },
         { alloc_out_of_range, 0, "allocates local 1 but local_count is 1" },
         { loop_with_params, 0, "(LOOP) has param_count 1, must be 0" },
+        { writes_in_tensor, 0, "instruction 2 param 0 (OUT) writes argument tensor 0, which the signature declares IN" },
+        { negative_view_in_loop, 0, "instruction 3 param 0: the view offset reaches -8; a view lies inside its tensor" },
+        { negative_size, 0, "instruction 2 param 0: the view size reaches -4" },
+        { negative_view_never_runs, 1, "" },
+        { local_view_past_alloc, 0, "instruction 4 param 0: the view reaches byte 68 of local tensor 0, which has 64 bytes" },
+        { local_view_tiles_its_alloc, 1, "" },
+        { loop_count_too_large, 0, "instruction 2 (LOOP) count 9223372036854775808 exceeds 9223372036854775807" },
+        { scalar_leaves_int64, 0, "instruction 3 param 0: the scalar value leaves the 64-bit range in some iteration" },
+        { alloc_in_a_repeated_scope, 0,
+          "instruction 4 (ALLOC_TENSOR local 0) is inside the scope opened at instruction 3, which the LOOP at "
+          "instruction 2 repeats" },
+        { local_used_after_its_scope, 0,
+          "instruction 5 param 0 uses local tensor 0 after the scope that frees it (SCOPE_BEGIN at instruction 2) has "
+          "ended" },
+        { local_of_a_scope_reused_by_an_inner_loop, 1, "" },
+        { offset_leaves_int64, 0, "instruction 3 param 0: the view's offset leaves the 64-bit range in some iteration" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char msg[CHIP_CALLABLE_MESSAGE_BYTES];

@@ -375,69 +375,38 @@ TEST(a_prepared_run_that_never_launches_copies_nothing_back)
 
 /* ---- refusals ------------------------------------------------------------------------ */
 
-static void use_loop(TestCallableBuilder *b)
-{
-    tcb_loop(b, 2);
-    tcb_insn(b, PTO_OP_END_LOOP);
-}
-static void use_scope(TestCallableBuilder *b)
-{
-    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
-    tcb_insn(b, PTO_OP_SCOPE_END);
-}
-static void use_alloc(TestCallableBuilder *b)
-{
-    b->local_count = 1;
-    tcb_alloc(b, 0, 64);
-}
-
-TEST(hbg_registration_refuses_what_arrives_with_issue_3)
+TEST(hbg_registration_refuses_libraries_that_do_not_load_and_leaks_nothing)
 {
     Runner *r = test_sim_runner();
     HostApi api = host_api_bind(r, 0, 0, &host_api_ops);
-    struct { void (*shape)(TestCallableBuilder *); const char *message; } cases[] = {
-        { use_loop, "the program uses LOOP, which arrives with issue [3/8]" },
-        { use_scope, "the program uses SCOPE_BEGIN, which arrives with issue [3/8]" },
-        { use_alloc, "the program uses ALLOC_TENSOR, which arrives with issue [3/8]" },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TestCallableBuilder b;
-        tcb_init(&b);
-        cases[i].shape(&b);
-        uint32_t size;
-        uint8_t *bytes = tcb_build(&b, &size);
-        tcb_free(&b);
-        RuntimeCallable *c = (RuntimeCallable *)1;
-        CHECK_EQ_INT(runtime_register_callable(&api, bytes, &c), PTO_ERR_BAD_CALLABLE);
-        CHECK(c == NULL);
-        CHECK_CONTAINS(pto_last_error(), cases[i].message);
-        free(bytes);
-    }
-    /* a kernel library child */
+    /* a kernel library child whose image is not a library */
     TestCallableBuilder b;
     tcb_init(&b);
-    tcb_child(&b, 4, PTO_CORE_AIV, "noop");
+    static const uint8_t junk[16] = "not an ELF file";
+    tcb_library_child(&b, 4, PTO_CORE_AIV, junk, sizeof junk, "fx_saxpy");
     uint32_t size;
     uint8_t *bytes = tcb_build(&b, &size);
     tcb_free(&b);
-    tcb_children(bytes)[0].source_kind = PTO_KERNEL_LIBRARY;
-    tcb_children(bytes)[0].image = tcb_children(bytes)[0].name;
-    RuntimeCallable *c = NULL;
+    RuntimeCallable *c = (RuntimeCallable *)1;
     CHECK_EQ_INT(runtime_register_callable(&api, bytes, &c), PTO_ERR_BAD_CALLABLE);
-    CHECK_CONTAINS(pto_last_error(), "child 0 (func_id 4) is a kernel library; kernel libraries arrive with issue [3/8]");
-    /* a library orchestration */
-    tcb_children(bytes)[0].source_kind = PTO_KERNEL_BUILTIN;
-    tcb_children(bytes)[0].image = (PtoBlobRef){ 0, 0 };
-    ChipCallableHeader *h = tcb_header(bytes);
-    h->orchestration_kind = PTO_ORCH_LIBRARY;
-    h->orchestration_entry = tcb_children(bytes)[0].name;
+    CHECK(c == NULL);
+    CHECK_CONTAINS(pto_last_error(), "child 0 (func_id 4): kernel library image (16 bytes) cannot be loaded: ");
+    free(bytes);
+    /* a library orchestration whose image is not a library */
+    tcb_init(&b);
+    tcb_child(&b, 4, PTO_CORE_AIV, "noop");
+    tcb_orchestration_library(&b, junk, sizeof junk, "fx_orch_repeat");
+    bytes = tcb_build(&b, &size);
+    tcb_free(&b);
     CHECK_EQ_INT(runtime_register_callable(&api, bytes, &c), PTO_ERR_BAD_CALLABLE);
-    CHECK_CONTAINS(pto_last_error(), "orchestration libraries arrive with issue [3/8]");
+    CHECK_CONTAINS(pto_last_error(),
+                   "register_callable: the orchestration library: orchestration library image (16 bytes) cannot be loaded: ");
     /* and a malformed one */
-    h->magic = 0;
+    tcb_header(bytes)->magic = 0;
     CHECK_EQ_INT(runtime_register_callable(&api, bytes, &c), PTO_ERR_BAD_CALLABLE);
     CHECK_CONTAINS(pto_last_error(), "register_callable: bad magic");
     CHECK_EQ_INT(runner_committed_bytes(r), 0);
+    CHECK_EQ_INT(runner_host_dlopen_count(r), 0);
     free(bytes);
     runner_destroy(r);
 }
@@ -554,34 +523,29 @@ TEST(bind_checks_every_view_against_its_tensor)
     release_callable(r, c);
     free(bytes);
 
-    /* a view writing an IN tensor */
-    TestCallableBuilder b;
-    tcb_init(&b);
+    /* what the text alone proves wrong is refused at registration already */
+    HostApi api = host_api_bind(r, 0, 0, &host_api_ops);
     const uint8_t sig[] = { PTO_ARG_IN, PTO_ARG_OUT };
-    tcb_signature(&b, sig, 2);
-    tcb_child(&b, 1, PTO_CORE_AIV, "vcopy");
-    PtoProgramParam p[] = { tcb_tensor(1, PTO_ARG_IN, 0, 16), tcb_tensor(0, PTO_ARG_OUT, 0, 16) };
-    tcb_submit(&b, 1, p, 2);
-    bytes = tcb_build(&b, &size);
-    tcb_free(&b);
-    c = register_callable(r, bytes);
-    ch.args->tensor_count = 2;
-    check_bind_refused(r, c, ch.args, "param 1 writes argument tensor 0, which the signature declares IN");
-    release_callable(r, c);
-    free(bytes);
-
-    /* a negative offset */
-    tcb_init(&b);
-    tcb_signature(&b, sig, 2);
-    tcb_child(&b, 1, PTO_CORE_AIV, "vcopy");
-    PtoProgramParam q[] = { tcb_tensor(0, PTO_ARG_IN, -4, 16), tcb_tensor(1, PTO_ARG_OUT, 0, 16) };
-    tcb_submit(&b, 1, q, 2);
-    bytes = tcb_build(&b, &size);
-    tcb_free(&b);
-    c = register_callable(r, bytes);
-    check_bind_refused(r, c, ch.args, "view [-4, -4 + 16) lies outside argument tensor 0");
-    release_callable(r, c);
-    free(bytes);
+    PtoProgramParam writes_in[] = { tcb_tensor(1, PTO_ARG_IN, 0, 16), tcb_tensor(0, PTO_ARG_OUT, 0, 16) };
+    PtoProgramParam negative[] = { tcb_tensor(0, PTO_ARG_IN, -4, 16), tcb_tensor(1, PTO_ARG_OUT, 0, 16) };
+    struct { const PtoProgramParam *params; const char *message; } refused[] = {
+        { writes_in, "instruction 0 param 1 (OUT) writes argument tensor 0, which the signature declares IN" },
+        { negative, "instruction 0 param 0: the view offset reaches -4; a view lies inside its tensor" },
+    };
+    for (int i = 0; i < 2; i++) {
+        TestCallableBuilder b;
+        tcb_init(&b);
+        tcb_signature(&b, sig, 2);
+        tcb_child(&b, 1, PTO_CORE_AIV, "vcopy");
+        tcb_submit(&b, 1, refused[i].params, 2);
+        bytes = tcb_build(&b, &size);
+        tcb_free(&b);
+        c = NULL;
+        CHECK_EQ_INT(runtime_register_callable(&api, bytes, &c), PTO_ERR_BAD_CALLABLE);
+        CHECK_CONTAINS(pto_last_error(), refused[i].message);
+        CHECK(c == NULL);
+        free(bytes);
+    }
     chain_free(&ch);
     runner_destroy(r);
 }

@@ -75,13 +75,15 @@ static int r_mark(void *r, uint32_t b, uint64_t h, const void *k, size_t ks, voi
 }
 static int r_upload(void *r, const void *c, size_t n, uint64_t h, void **d) { (void)c, (void)n, (void)h; rec(r); *d = NULL; return 0; }
 static int r_release(void *r, void *d) { (void)d; rec(r); return 0; }
+static int r_load_lib(void *r, const void *i, size_t n, void **h) { (void)i, (void)n; rec(r); *h = NULL; return 0; }
+static int r_release_lib(void *r, void *h) { (void)h; rec(r); return 0; }
 
 static const HostApiOps recording_ops = {
     r_malloc, r_free, r_h2d, r_d2h, r_reg, r_unreg, r_memset, r_get_tmp, r_set_tmp, r_arena,
-    r_heap, r_sm, r_rt, r_lookup, r_mark, r_upload, r_release,
+    r_heap, r_sm, r_rt, r_lookup, r_mark, r_upload, r_release, r_load_lib, r_release_lib,
 };
 
-enum { ENTRIES = 17, SLOT_ENTRIES = 2, BANK_ENTRIES = 6, ITERATIONS = 300 };
+enum { ENTRIES = 19, SLOT_ENTRIES = 2, BANK_ENTRIES = 6, ITERATIONS = 300 };
 
 /* Every entry once, through the HostApi forwarders. */
 static void call_every_entry(const HostApi *api)
@@ -106,6 +108,8 @@ static void call_every_entry(const HostApi *api)
     host_api_mark_prebuilt_runtime_arena_cached(api, 1, buf, 8, buf);
     host_api_upload_chip_callable_buffer(api, buf, 8, 1, &dev);
     host_api_release_chip_callable_buffer(api, buf);
+    host_api_load_host_library(api, buf, 8, &dev);
+    host_api_release_host_library(api, buf);
 }
 
 typedef struct Crossing {
@@ -197,6 +201,11 @@ TEST(host_api_ops_fail_closed_on_a_null_runner)
     CHECK(dev == NULL);
     CHECK(o->release_chip_callable_buffer(NULL, buf) < 0);
     CHECK_CONTAINS(pto_last_error(), "release_chip_callable_buffer");
+    dev = buf;
+    CHECK(o->load_host_library(NULL, buf, 8, &dev) < 0);
+    CHECK(dev == NULL);
+    CHECK(o->release_host_library(NULL, buf) < 0);
+    CHECK_CONTAINS(pto_last_error(), "release_host_library");
 }
 
 TEST(host_api_ops_refuse_null_pointers_and_free_null_is_a_no_op)
@@ -214,6 +223,9 @@ TEST(host_api_ops_refuse_null_pointers_and_free_null_is_a_no_op)
     CHECK(o->lookup_prebuilt_runtime_arena_cache(runner, 0, 1, NULL, 8, &dev) < 0);
     CHECK(o->mark_prebuilt_runtime_arena_cached(runner, 0, 1, buf, 8, NULL) < 0);
     CHECK(o->upload_chip_callable_buffer(runner, NULL, 8, 1, &dev) < 0);
+    CHECK(o->load_host_library(runner, NULL, 8, &dev) < 0);
+    CHECK(o->load_host_library(runner, buf, 8, NULL) < 0);
+    CHECK(o->release_host_library(runner, NULL) < 0);
     runner_destroy(runner);
 }
 

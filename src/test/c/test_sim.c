@@ -7,9 +7,9 @@
 
 #include "common/launch_signal.h"
 
-static uint8_t *read_file(const char *name, size_t *size)
+static uint8_t *read_file_in(const char *env, const char *name, size_t *size)
 {
-    const char *dir = getenv("PTORUN_LIB_DIR");
+    const char *dir = getenv(env);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
     FILE *f = fopen(path, "rb");
@@ -28,6 +28,33 @@ static uint8_t *read_file(const char *name, size_t *size)
     fclose(f);
     *size = (size_t)n;
     return bytes;
+}
+
+static uint8_t *read_file(const char *name, size_t *size)
+{
+    return read_file_in("PTORUN_LIB_DIR", name, size);
+}
+
+const uint8_t *test_fixture(const char *name, uint32_t *size)
+{
+    static struct { char name[32]; uint8_t *bytes; size_t size; } cache[8];
+    for (int i = 0; i < 8; i++) {
+        if (cache[i].bytes != NULL && strcmp(cache[i].name, name) == 0) {
+            *size = (uint32_t)cache[i].size;
+            return cache[i].bytes;
+        }
+        if (cache[i].bytes == NULL) {
+            char file[64];
+            snprintf(file, sizeof file, "libptorun_fixture_%s.so", name);
+            cache[i].bytes = read_file_in("PTORUN_FIXTURE_DIR", file, &cache[i].size);
+            if (cache[i].bytes == NULL)
+                return NULL;
+            snprintf(cache[i].name, sizeof cache[i].name, "%s", name);
+            *size = (uint32_t)cache[i].size;
+            return cache[i].bytes;
+        }
+    }
+    return NULL;
 }
 
 const DeviceImages *test_images_of(const char *arch)
@@ -95,11 +122,17 @@ CallConfig test_config(int32_t timeout_ms)
 int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
              const CallConfig *cfg, int *exec_rc)
 {
+    return test_run_desc(r, c, bank, args, cfg, NULL, exec_rc);
+}
+
+int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+                  const CallConfig *cfg, const NativeRunDescriptor *desc, int *exec_rc)
+{
     HostApi api = host_api_bind(r, bank, bank, &host_api_ops);
     RuntimeRun run;
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
-    int rc = runtime_bind(&run, &api, c, args, cfg, NULL, &launch);
+    int rc = runtime_bind(&run, &api, c, args, cfg, desc, &launch);
     if (rc != PTO_OK)
         return rc;
     volatile int32_t accepted = 0;

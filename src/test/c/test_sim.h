@@ -34,6 +34,14 @@ CallConfig test_config(int32_t timeout_ms);
 int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
              const CallConfig *cfg, int *exec_rc);
 
+/* test_run with the run's descriptor (NULL = none). */
+int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+                  const CallConfig *cfg, const NativeRunDescriptor *desc, int *exec_rc);
+
+/* The bytes of a fixture library ($PTORUN_FIXTURE_DIR/libptorun_fixture_<name>.so),
+ * read once and kept; NULL (message printed) when missing. */
+const uint8_t *test_fixture(const char *name, uint32_t *size);
+
 /* The process's CPU time (user + system) in microseconds. */
 long long test_process_cpu_us(void);
 

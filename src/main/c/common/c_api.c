@@ -225,13 +225,12 @@ size_t get_aicpu_dlopen_count(void *ctx)
     return dc == NULL ? 0 : runner_aicpu_dlopen_count(dc->runner);
 }
 
-/* hbg host orchestration libraries arrive in issue [3/8]; until then no
- * library ever dlopens one on the host, so 0 is the true count. */
+/* hbg host orchestration library loads (trb never loads one on the host: 0). */
 size_t get_host_dlopen_count(void *ctx)
 {
     pto_clear_error();
-    device_context_from(ctx, "get_host_dlopen_count");
-    return 0;
+    DeviceContext *dc = device_context_from(ctx, "get_host_dlopen_count");
+    return dc == NULL ? 0 : runner_host_dlopen_count(dc->runner);
 }
 
 size_t get_run_stream_set_create_count(void *ctx)

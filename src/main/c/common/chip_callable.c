@@ -281,8 +281,56 @@ typedef struct Nesting {
 
 typedef struct ProgramWalk {
     Nesting nest;
+    uint64_t loop_count[PTO_PROGRAM_MAX_LOOP_DEPTH]; /* trip counts of the open loops, outermost first */
     uint8_t allocated[PTO_PROGRAM_MAX_LOCALS]; /* local id -> allocated earlier in the text */
+    uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
+    /* the SCOPE_BEGIN (instruction index) whose end frees the local; NO_SCOPE: the run's end */
+    uint32_t local_scope[PTO_PROGRAM_MAX_LOCALS];
 } ProgramWalk;
+
+#define NO_SCOPE UINT32_MAX
+
+/* Position in the nesting stack of the innermost open SCOPE_BEGIN, or -1. */
+static int innermost_scope(const Nesting *n)
+{
+    for (uint32_t k = n->depth; k-- > 0;)
+        if (n->opcode[k] == PTO_OP_SCOPE_BEGIN)
+            return (int)k;
+    return -1;
+}
+
+/* Non-zero while the SCOPE_BEGIN at instruction `insn` is open. */
+static int scope_open(const Nesting *n, uint32_t insn)
+{
+    for (uint32_t k = 0; k < n->depth; k++)
+        if (n->opcode[k] == PTO_OP_SCOPE_BEGIN && n->insn[k] == insn)
+            return 1;
+    return 0;
+}
+
+/* The values a + b (b may be NULL) takes over every iteration of the enclosing
+   loops (loop variable d runs 0..loop_count[d]-1), in 128-bit arithmetic. 0
+   when some enclosing loop has no iteration (the instruction never runs); -1
+   when a value leaves int64. */
+static int affine_range(const ProgramWalk *w, const PtoAffine *a, const PtoAffine *b, int64_t *lo, int64_t *hi)
+{
+    __int128 min = (__int128)a->base + (b != NULL ? b->base : 0), max = min;
+    for (uint32_t d = 0; d < w->nest.loops; d++) {
+        if (w->loop_count[d] == 0)
+            return 0;
+        __int128 coef = (__int128)a->coef[d] + (b != NULL ? b->coef[d] : 0);
+        __int128 end = coef * (__int128)(w->loop_count[d] - 1);
+        if (end < 0)
+            min += end;
+        else
+            max += end;
+    }
+    if (min < INT64_MIN || max > INT64_MAX)
+        return -1;
+    *lo = (int64_t)min;
+    *hi = (int64_t)max;
+    return 1;
+}
 
 /* An affine expression may only use the loop variables of enclosing loops. */
 static int check_affine(Decoder *d, const PtoAffine *a, uint32_t loops, uint32_t insn, uint32_t param,
@@ -292,6 +340,33 @@ static int check_affine(Decoder *d, const PtoAffine *a, uint32_t loops, uint32_t
         if (a->coef[k] != 0)
             return fail(d, "instruction %u param %u: %s uses loop variable %u but only %u loop(s) enclose it",
                         insn, param, what, k, loops);
+    return PTO_OK;
+}
+
+/* What registration can prove about a view from the text alone: offsets and
+   sizes never negative and never overflowing over all iterations, and a view
+   of a local inside its ALLOC_TENSOR bytes. (Argument tensors' sizes are the
+   run's: the interpreter checks those.) */
+static int check_view_range(Decoder *d, const ProgramWalk *w, const PtoProgramParam *p, uint32_t insn, uint32_t i)
+{
+    int64_t off_lo, off_hi, size_lo, size_hi, end_lo, end_hi;
+    int r1 = affine_range(w, &p->offset, NULL, &off_lo, &off_hi), r2 = affine_range(w, &p->size, NULL, &size_lo, &size_hi);
+    if (r1 == 0)
+        return PTO_OK; /* inside a loop that never iterates */
+    if (r1 < 0 || r2 < 0)
+        return fail(d, "instruction %u param %u: the view's %s leaves the 64-bit range in some iteration", insn, i,
+                    r1 < 0 ? "offset" : "size");
+    if (off_lo < 0)
+        return fail(d, "instruction %u param %u: the view offset reaches %lld; a view lies inside its tensor", insn, i,
+                    (long long)off_lo);
+    if (size_lo < 0)
+        return fail(d, "instruction %u param %u: the view size reaches %lld", insn, i, (long long)size_lo);
+    int r3 = affine_range(w, &p->offset, &p->size, &end_lo, &end_hi);
+    if (r3 < 0)
+        return fail(d, "instruction %u param %u: the view's end leaves the 64-bit range in some iteration", insn, i);
+    if (p->kind == PTO_PARAM_LOCAL_TENSOR && (uint64_t)end_hi > w->local_bytes[p->index])
+        return fail(d, "instruction %u param %u: the view reaches byte %lld of local tensor %u, which has %llu bytes",
+                    insn, i, (long long)end_hi, p->index, (unsigned long long)w->local_bytes[p->index]);
     return PTO_OK;
 }
 
@@ -318,10 +393,19 @@ static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *
             if (!w->allocated[p->index])
                 return fail(d, "instruction %u param %u uses local tensor %u before its ALLOC_TENSOR", insn, i,
                             p->index);
+            if (w->local_scope[p->index] != NO_SCOPE && !scope_open(&w->nest, w->local_scope[p->index]))
+                return fail(d,
+                            "instruction %u param %u uses local tensor %u after the scope that frees it (SCOPE_BEGIN "
+                            "at instruction %u) has ended",
+                            insn, i, p->index, w->local_scope[p->index]);
         }
-        if ((rc = check_affine(d, &p->offset, loops, insn, i, "the view offset")) != PTO_OK)
+        if (p->kind == PTO_PARAM_ARG_TENSOR && p->direction != PTO_ARG_IN && v->signature[p->index] == PTO_ARG_IN)
+            return fail(d, "instruction %u param %u (%s) writes argument tensor %u, which the signature declares IN",
+                        insn, i, direction_name(p->direction), p->index);
+        if ((rc = check_affine(d, &p->offset, loops, insn, i, "the view offset")) != PTO_OK ||
+            (rc = check_affine(d, &p->size, loops, insn, i, "the view size")) != PTO_OK)
             return rc;
-        return check_affine(d, &p->size, loops, insn, i, "the view size");
+        return check_view_range(d, w, p, insn, i);
     case PTO_PARAM_SCALAR_IMM:
     case PTO_PARAM_SCALAR_ARG:
     case PTO_PARAM_SCALAR_AFFINE:
@@ -331,8 +415,14 @@ static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *
         if (p->kind == PTO_PARAM_SCALAR_ARG && p->index >= v->scalar_count)
             return fail(d, "instruction %u param %u names argument scalar %u but the signature has %u scalar(s)",
                         insn, i, p->index, v->scalar_count);
-        if (p->kind == PTO_PARAM_SCALAR_AFFINE)
-            return check_affine(d, &p->offset, loops, insn, i, "the scalar value");
+        if (p->kind == PTO_PARAM_SCALAR_AFFINE) {
+            int64_t lo, hi;
+            if ((rc = check_affine(d, &p->offset, loops, insn, i, "the scalar value")) != PTO_OK)
+                return rc;
+            if (affine_range(w, &p->offset, NULL, &lo, &hi) < 0)
+                return fail(d, "instruction %u param %u: the scalar value leaves the 64-bit range in some iteration",
+                            insn, i);
+        }
         return PTO_OK;
     default:
         return fail(d, "instruction %u param %u has invalid kind %u", insn, i, p->kind);
@@ -409,6 +499,26 @@ static int close_construct(Decoder *d, Nesting *n, uint16_t opens, uint32_t inde
     return PTO_OK;
 }
 
+/* A local lives until the end of the innermost scope around its ALLOC_TENSOR
+   (trb frees that scope's heap there). Each local is allocated once per run,
+   so a loop around that scope would reuse a freed local: refused. */
+static int note_alloc(Decoder *d, ProgramWalk *w, const PtoAllocInsn *a, uint32_t index)
+{
+    const Nesting *n = &w->nest;
+    int scope = innermost_scope(n);
+    for (int k = 0; k < scope; k++)
+        if (n->opcode[k] == PTO_OP_LOOP)
+            return fail(d,
+                        "instruction %u (ALLOC_TENSOR local %u) is inside the scope opened at instruction %u, which the "
+                        "LOOP at instruction %u repeats: the scope's end frees the local, which is allocated once per "
+                        "run; allocate it outside the repeated scope",
+                        index, a->local_id, n->insn[scope], n->insn[k]);
+    w->allocated[a->local_id] = 1;
+    w->local_bytes[a->local_id] = a->bytes;
+    w->local_scope[a->local_id] = scope >= 0 ? n->insn[scope] : NO_SCOPE;
+    return PTO_OK;
+}
+
 static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
 {
     int rc;
@@ -427,12 +537,17 @@ static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint
         if (w->allocated[in->u.alloc.local_id])
             return fail(d, "instruction %u (ALLOC_TENSOR) allocates local %u a second time", index,
                         in->u.alloc.local_id);
-        w->allocated[in->u.alloc.local_id] = 1;
-        return PTO_OK;
+        return note_alloc(d, w, &in->u.alloc, index);
     case PTO_OP_LOOP:
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoLoopInsn))) != PTO_OK)
             return rc;
-        return open_construct(d, &w->nest, PTO_OP_LOOP, index);
+        if (in->u.loop.count > (uint64_t)INT64_MAX)
+            return fail(d, "instruction %u (LOOP) count %llu exceeds %lld", index,
+                        (unsigned long long)in->u.loop.count, (long long)INT64_MAX);
+        if ((rc = open_construct(d, &w->nest, PTO_OP_LOOP, index)) != PTO_OK)
+            return rc;
+        w->loop_count[w->nest.loops - 1] = in->u.loop.count;
+        return PTO_OK;
     case PTO_OP_END_LOOP:
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
             return rc;

@@ -161,6 +161,22 @@ static int ops_release_chip_callable_buffer(void *runner, void *dev)
     return runner_release_chip_callable_buffer((Runner *)runner, dev);
 }
 
+static int ops_load_host_library(void *runner, const void *image, size_t size, void **handle)
+{
+    if (handle != NULL)
+        *handle = NULL;
+    if (runner == NULL || image == NULL || handle == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.load_host_library: NULL runner or pointer");
+    return runner_load_host_library((Runner *)runner, image, size, handle);
+}
+
+static int ops_release_host_library(void *runner, void *handle)
+{
+    if (runner == NULL || handle == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "host_api.release_host_library: NULL runner or pointer");
+    return runner_release_host_library((Runner *)runner, handle);
+}
+
 const HostApiOps host_api_ops = {
     .device_malloc = ops_device_malloc,
     .device_free = ops_device_free,
@@ -179,6 +195,8 @@ const HostApiOps host_api_ops = {
     .mark_prebuilt_runtime_arena_cached = ops_mark_prebuilt_runtime_arena_cached,
     .upload_chip_callable_buffer = ops_upload_chip_callable_buffer,
     .release_chip_callable_buffer = ops_release_chip_callable_buffer,
+    .load_host_library = ops_load_host_library,
+    .release_host_library = ops_release_host_library,
 };
 
 void *host_api_device_malloc(const HostApi *api, size_t n)
@@ -325,4 +343,21 @@ int host_api_release_chip_callable_buffer(const HostApi *api, void *dev)
     if (api == NULL || api->ops == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.release_chip_callable_buffer: no HostApi bound");
     return api->ops->release_chip_callable_buffer(api->runner, dev);
+}
+
+int host_api_load_host_library(const HostApi *api, const void *image, size_t size, void **handle)
+{
+    if (api == NULL || api->ops == NULL) {
+        if (handle != NULL)
+            *handle = NULL;
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.load_host_library: no HostApi bound");
+    }
+    return api->ops->load_host_library(api->runner, image, size, handle);
+}
+
+int host_api_release_host_library(const HostApi *api, void *handle)
+{
+    if (api == NULL || api->ops == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "HostApi.release_host_library: no HostApi bound");
+    return api->ops->release_host_library(api->runner, handle);
 }

@@ -44,6 +44,12 @@ typedef struct HostApiOps {
                                        uint64_t hash, void **dev);
     /* drop one reference taken by upload_chip_callable_buffer */
     int (*release_chip_callable_buffer)(void *runner, void *dev);
+    /* ([3/8]) load a host-side shared library from bytes (an hbg orchestration
+       library) once per content per device context, refcounted; *handle is its
+       dlopen handle. Counted by get_host_dlopen_count. */
+    int (*load_host_library)(void *runner, const void *image, size_t size, void **handle);
+    /* drop one reference taken by load_host_library (the last one unloads it) */
+    int (*release_host_library)(void *runner, void *handle);
 } HostApiOps;
 
 typedef struct HostApi {
@@ -82,5 +88,7 @@ int host_api_mark_prebuilt_runtime_arena_cached(const HostApi *api, uint64_t has
 int host_api_upload_chip_callable_buffer(const HostApi *api, const void *callable, size_t size,
                                          uint64_t hash, void **dev);
 int host_api_release_chip_callable_buffer(const HostApi *api, void *dev);
+int host_api_load_host_library(const HostApi *api, const void *image, size_t size, void **handle);
+int host_api_release_host_library(const HostApi *api, void *handle);
 
 #endif

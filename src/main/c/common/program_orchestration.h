@@ -19,6 +19,27 @@
  * (views against tensor sizes, affine overflow, loop trip counts) and fails with
  * PTO_ERR_BAD_CALLABLE naming the instruction, never touching memory outside the
  * run's tensors. An error returned by an api call is returned unchanged.
+ *
+ * Semantics fixed with the runtimes (issue [3/8]):
+ *  - loop variables by nesting depth (0 = outermost); PtoAffine = base +
+ *    sum(coef[d] * var[d]) over the enclosing loops only; LOOP count 0 skips
+ *    the body; counts above INT64_MAX are refused;
+ *  - a view is [offset, offset + size) bytes from its tensor's addr, bounded by
+ *    the tensor's size (argument tensors) or the ALLOC_TENSOR bytes (locals);
+ *  - each local id is allocated once per run, the first time its ALLOC_TENSOR
+ *    executes; later executions (in a loop) reuse it. A SUBMIT using a local
+ *    before that is refused. A local lives until the end of the innermost
+ *    scope around its ALLOC_TENSOR (trb frees that scope's heap): a use after
+ *    it, or its ALLOC_TENSOR running again after it, is refused.
+ *    alloc_tensor returning 0 fails the run with PTO_ERR_OUT_OF_MEMORY, the
+ *    api's message prefixed by the instruction;
+ *  - SCALAR_AFFINE passes the value as the raw bits of a signed 64-bit integer;
+ *  - a loop iteration that submitted no task ends its loop: every iteration
+ *    does the same operations, so the rest would submit nothing either.
+ *
+ * Messages are recorded with pto_fail (common/last_error.h). The AICPU image
+ * compiles common/last_error.c as well, so on the device the message is in that
+ * image's own per-thread buffer (pto_last_error() on the calling thread).
  */
 #ifndef PTORUN_PROGRAM_ORCHESTRATION_H
 #define PTORUN_PROGRAM_ORCHESTRATION_H

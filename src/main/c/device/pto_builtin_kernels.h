@@ -14,7 +14,16 @@
     X(vadd)                    \
     X(vadds)                   \
     X(vmul)                    \
-    X(vmuls)
+    X(vmuls)                   \
+    X(vsub)                    \
+    X(vdiv)                    \
+    X(vmax)                    \
+    X(vexp)                    \
+    X(vrelu)                   \
+    X(reduce_sum)              \
+    X(softmax_rows)            \
+    X(gemm_tile)               \
+    X(tile_add)
 
 /* What a built-in returns when it refuses its task (the run then fails with
  * PTO_ERR_KERNEL_FAULT naming the task, its func_id and this code). A refusing
@@ -24,5 +33,7 @@
 #define PTO_KERNEL_ERR_VIEW_TOO_SMALL 2 /* an input view is smaller than the output needs */
 #define PTO_KERNEL_ERR_BAD_SIZE 3       /* an f32 view whose byte size is not a multiple of 4 */
 #define PTO_KERNEL_ERR_MISALIGNED 4     /* an f32 view whose address is not 4-byte aligned */
+#define PTO_KERNEL_ERR_BAD_SCALAR 5     /* a scalar parameter is out of range (0 columns, sizes that overflow) */
+#define PTO_KERNEL_ERR_CORE_TYPE 6      /* the kernel runs on the other core type (gemm_tile: AIC only) */
 
 #endif

@@ -74,11 +74,17 @@ int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t
                                               const void *key, size_t key_size, void *image);
 int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev);
 int runner_release_chip_callable_buffer(Runner *r, void *dev);
+/* Host-side libraries from bytes (hbg orchestration libraries): once per content
+ * per runner, refcounted (common/library_cache.h); unloaded at the last release
+ * or at runner_finalize. */
+int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle);
+int runner_release_host_library(Runner *r, void *handle);
 
 /* ---- queries for the exported counters ------------------------------------ */
 uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank);  /* 0 if never committed */
 uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot);       /* 0 if none */
 size_t runner_aicpu_dlopen_count(Runner *r);
+size_t runner_host_dlopen_count(Runner *r);                          /* host library loads ever */
 size_t runner_run_stream_set_create_count(Runner *r);
 
 /* ---- execution: the run's job is enqueue then drain (executor thread) ------ */

@@ -200,6 +200,16 @@ int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t s
 
 int runner_release_chip_callable_buffer(Runner *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
 
+int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle)
+{
+    (void)r, (void)size;
+    *handle = (void *)image;
+    return PTO_OK;
+}
+
+int runner_release_host_library(Runner *r, void *handle) { (void)r, (void)handle; return PTO_OK; }
+size_t runner_host_dlopen_count(Runner *r) { (void)r; return 4; }
+
 uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank) { (void)r; return 0x1000u * (bank + 1); }
 uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot) { (void)r; return 0x2000u * (slot + 1); }
 size_t runner_aicpu_dlopen_count(Runner *r) { (void)r; return 3; }

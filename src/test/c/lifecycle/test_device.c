@@ -221,7 +221,8 @@ TEST(queries_forward_to_the_runner)
     CHECK_EQ_INT(get_retained_temp_addr_ctx(f.ctx, 2), 0);
     CHECK_EQ_INT(get_aicpu_dlopen_count(f.ctx), 3);
     CHECK_EQ_INT(get_run_stream_set_create_count(f.ctx), 5);
-    CHECK_EQ_INT(get_host_dlopen_count(f.ctx), 0);
+    CHECK_EQ_INT(get_host_dlopen_count(f.ctx), 4);
+    CHECK_EQ_INT(get_host_dlopen_count(NULL), 0);
     CHECK_EQ_INT(get_aicpu_dlopen_count(NULL), 0);
     CHECK_EQ_INT(get_arena_bank_gm_heap_base_ctx(NULL, 0), 0);
     fix_teardown(&f);

@@ -255,3 +255,25 @@ int runner_drain(Runner *r, RunExec *exec)
     (void)exec;
     return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "runner_drain: " ONBOARD_NOT_BUILT);
 }
+
+int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle)
+{
+    (void)r;
+    (void)image;
+    (void)size;
+    *handle = NULL;
+    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "runner_load_host_library: " ONBOARD_NOT_BUILT);
+}
+
+int runner_release_host_library(Runner *r, void *handle)
+{
+    (void)r;
+    (void)handle;
+    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "runner_release_host_library: " ONBOARD_NOT_BUILT);
+}
+
+size_t runner_host_dlopen_count(Runner *r)
+{
+    (void)r;
+    return 0;
+}

@@ -12,6 +12,7 @@
 #include "arch/arch.h"
 #include "common/alloc_table.h"
 #include "common/chip_callable.h"
+#include "common/library_cache.h"
 #include "common/env.h"
 #include "common/last_error.h"
 #include "device/pto_device_abi.h"
@@ -48,6 +49,8 @@ typedef struct SimUpload {
     size_t size;
     uint64_t hash;       /* of the caller's bytes */
     uint32_t refs;
+    uint32_t library_count;
+    void *libraries[PTO_CALLABLE_MAX_CHILDREN]; /* kernel-library references its children hold */
 } SimUpload;
 
 struct Runner {
@@ -64,6 +67,9 @@ struct Runner {
     SimPrebuiltCache prebuilt;
     SimUpload *uploads;
     size_t upload_count, upload_cap;
+    /* user kernel libraries (the device side of the sim, loaded into this
+       process like the images) and hbg orchestration libraries (the host side) */
+    LibraryCache kernel_libraries, host_libraries;
     /* Test facility: the enqueue after this many successful ones fails before the
      * marker, once (PTORUN_SIM_FAIL_ENQUEUE_AFTER, read at init; -1 = never). */
     long long fail_enqueue_after;
@@ -108,8 +114,16 @@ Runner *runner_create(void)
         goto fail_table;
     if (pthread_mutex_init(&r->lock, NULL) != 0)
         goto fail_lock;
+    if (library_cache_init(&r->kernel_libraries, "kernel library") != PTO_OK)
+        goto fail_kernel_libraries;
+    if (library_cache_init(&r->host_libraries, "orchestration library") != PTO_OK)
+        goto fail_host_libraries;
     return r;
 
+fail_host_libraries:
+    library_cache_destroy(&r->kernel_libraries);
+fail_kernel_libraries:
+    pthread_mutex_destroy(&r->lock);
 fail_lock:
     alloc_table_destroy(&r->memory);
 fail_table:
@@ -133,6 +147,8 @@ void runner_destroy(Runner *r)
         sim_device_pool_wait(r->pool, UINT64_MAX, 0);
     alloc_table_drain(&r->memory, release_allocation, NULL);
     alloc_table_destroy(&r->memory);
+    library_cache_destroy(&r->host_libraries);
+    library_cache_destroy(&r->kernel_libraries);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -225,6 +241,9 @@ int runner_finalize(Runner *r)
     free(r->uploads);
     r->uploads = NULL;
     r->upload_count = r->upload_cap = 0;
+    /* no kernel can run any more: the libraries go with the device */
+    library_cache_clear(&r->kernel_libraries);
+    library_cache_clear(&r->host_libraries);
     sim_image_unload(&r->aicore);
     sim_image_unload(&r->aicpu);
     r->aicpu_entry = NULL;
@@ -579,26 +598,59 @@ static int same_callable(const SimUpload *u, const ChipCallableView *v)
     return memcmp(dev + from, v->bytes + from, v->header.total_size - from) == 0;
 }
 
-/* Writes each child's kernel address (dlsym in this runner's AICore copy) into
-   the uploaded copy. */
-static int resolve_kernels(Runner *r, const ChipCallableView *v, uint8_t *dev)
+static void release_libraries(Runner *r, SimUpload *u)
+{
+    for (uint32_t i = 0; i < u->library_count; i++)
+        library_cache_release(&r->kernel_libraries, u->libraries[i]);
+    u->library_count = 0;
+}
+
+/* A built-in's address: dlsym of pto_kernel_<name> in this runner's AICore copy. */
+static void *builtin_kernel(Runner *r, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c)
+{
+    const char *name = chip_callable_blob(v, c->name);
+    char symbol[sizeof PTO_KERNEL_SYMBOL_PREFIX + PTO_CALLABLE_MAX_NAME];
+    memcpy(symbol, PTO_KERNEL_SYMBOL_PREFIX, sizeof PTO_KERNEL_SYMBOL_PREFIX - 1);
+    memcpy(symbol + sizeof PTO_KERNEL_SYMBOL_PREFIX - 1, name, c->name.size);
+    symbol[sizeof PTO_KERNEL_SYMBOL_PREFIX - 1 + c->name.size] = '\0';
+    void *fn = sim_image_symbol(&r->aicore, symbol);
+    if (fn == NULL)
+        pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): the AICore image has no kernel '%.*s'", i, c->func_id,
+                 (int)c->name.size, name);
+    return fn;
+}
+
+/* A library kernel's address: its image loaded once per content (a reference
+   recorded in `u`), its entry symbol resolved there. */
+static void *library_kernel(Runner *r, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c, SimUpload *u)
+{
+    void *handle;
+    if (library_cache_acquire(&r->kernel_libraries, v->bytes + c->image.offset, c->image.size, &handle) != PTO_OK) {
+        pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): %s", i, c->func_id, pto_last_error());
+        return NULL;
+    }
+    u->libraries[u->library_count++] = handle;
+    char why[256];
+    const char *name = chip_callable_blob(v, c->name);
+    void *fn = library_cache_symbol(handle, name, c->name.size, why, sizeof why);
+    if (fn == NULL)
+        pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): the kernel library has no entry symbol '%.*s': %s", i,
+                 c->func_id, (int)c->name.size, name, why);
+    return fn;
+}
+
+/* Writes each child's kernel address into the uploaded copy. On failure the
+   library references taken so far are released. */
+static int resolve_kernels(Runner *r, const ChipCallableView *v, uint8_t *dev, SimUpload *u)
 {
     for (uint32_t i = 0; i < v->header.child_count; i++) {
         ChipCallableChild c;
         chip_callable_child(v, i, &c);
-        const char *name = chip_callable_blob(v, c.name);
-        if (c.source_kind != PTO_KERNEL_BUILTIN)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "child %u (func_id %u): kernel libraries arrive with issue [3/8]; '%.*s' cannot be loaded",
-                            i, c.func_id, (int)c.name.size, name);
-        char symbol[sizeof PTO_KERNEL_SYMBOL_PREFIX + PTO_CALLABLE_MAX_NAME];
-        memcpy(symbol, PTO_KERNEL_SYMBOL_PREFIX, sizeof PTO_KERNEL_SYMBOL_PREFIX - 1);
-        memcpy(symbol + sizeof PTO_KERNEL_SYMBOL_PREFIX - 1, name, c.name.size);
-        symbol[sizeof PTO_KERNEL_SYMBOL_PREFIX - 1 + c.name.size] = '\0';
-        void *fn = sim_image_symbol(&r->aicore, symbol);
-        if (fn == NULL)
-            return pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): the AICore image has no kernel '%.*s'", i,
-                            c.func_id, (int)c.name.size, name);
+        void *fn = c.source_kind == PTO_KERNEL_LIBRARY ? library_kernel(r, v, i, &c, u) : builtin_kernel(r, v, i, &c);
+        if (fn == NULL) {
+            release_libraries(r, u);
+            return PTO_ERR_BAD_CALLABLE;
+        }
         uint64_t addr = (uint64_t)(uintptr_t)fn;
         memcpy(dev + chip_callable_resolved_addr_offset(v, i), &addr, sizeof addr);
     }
@@ -648,8 +700,13 @@ int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t s
         goto out;
     }
     memcpy(copy, callable, size);
-    if ((rc = resolve_kernels(r, &v, copy)) != PTO_OK ||
-        (rc = add_upload(r, (SimUpload){ copy, size, hash, 1 })) != PTO_OK) {
+    SimUpload u = { .dev = copy, .size = size, .hash = hash, .refs = 1 };
+    if ((rc = resolve_kernels(r, &v, copy, &u)) != PTO_OK) {
+        free_device(r, copy);
+        goto out;
+    }
+    if ((rc = add_upload(r, u)) != PTO_OK) {
+        release_libraries(r, &u);
         free_device(r, copy);
         goto out;
     }
@@ -667,6 +724,7 @@ int runner_release_chip_callable_buffer(Runner *r, void *dev)
         if (u->dev != dev)
             continue;
         if (--u->refs == 0) {
+            release_libraries(r, u);
             free_device(r, u->dev);
             r->uploads[i] = r->uploads[--r->upload_count];
         }
@@ -675,6 +733,26 @@ int runner_release_chip_callable_buffer(Runner *r, void *dev)
     }
     pthread_mutex_unlock(&r->lock);
     return pto_fail(PTO_ERR_INVALID_ARGUMENT, "release_chip_callable_buffer: %p is not an uploaded callable", dev);
+}
+
+/* ---- host libraries ------------------------------------------------------------------ */
+
+int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle)
+{
+    *handle = NULL;
+    if (!runner_initialized(r))
+        return pto_fail(PTO_ERR_WRONG_PHASE, "load_host_library: the device is not initialized (simpler_init)");
+    return library_cache_acquire(&r->host_libraries, image, size, handle);
+}
+
+int runner_release_host_library(Runner *r, void *handle)
+{
+    return library_cache_release(&r->host_libraries, handle);
+}
+
+size_t runner_host_dlopen_count(Runner *r)
+{
+    return library_cache_loads(&r->host_libraries);
 }
 
 /* ---- counters ---------------------------------------------------------------------- */

@@ -115,6 +115,8 @@ static int by_lo(const void *a, const void *b)
 
 void hbg_graph_seal_classes(HbgGraph *g)
 {
+    if (g->class_count < 2)
+        return; /* nothing to merge (and no array at all when a run has no bytes) */
     qsort(g->classes, g->class_count, sizeof *g->classes, by_lo);
     uint32_t out = 0;
     for (uint32_t i = 0; i < g->class_count; i++) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/chip_callable.h"
+#include "ptorun/pto_orchestration.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/hbg/hbg_bridge.h"
 #include "runtime/hbg/hbg_graph.h"
@@ -28,10 +29,15 @@ typedef struct HbgTensor {
 typedef struct HbgWorkspace {
     HbgTensor tensors[PTO_MAX_TENSOR_ARGS];
     uint32_t tensor_count;
+    ChipStorageTaskArgs *dev_args; /* the run's args with device addresses: what the orchestration sees */
+    uint64_t local_base;      /* the run's local heap in the GM heap: [local_base, local_end) */
+    uint64_t local_next;      /* alloc_tensor's bump pointer */
+    uint64_t local_end;
     HbgGraph graph;
     HbgBridge bridge;
     uint8_t *image;           /* host build buffer of the device image */
     size_t image_cap;
+    char output_prefix[PTO_OUTPUT_PREFIX_BYTES]; /* the bound run's, for its diagnostics */
 } HbgWorkspace;
 
 typedef struct HbgKernel {
@@ -45,10 +51,24 @@ struct RuntimeCallable {
     ChipCallableView view;    /* over `bytes` */
     void *upload_dev;         /* the device copy (refcounted by the platform) */
     HbgKernel kernels[PTO_CALLABLE_MAX_CHILDREN]; /* per child */
+    uint64_t program_local_bytes; /* program: its ALLOC_TENSORs, each rounded up to HBG_LOCAL_ALIGN */
+    void *orch_library;       /* library orchestration: the loaded library (refcounted per device) */
+    PtoOrchestrationFn orch_entry; /* ... and its entry */
     HbgWorkspace *workspaces[PTO_PIPELINE_MAX_DEPTH]; /* per arena bank */
 };
 
+/* Locals (alloc_tensor) start on this boundary, like staged tensors. */
+#define HBG_LOCAL_ALIGN 64u
+
 /* The workspace binds of `c` use in `bank` (tests inspect its bridge). */
 HbgWorkspace *hbg_workspace(const RuntimeCallable *c, uint32_t bank);
+
+/* Runs the callable's orchestration (the program interpreter, or the library
+ * entry) on the host with hbg's PtoOrchApi over `ws`: tasks go to ws->graph,
+ * alloc_tensor bumps ws's local heap, read/write_tensor go through ws->bridge
+ * (open while this runs). An error of a submit, alloc_tensor or scope call
+ * fails the orchestration even when a library ignores it; a library returning
+ * non-zero or leaving scopes open is PTO_ERR_ORCHESTRATION. */
+int hbg_orchestrate(const RuntimeCallable *c, HbgWorkspace *ws);
 
 #endif

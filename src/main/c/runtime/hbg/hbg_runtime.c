@@ -4,11 +4,13 @@
  *
  * bind: check the args against the signature; commit the bank's GM heap and
  * stage every non-child tensor into it (IN/INOUT copied, pure OUT zeroed);
- * open the host-access bridge, run the orchestration (the program interpreter),
- * close the bridge; write the graph into the bank's runtime arena (argument
- * block + graph image) with its scratch state in the bank's GM shared memory.
- * validate: copy OUT/INOUT back after a successful run, or name the failing
- * task from the device's status block.
+ * reserve the run's local heap (alloc_tensor) after them; open the host-access
+ * bridge, run the orchestration (the program interpreter or a user library,
+ * hbg_orch.c), close the bridge; write the graph into the bank's runtime arena
+ * (argument block + graph image) with its scratch state in the bank's GM
+ * shared memory. validate: copy OUT/INOUT back after a successful run (and
+ * write the dependency graph when asked), or name the failing task from the
+ * device's status block.
  *
  * Everything a bind writes is its own bank's (bank = slot), so a run may be
  * prepared while another executes in the other bank.
@@ -19,11 +21,13 @@
 
 #include "common/call_config.h"
 #include "common/chip_callable.h"
+#include "common/dep_graph.h"
 #include "common/last_error.h"
 #include "common/run_args.h"
 #include "device/pto_builtin_kernels.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/pto_orchestration.h"
+#include "common/library_cache.h"
 #include "runtime/hbg/hbg_internal.h"
 #include "runtime/runtime.h"
 
@@ -38,14 +42,10 @@ typedef struct HbgRun {
     const RuntimeCallable *callable;
     HbgWorkspace *ws;
     uint64_t args_dev;        /* the argument block (and status) on the device */
+    int32_t dep_graph;        /* CallConfig.enable_dep_graph (prefix in ws->output_prefix) */
+    NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
 } HbgRun;
 _Static_assert(sizeof(HbgRun) <= PTO_RUNTIME_RUN_BYTES, "HbgRun fits RuntimeRun");
-
-/* The orchestration handle: what PtoOrchApi calls reach. */
-typedef struct HbgOrch {
-    const RuntimeCallable *callable;
-    HbgWorkspace *ws;
-} HbgOrch;
 
 /* Tells the device executor that an argument block belongs to a new run. */
 static _Atomic uint64_t next_run_serial = 1;
@@ -76,77 +76,7 @@ static size_t round_up(size_t n, size_t granule)
     return n == 0 ? granule : (n + granule - 1) / granule * granule;
 }
 
-/* ---- the orchestration API ---------------------------------------------------- */
-
-static int orch_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
-{
-    HbgOrch *o = orch;
-    int child = chip_callable_child_of(&o->callable->view, func_id);
-    if (child < 0)
-        return pto_fail(PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id);
-    if (params == NULL && n > 0)
-        return pto_fail(PTO_ERR_ORCHESTRATION, "submit: NULL params");
-    const HbgKernel *k = &o->callable->kernels[child];
-    return hbg_graph_submit(&o->ws->graph, k->addr, k->func_id, k->core_type, params, n);
-}
-
-static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
-{
-    (void)orch, (void)bytes;
-    pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "alloc_tensor: run-scoped tensors arrive with issue [3/8]");
-    return 0;
-}
-
-static int orch_scope(void *orch)
-{
-    (void)orch;
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "scope_begin / scope_end: scopes arrive with issue [3/8]");
-}
-
-static int orch_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
-{
-    return hbg_bridge_read(&((HbgOrch *)orch)->ws->bridge, dev_addr, dst, n);
-}
-
-static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint64_t n)
-{
-    return hbg_bridge_write(&((HbgOrch *)orch)->ws->bridge, dev_addr, src, n);
-}
-
-static const PtoOrchApi hbg_orch_api = {
-    .submit = orch_submit,
-    .alloc_tensor = orch_alloc_tensor,
-    .scope_begin = orch_scope,
-    .scope_end = orch_scope,
-    .read_tensor = orch_read_tensor,
-    .write_tensor = orch_write_tensor,
-};
-
 /* ---- registration ---------------------------------------------------------------- */
-
-/* What this issue's hbg runs: program orchestrations of SUBMITs of built-ins. */
-static int check_hbg_support(const ChipCallableView *v)
-{
-    if (v->header.orchestration_kind == PTO_ORCH_LIBRARY)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: orchestration libraries arrive with issue [3/8]; "
-                                              "hbg runs program orchestrations for now");
-    for (uint32_t i = 0; i < v->header.child_count; i++) {
-        ChipCallableChild c;
-        chip_callable_child(v, i, &c);
-        if (c.source_kind == PTO_KERNEL_LIBRARY)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "register_callable: child %u (func_id %u) is a kernel library; kernel libraries arrive "
-                            "with issue [3/8]",
-                            i, c.func_id);
-    }
-    for (uint32_t op = PTO_OP_ALLOC_TENSOR; op <= PTO_OP_SCOPE_END; op++)
-        if (v->opcodes_used & (1u << op))
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "register_callable: the program uses %s, which arrives with issue [3/8]; hbg interprets "
-                            "SUBMIT for now",
-                            pto_opcode_name(op));
-    return PTO_OK;
-}
 
 static void destroy_workspace(HbgWorkspace *ws)
 {
@@ -155,6 +85,7 @@ static void destroy_workspace(HbgWorkspace *ws)
     hbg_graph_destroy(&ws->graph);
     hbg_bridge_destroy(&ws->bridge);
     free(ws->image);
+    free(ws->dev_args);
     free(ws);
 }
 
@@ -186,6 +117,8 @@ static int copy_callable(const void *callable, uint32_t total_size, RuntimeCalla
         hbg_graph_init(&ws->graph);
         hbg_bridge_init(&ws->bridge);
         c->workspaces[b] = ws;
+        if ((ws->dev_args = aligned_alloc(_Alignof(ChipStorageTaskArgs), sizeof *ws->dev_args)) == NULL)
+            goto oom;
     }
     *out = c;
     return PTO_OK;
@@ -217,6 +150,47 @@ static int read_kernels(const HostApi *api, RuntimeCallable *c)
     return PTO_OK;
 }
 
+/* A program's local heap: its ALLOC_TENSORs (each allocated once per run),
+   each rounded up to HBG_LOCAL_ALIGN; saturates instead of wrapping (bind then
+   cannot commit it and says so). */
+static uint64_t program_local_bytes(const ChipCallableView *v)
+{
+    uint64_t total = 0;
+    PtoProgramCursor cursor = { 0, 0 };
+    PtoProgramInsn insn;
+    while (chip_program_next(v, &cursor, &insn)) {
+        if (insn.head.opcode != PTO_OP_ALLOC_TENSOR)
+            continue;
+        uint64_t bytes = insn.u.alloc.bytes, rounded;
+        if (__builtin_add_overflow(bytes, HBG_LOCAL_ALIGN - 1, &rounded) ||
+            __builtin_add_overflow(total, rounded / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN, &total))
+            return UINT64_MAX;
+    }
+    return total;
+}
+
+/* A library orchestration: its image loaded on the host (once per content per
+   device context, counted by get_host_dlopen_count) and its entry resolved. */
+static int load_orchestration(const HostApi *api, RuntimeCallable *c)
+{
+    const ChipCallableHeader *h = &c->view.header;
+    int rc = host_api_load_host_library(api, c->bytes + h->orchestration.offset, h->orchestration.size,
+                                        &c->orch_library);
+    if (rc != PTO_OK)
+        return pto_fail(rc, "register_callable: the orchestration library: %s", pto_last_error());
+    char why[256];
+    const char *entry = chip_callable_blob(&c->view, h->orchestration_entry);
+    c->orch_entry = (PtoOrchestrationFn)library_cache_symbol(c->orch_library, entry, h->orchestration_entry.size, why,
+                                                             sizeof why);
+    if (c->orch_entry == NULL) {
+        host_api_release_host_library(api, c->orch_library);
+        c->orch_library = NULL;
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the orchestration library has no entry symbol '%.*s': %s",
+                        (int)h->orchestration_entry.size, entry, why);
+    }
+    return PTO_OK;
+}
+
 int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
 {
     if (out == NULL || api == NULL)
@@ -226,17 +200,21 @@ int runtime_register_callable(const HostApi *api, const void *callable, RuntimeC
     char msg[CHIP_CALLABLE_MESSAGE_BYTES];
     if (chip_callable_decode(callable, &probe, msg, sizeof msg) != PTO_OK)
         return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: %s", msg);
-    int rc = check_hbg_support(&probe);
-    if (rc != PTO_OK)
-        return rc;
     RuntimeCallable *c = NULL;
-    if ((rc = copy_callable(callable, probe.header.total_size, &c)) != PTO_OK)
+    int rc = copy_callable(callable, probe.header.total_size, &c);
+    if (rc != PTO_OK)
         return rc;
     uint64_t hash = pto_fnv1a64(c->bytes, c->view.header.total_size);
     if ((rc = host_api_upload_chip_callable_buffer(api, c->bytes, c->view.header.total_size, hash, &c->upload_dev)) !=
         PTO_OK)
         goto fail_upload;
     if ((rc = read_kernels(api, c)) != PTO_OK)
+        goto fail_kernels;
+    if (c->view.header.orchestration_kind == PTO_ORCH_LIBRARY)
+        rc = load_orchestration(api, c);
+    else
+        c->program_local_bytes = program_local_bytes(&c->view);
+    if (rc != PTO_OK)
         goto fail_kernels;
     *out = c;
     return PTO_OK;
@@ -252,6 +230,8 @@ void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
 {
     if (c == NULL)
         return;
+    if (c->orch_library != NULL)
+        host_api_release_host_library(api, c->orch_library);
     if (c->upload_dev != NULL)
         host_api_release_chip_callable_buffer(api, c->upload_dev);
     destroy_callable(c);
@@ -260,9 +240,10 @@ void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
 /* ---- bind: the args ----------------------------------------------------------------- */
 
 /* Checks the args against the signature and records every tensor; returns the
-   GM heap bytes the staged ones need (their offsets in tensors[i].dev). */
+   GM heap bytes the staged ones and then the local heap (`local_bytes`) need
+   (offsets in tensors[i].dev and ws->local_base). */
 static int bind_args(const HostApi *api, const RuntimeCallable *c, HbgWorkspace *ws, const ChipStorageTaskArgs *args,
-                     uint64_t *heap_bytes)
+                     uint64_t local_bytes, uint64_t *heap_bytes)
 {
     const ChipCallableView *v = &c->view;
     int rc = run_args_check(api, v, args);
@@ -284,12 +265,32 @@ static int bind_args(const HostApi *api, const RuntimeCallable *c, HbgWorkspace 
         if (__builtin_add_overflow(offset, t->size, &offset) || offset > SIZE_MAX / 2)
             return pto_fail(PTO_ERR_CAPACITY, "args: the staged tensors need more bytes than a GM heap can hold");
     }
+    ws->local_base = (offset + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
+    if (__builtin_add_overflow(ws->local_base, local_bytes, &offset) || offset > SIZE_MAX / 2)
+        return pto_fail(PTO_ERR_CAPACITY, "bind: the staged tensors and a %llu-byte local heap need more bytes than a GM "
+                                          "heap can hold",
+                        (unsigned long long)local_bytes);
+    ws->local_end = offset;
     *heap_bytes = offset;
     return PTO_OK;
 }
 
-/* Commits the bank's GM heap, places the staged tensors in it and forms the
-   alias classes of every tensor. */
+/* The args as the orchestration sees them: every tensor's addr is its device address. */
+static void device_args(HbgWorkspace *ws, const ChipStorageTaskArgs *args)
+{
+    ChipStorageTaskArgs *d = ws->dev_args;
+    for (uint32_t i = 0; i < ws->tensor_count; i++) {
+        d->tensors[i] = args->tensors[i];
+        d->tensors[i].addr = ws->tensors[i].dev;
+    }
+    memcpy(d->scalars, args->scalars, (size_t)args->scalar_count * sizeof d->scalars[0]);
+    d->tensor_count = args->tensor_count;
+    d->scalar_count = args->scalar_count;
+}
+
+/* Commits the bank's GM heap, places the staged tensors and the local heap in
+   it and forms the alias classes of every tensor (the local heap is one range:
+   its allocations are fresh bytes that no argument tensor overlaps). */
 static int place_tensors(const HostApi *api, HbgWorkspace *ws, uint64_t heap_bytes, uint8_t **heap)
 {
     int rc = host_api_setup_static_arena(api, round_up(heap_bytes, HBG_ARENA_GRANULE), 0, 0);
@@ -305,6 +306,12 @@ static int place_tensors(const HostApi *api, HbgWorkspace *ws, uint64_t heap_byt
         if (t->size > 0 && (rc = hbg_graph_add_range(&ws->graph, t->dev, t->dev + t->size)) != PTO_OK)
             return rc;
     }
+    ws->local_base += (uint64_t)(uintptr_t)*heap;
+    ws->local_end += (uint64_t)(uintptr_t)*heap;
+    ws->local_next = ws->local_base;
+    if (ws->local_end > ws->local_base &&
+        (rc = hbg_graph_add_range(&ws->graph, ws->local_base, ws->local_end)) != PTO_OK)
+        return rc;
     hbg_graph_seal_classes(&ws->graph);
     return PTO_OK;
 }
@@ -352,100 +359,6 @@ static void close_bridge(const HostApi *api, HbgWorkspace *ws, uint8_t *heap, ui
     hbg_bridge_reset(&ws->bridge, NULL);
     if (heap_view != NULL)
         host_api_unregister_device_memory_from_host(api, heap);
-}
-
-/* ---- bind: the program interpreter -------------------------------------------------- */
-
-static int eval_affine(const PtoAffine *a, const int64_t *loop_vars, int64_t *out)
-{
-    int64_t v = a->base;
-    for (uint32_t k = 0; k < PTO_PROGRAM_MAX_LOOP_DEPTH; k++) {
-        int64_t term;
-        if (__builtin_mul_overflow(a->coef[k], loop_vars[k], &term) || __builtin_add_overflow(v, term, &v))
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-typedef struct ParamSite {
-    uint32_t insn, param, func_id;
-} ParamSite;
-
-/* A program parameter as a task parameter, its view checked against its tensor. */
-static int resolve_param(const HbgWorkspace *ws, const ChipStorageTaskArgs *args, const PtoProgramParam *p,
-                         const int64_t *loop_vars, ParamSite at, PtoTaskParam *out)
-{
-    int64_t off, size;
-    *out = (PtoTaskParam){ .direction = p->direction };
-    switch (p->kind) {
-    case PTO_PARAM_ARG_TENSOR: {
-        const HbgTensor *t = &ws->tensors[p->index];
-        if (eval_affine(&p->offset, loop_vars, &off) != 0 || eval_affine(&p->size, loop_vars, &size) != 0)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u: the view's offset or size overflows",
-                            at.insn, at.func_id, at.param);
-        if (off < 0 || size < 0 || (uint64_t)off > t->size || (uint64_t)size > t->size - (uint64_t)off)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u: view [%lld, %lld + %lld) lies outside "
-                            "argument tensor %u of %llu bytes",
-                            at.insn, at.func_id, at.param, (long long)off, (long long)off, (long long)size, p->index,
-                            (unsigned long long)t->size);
-        if (p->direction != PTO_ARG_IN && t->direction == PTO_ARG_IN)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u writes argument tensor %u, which the "
-                            "signature declares IN",
-                            at.insn, at.func_id, at.param, p->index);
-        out->value = t->dev + (uint64_t)off;
-        out->bytes = (uint64_t)size;
-        return PTO_OK;
-    }
-    case PTO_PARAM_SCALAR_IMM:
-        out->value = p->imm;
-        return PTO_OK;
-    case PTO_PARAM_SCALAR_ARG:
-        out->value = args->scalars[p->index];
-        return PTO_OK;
-    case PTO_PARAM_SCALAR_AFFINE:
-        if (eval_affine(&p->offset, loop_vars, &off) != 0)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u: the scalar value overflows", at.insn,
-                            at.func_id, at.param);
-        out->value = (uint64_t)off;
-        return PTO_OK;
-    default:
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u param %u: local tensors arrive with issue [3/8]",
-                        at.insn, at.param);
-    }
-}
-
-/* Runs the program orchestration: every SUBMIT becomes a task through the
-   same PtoOrchApi a user orchestration uses. */
-static int run_program(HbgOrch *orch, const ChipStorageTaskArgs *args)
-{
-    const ChipCallableView *v = &orch->callable->view;
-    const int64_t loop_vars[PTO_PROGRAM_MAX_LOOP_DEPTH] = { 0 };
-    PtoProgramCursor cursor = { 0, 0 };
-    PtoProgramInsn insn;
-    while (chip_program_next(v, &cursor, &insn)) {
-        uint32_t index = cursor.index - 1;
-        if (insn.head.opcode != PTO_OP_SUBMIT)
-            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u: %s arrives with issue [3/8]", index,
-                            pto_opcode_name(insn.head.opcode));
-        PtoTaskParam params[PTO_MAX_TASK_PARAMS];
-        for (uint32_t i = 0; i < insn.head.param_count; i++) {
-            PtoProgramParam p;
-            chip_program_param(v, &insn, i, &p);
-            ParamSite at = { index, i, insn.u.submit.func_id };
-            int rc = resolve_param(orch->ws, args, &p, loop_vars, at, &params[i]);
-            if (rc != PTO_OK)
-                return rc;
-        }
-        int rc = hbg_orch_api.submit(orch, insn.u.submit.func_id, params, insn.head.param_count);
-        if (rc != PTO_OK)
-            return rc;
-    }
-    return PTO_OK;
 }
 
 /* ---- bind: the device image ----------------------------------------------------------- */
@@ -512,7 +425,6 @@ static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *c
 int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
                  const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
 {
-    (void)desc; /* identity for diagnostic outputs ([3/8]) */
     if (run == NULL || api == NULL || c == NULL || args == NULL || cfg == NULL || launch == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: NULL run, HostApi, callable, args, config or launch");
     HbgWorkspace *ws = hbg_workspace(c, api->arena_bank);
@@ -520,18 +432,20 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: arena bank %u is outside 0..%u", api->arena_bank,
                         PTO_PIPELINE_MAX_DEPTH - 1);
     hbg_graph_reset(&ws->graph);
+    /* a library's allocations are unknown in advance: it gets ring 0's heap */
+    uint64_t local_bytes = c->orch_entry != NULL ? call_config_ring_heap(cfg, 0) : c->program_local_bytes;
     uint64_t heap_bytes = 0;
     uint8_t *heap = NULL;
     int rc;
-    if ((rc = bind_args(api, c, ws, args, &heap_bytes)) != PTO_OK ||
+    if ((rc = bind_args(api, c, ws, args, local_bytes, &heap_bytes)) != PTO_OK ||
         (rc = place_tensors(api, ws, heap_bytes, &heap)) != PTO_OK || (rc = stage_tensors(api, ws)) != PTO_OK)
         return rc;
+    device_args(ws, args);
 
     /* the orchestration sees the run through the bridge only while it runs */
     uint8_t *heap_view = NULL;
-    HbgOrch orch = { c, ws };
     if ((rc = open_bridge(api, ws, heap, heap_bytes, &heap_view)) == PTO_OK)
-        rc = run_program(&orch, args);
+        rc = hbg_orchestrate(c, ws);
     close_bridge(api, ws, heap, heap_view);
     if (rc != PTO_OK)
         return rc;
@@ -542,6 +456,11 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     h->task_count = ws->graph.task_count;
     h->callable = c;
     h->ws = ws;
+    h->dep_graph = cfg->enable_dep_graph;
+    if (h->dep_graph)
+        memcpy(ws->output_prefix, cfg->output_prefix, sizeof ws->output_prefix);
+    if (desc != NULL)
+        h->desc = *desc;
     h->magic = HBG_RUN_MAGIC;
     return PTO_OK;
 }
@@ -569,6 +488,8 @@ static const char *kernel_code_meaning(int32_t code)
     case PTO_KERNEL_ERR_VIEW_TOO_SMALL: return "a view is too small";
     case PTO_KERNEL_ERR_BAD_SIZE: return "a view size is not a multiple of the element size";
     case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
+    case PTO_KERNEL_ERR_BAD_SCALAR: return "a scalar parameter is out of range";
+    case PTO_KERNEL_ERR_CORE_TYPE: return "the kernel cannot run on this core type";
     default: return "kernel-specific code";
     }
 }
@@ -590,7 +511,9 @@ static int describe_failure(const HostApi *api, const HbgRun *h, int execution_r
                         "task(s) completed",
                         (unsigned long long)s.task_id, s.func_id, (int)c.name.size,
                         child >= 0 ? chip_callable_blob(&h->callable->view, c.name) : "", s.kernel_code,
-                        kernel_code_meaning(s.kernel_code), s.core_id, (unsigned long long)s.tasks_completed,
+                        c.source_kind == PTO_KERNEL_LIBRARY ? "the kernel library's own code"
+                                                            : kernel_code_meaning(s.kernel_code),
+                        s.core_id, (unsigned long long)s.tasks_completed,
                         h->task_count);
     }
     if (s.error_code == PTO_ERR_TIMEOUT)
@@ -602,6 +525,26 @@ static int describe_failure(const HostApi *api, const HbgRun *h, int execution_r
                     (unsigned long long)s.tasks_completed, h->task_count);
 }
 
+/* The run's graph as the DOT diagnostic (common/dep_graph.h). */
+static int write_dep_graph(const HbgRun *h)
+{
+    const HbgGraph *g = &h->ws->graph;
+    uint32_t *func_ids = malloc(((size_t)g->task_count + 2 * (size_t)g->edge_count + 1) * sizeof *func_ids);
+    if (func_ids == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "validate: out of host memory for the dependency graph");
+    uint32_t *producers = func_ids + g->task_count, *consumers = producers + g->edge_count;
+    for (uint32_t t = 0; t < g->task_count; t++)
+        func_ids[t] = g->tasks[t].func_id;
+    for (uint32_t e = 0; e < g->edge_count; e++) {
+        producers[e] = g->edges[2 * e];
+        consumers[e] = g->edges[2 * e + 1];
+    }
+    int rc = dep_graph_write(h->ws->output_prefix, &h->desc, g->task_count, func_ids, producers, consumers,
+                             g->edge_count);
+    free(func_ids);
+    return rc;
+}
+
 int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
 {
     if (run == NULL || api == NULL)
@@ -610,9 +553,11 @@ int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int exec
     if (h->magic != HBG_RUN_MAGIC)
         return pto_fail(PTO_ERR_WRONG_PHASE, "validate: the run was never bound");
     int rc = PTO_OK;
-    if (launched && execution_rc == PTO_OK)
+    if (launched && execution_rc == PTO_OK) {
         rc = copy_back(api, h->ws);
-    else if (launched)
+        if (rc == PTO_OK && h->dep_graph)
+            rc = write_dep_graph(h);
+    } else if (launched)
         rc = describe_failure(api, h, execution_rc);
     /* staged tensors live in the bank's GM heap: nothing per run to free */
     memset(h, 0, sizeof *h);

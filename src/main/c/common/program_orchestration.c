@@ -1,0 +1,465 @@
+/*
+ * The program interpreter (program_orchestration.h). It trusts nothing: the
+ * program passed registration's decoder, but on the device it is read from
+ * memory the host wrote, so every instruction is bounds-checked as it is read,
+ * and everything that depends on the run (views against tensor sizes, affine
+ * overflow, locals allocated before use, loop trip counts) is checked as it
+ * executes. Refusals are PTO_ERR_BAD_CALLABLE naming the instruction, recorded
+ * with pto_fail (common/last_error.c is compiled into the AICPU image too, so
+ * on the device the message lands in that image's per-thread buffer).
+ *
+ * No allocation: the loop stack, the construct stack and the locals table live
+ * in the interpreter's frame.
+ *
+ * Loops: a LOOP's body runs `count` times with its variable 0..count-1. Trip
+ * counts are constants and a program has no branches, so every iteration of a
+ * body performs the same operations; an iteration that submitted no task
+ * proves the remaining ones would submit none either (their ALLOC_TENSORs are
+ * no-ops after the first, their scopes are empty), and the loop ends there.
+ * The interpreter's work is therefore bounded by the tasks it submits, which
+ * the runtime bounds, never by a trip count alone.
+ */
+#include "program_orchestration.h"
+
+#include <string.h>
+
+#include "common/chip_callable.h"
+#include "common/last_error.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+#define MAX_CONSTRUCTS (PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH)
+
+typedef struct LoopFrame {
+    uint32_t body_offset;     /* first instruction of the body */
+    uint32_t body_index;
+    uint64_t count;
+    uint64_t submitted_before; /* tasks submitted when the current iteration began */
+} LoopFrame;
+
+typedef struct Interp {
+    const PtoOrchApi *api;
+    void *orch;
+    const ChipStorageTaskArgs *args;
+    const uint8_t *program;
+    uint32_t program_bytes;
+    const uint8_t *signature;
+    uint32_t signature_tensors;   /* leading tensor entries of the signature */
+    PtoProgramHeader header;
+
+    uint32_t offset, index;       /* the next instruction */
+    LoopFrame loops[PTO_PROGRAM_MAX_LOOP_DEPTH];
+    int64_t vars[PTO_PROGRAM_MAX_LOOP_DEPTH];
+    uint32_t loop_depth;
+    uint16_t constructs[MAX_CONSTRUCTS]; /* open LOOP / SCOPE_BEGIN, innermost last */
+    uint32_t construct_depth, scope_depth;
+    uint64_t submitted;
+
+    uint64_t local_addr[PTO_PROGRAM_MAX_LOCALS];
+    uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
+    uint8_t local_live[PTO_PROGRAM_MAX_LOCALS];  /* LOCAL_* */
+    uint8_t local_scope[PTO_PROGRAM_MAX_LOCALS]; /* scope depth at its allocation (0: the run) */
+} Interp;
+
+/* A local's life: a scope's end frees what was allocated inside it (trb
+   returns the scope's ring heap), and a local is allocated once per run. */
+enum { LOCAL_UNALLOCATED = 0, LOCAL_LIVE = 1, LOCAL_FREED = 2 };
+
+/* One decoded instruction: its head and, for the fixed-size kinds, its body. */
+typedef struct Insn {
+    PtoInsnHead head;
+    uint32_t offset, index;
+    union {
+        PtoSubmitInsn submit;
+        PtoAllocInsn alloc;
+        PtoLoopInsn loop;
+    } u;
+} Insn;
+
+/* ---- reading ------------------------------------------------------------------ */
+
+static uint32_t fixed_size(uint16_t opcode)
+{
+    switch (opcode) {
+    case PTO_OP_ALLOC_TENSOR: return sizeof(PtoAllocInsn);
+    case PTO_OP_LOOP: return sizeof(PtoLoopInsn);
+    case PTO_OP_END_LOOP:
+    case PTO_OP_SCOPE_BEGIN:
+    case PTO_OP_SCOPE_END: return sizeof(PtoInsnHead);
+    default: return 0;
+    }
+}
+
+/* Reads the instruction at (offset, index), checking it lies inside the
+   program and has the size its opcode requires. */
+static int read_insn(const Interp *in, uint32_t offset, uint32_t index, Insn *out)
+{
+    if (offset > in->program_bytes || in->program_bytes - offset < sizeof(PtoInsnHead))
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u at byte %u runs past the program's %u bytes",
+                        index, offset, in->program_bytes);
+    memcpy(&out->head, in->program + offset, sizeof out->head);
+    out->offset = offset;
+    out->index = index;
+    uint32_t size = out->head.size_bytes;
+    if (size > in->program_bytes - offset)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%u bytes at byte %u) runs past the program's %u bytes",
+                        index, size, offset, in->program_bytes);
+    uint32_t want;
+    if (out->head.opcode == PTO_OP_SUBMIT) {
+        if (out->head.param_count > PTO_MAX_TASK_PARAMS)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT) has %u params, the limit is %u", index,
+                            out->head.param_count, PTO_MAX_TASK_PARAMS);
+        want = (uint32_t)sizeof(PtoSubmitInsn) + out->head.param_count * (uint32_t)sizeof(PtoProgramParam);
+    } else if ((want = fixed_size(out->head.opcode)) == 0) {
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u has unknown opcode %u", index, out->head.opcode);
+    }
+    if (size != want)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s) is %u bytes, must be %u", index,
+                        pto_opcode_name(out->head.opcode), size, want);
+    memset(&out->u, 0, sizeof out->u);
+    uint32_t body = want < sizeof out->u ? want : (uint32_t)sizeof out->u;
+    memcpy(&out->u, in->program + offset, body);
+    return PTO_OK;
+}
+
+/* ---- values ------------------------------------------------------------------- */
+
+/* base + sum(coef[d] * var[d]); only enclosing loops' variables may appear. */
+static int eval_affine(const Interp *in, const PtoAffine *a, const Insn *at, uint32_t param, const char *what,
+                       int64_t *out)
+{
+    int64_t v = a->base;
+    for (uint32_t d = 0; d < PTO_PROGRAM_MAX_LOOP_DEPTH; d++) {
+        if (a->coef[d] == 0)
+            continue;
+        if (d >= in->loop_depth)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u: %s uses loop variable %u but only %u "
+                            "loop(s) enclose it",
+                            at->index, at->u.submit.func_id, param, what, d, in->loop_depth);
+        int64_t term;
+        if (__builtin_mul_overflow(a->coef[d], in->vars[d], &term) || __builtin_add_overflow(v, term, &v))
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s overflows",
+                            at->index, at->u.submit.func_id, param, what);
+    }
+    *out = v;
+    return PTO_OK;
+}
+
+/* The view [offset, offset + size) of a tensor of `bound` bytes at `base`. */
+static int resolve_view(const Interp *in, const PtoProgramParam *p, const Insn *at, uint32_t param, uint64_t base,
+                        uint64_t bound, const char *tensor, PtoTaskParam *out)
+{
+    int64_t off, size;
+    int rc;
+    if ((rc = eval_affine(in, &p->offset, at, param, "the view offset", &off)) != PTO_OK ||
+        (rc = eval_affine(in, &p->size, at, param, "the view size", &size)) != PTO_OK)
+        return rc;
+    if (off < 0 || size < 0 || (uint64_t)off > bound || (uint64_t)size > bound - (uint64_t)off)
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (SUBMIT func_id %u) param %u: view [%lld, %lld + %lld) lies outside %s %u "
+                        "of %llu bytes",
+                        at->index, at->u.submit.func_id, param, (long long)off, (long long)off, (long long)size, tensor,
+                        p->index, (unsigned long long)bound);
+    if (base + (uint64_t)off < base)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s %u wraps around",
+                        at->index, at->u.submit.func_id, param, tensor, p->index);
+    out->value = base + (uint64_t)off;
+    out->bytes = (uint64_t)size;
+    return PTO_OK;
+}
+
+static int is_view_direction(uint32_t d)
+{
+    return d == PTO_ARG_IN || d == PTO_ARG_OUT || d == PTO_ARG_INOUT;
+}
+
+/* One program parameter as a task parameter. */
+static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn *at, uint32_t i, PtoTaskParam *out)
+{
+    const ChipStorageTaskArgs *args = in->args;
+    uint32_t func_id = at->u.submit.func_id;
+    int64_t value;
+    int rc;
+    *out = (PtoTaskParam){ .direction = p->direction };
+    switch (p->kind) {
+    case PTO_PARAM_ARG_TENSOR:
+        if (!is_view_direction(p->direction))
+            break;
+        if (p->index >= (uint32_t)args->tensor_count || p->index >= in->signature_tensors)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u names argument tensor %u; the run has %d",
+                            at->index, func_id, i, p->index, args->tensor_count);
+        if (p->direction != PTO_ARG_IN && in->signature[p->index] == PTO_ARG_IN)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u writes argument tensor %u, which the "
+                            "signature declares IN",
+                            at->index, func_id, i, p->index);
+        return resolve_view(in, p, at, i, args->tensors[p->index].addr, args->tensors[p->index].size, "argument tensor",
+                            out);
+    case PTO_PARAM_LOCAL_TENSOR:
+        if (!is_view_direction(p->direction))
+            break;
+        if (p->index >= in->header.local_count)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u names local tensor %u; local_count is %u",
+                            at->index, func_id, i, p->index, in->header.local_count);
+        if (in->local_live[p->index] == LOCAL_UNALLOCATED)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u before its "
+                            "ALLOC_TENSOR has executed",
+                            at->index, func_id, i, p->index);
+        if (in->local_live[p->index] == LOCAL_FREED)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u after the scope "
+                            "it was allocated in has ended",
+                            at->index, func_id, i, p->index);
+        return resolve_view(in, p, at, i, in->local_addr[p->index], in->local_bytes[p->index], "local tensor", out);
+    case PTO_PARAM_SCALAR_IMM:
+        if (p->direction != PTO_ARG_SCALAR)
+            break;
+        out->value = p->imm;
+        return PTO_OK;
+    case PTO_PARAM_SCALAR_ARG:
+        if (p->direction != PTO_ARG_SCALAR)
+            break;
+        if (p->index >= (uint32_t)args->scalar_count)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u) param %u names argument scalar %u; the run has %d",
+                            at->index, func_id, i, p->index, args->scalar_count);
+        out->value = args->scalars[p->index];
+        return PTO_OK;
+    case PTO_PARAM_SCALAR_AFFINE:
+        if (p->direction != PTO_ARG_SCALAR)
+            break;
+        if ((rc = eval_affine(in, &p->offset, at, i, "the scalar value", &value)) != PTO_OK)
+            return rc;
+        out->value = (uint64_t)value;
+        return PTO_OK;
+    default:
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u has invalid kind %u",
+                        at->index, func_id, i, p->kind);
+    }
+    return pto_fail(PTO_ERR_BAD_CALLABLE,
+                    "program instruction %u (SUBMIT func_id %u) param %u: direction %u does not fit parameter kind %u",
+                    at->index, func_id, i, p->direction, p->kind);
+}
+
+/* ---- instructions ------------------------------------------------------------- */
+
+static int exec_submit(Interp *in, const Insn *at)
+{
+    PtoTaskParam params[PTO_MAX_TASK_PARAMS];
+    for (uint32_t i = 0; i < at->head.param_count; i++) {
+        PtoProgramParam p;
+        memcpy(&p, in->program + at->offset + sizeof(PtoSubmitInsn) + (size_t)i * sizeof p, sizeof p);
+        int rc = resolve_param(in, &p, at, i, &params[i]);
+        if (rc != PTO_OK)
+            return rc;
+    }
+    int rc = in->api->submit(in->orch, at->u.submit.func_id, params, at->head.param_count);
+    if (rc == PTO_OK)
+        in->submitted++;
+    return rc;
+}
+
+/* Allocates a local the first time its ALLOC_TENSOR executes; later executions
+   (inside a loop) keep that allocation, so heap use stays bounded. */
+static int exec_alloc(Interp *in, const Insn *at)
+{
+    const PtoAllocInsn *a = &at->u.alloc;
+    if (a->local_id >= in->header.local_count)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (ALLOC_TENSOR) allocates local %u; local_count is %u",
+                        at->index, a->local_id, in->header.local_count);
+    if (in->local_live[a->local_id] == LOCAL_LIVE)
+        return PTO_OK;
+    if (in->local_live[a->local_id] == LOCAL_FREED)
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (ALLOC_TENSOR local %u) runs again after the scope it was allocated in "
+                        "ended; a local is allocated once per run",
+                        at->index, a->local_id);
+    uint64_t addr = in->api->alloc_tensor(in->orch, a->bytes);
+    if (addr == 0)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "program instruction %u (ALLOC_TENSOR local %u, %llu bytes): %s",
+                        at->index, a->local_id, (unsigned long long)a->bytes, pto_last_error());
+    in->local_addr[a->local_id] = addr;
+    in->local_bytes[a->local_id] = a->bytes;
+    in->local_live[a->local_id] = LOCAL_LIVE;
+    in->local_scope[a->local_id] = (uint8_t)in->scope_depth;
+    return PTO_OK;
+}
+
+static int open_construct(Interp *in, const Insn *at)
+{
+    uint16_t op = at->head.opcode;
+    if ((op == PTO_OP_LOOP && in->loop_depth == PTO_PROGRAM_MAX_LOOP_DEPTH) ||
+        (op == PTO_OP_SCOPE_BEGIN && in->scope_depth == PTO_PROGRAM_MAX_SCOPE_DEPTH))
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s) nests deeper than %u", at->index,
+                        pto_opcode_name(op),
+                        op == PTO_OP_LOOP ? PTO_PROGRAM_MAX_LOOP_DEPTH : PTO_PROGRAM_MAX_SCOPE_DEPTH);
+    in->constructs[in->construct_depth++] = op;
+    return PTO_OK;
+}
+
+static int close_construct(Interp *in, const Insn *at, uint16_t opener)
+{
+    if (in->construct_depth == 0 || in->constructs[in->construct_depth - 1] != opener)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s) does not close an open %s", at->index,
+                        pto_opcode_name(at->head.opcode), pto_opcode_name(opener));
+    in->construct_depth--;
+    return PTO_OK;
+}
+
+/* Moves past the END_LOOP matching the LOOP `at` without running its body. */
+static int skip_loop(Interp *in, const Insn *at)
+{
+    uint32_t depth = 1, offset = at->offset + at->head.size_bytes, index = at->index + 1;
+    while (depth > 0) {
+        if (index >= in->header.instruction_count)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (LOOP) has no matching END_LOOP", at->index);
+        Insn next;
+        int rc = read_insn(in, offset, index, &next);
+        if (rc != PTO_OK)
+            return rc;
+        if (next.head.opcode == PTO_OP_LOOP)
+            depth++;
+        else if (next.head.opcode == PTO_OP_END_LOOP)
+            depth--;
+        offset += next.head.size_bytes;
+        index++;
+    }
+    in->offset = offset;
+    in->index = index;
+    return PTO_OK;
+}
+
+static int exec_loop(Interp *in, const Insn *at)
+{
+    uint64_t count = at->u.loop.count;
+    if (count > (uint64_t)INT64_MAX)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (LOOP) count %llu exceeds %lld", at->index,
+                        (unsigned long long)count, (long long)INT64_MAX);
+    int rc = open_construct(in, at);
+    if (rc != PTO_OK)
+        return rc;
+    if (count == 0) {
+        in->construct_depth--;
+        return skip_loop(in, at);
+    }
+    in->loops[in->loop_depth] = (LoopFrame){ in->offset, in->index, count, in->submitted };
+    in->vars[in->loop_depth] = 0;
+    in->loop_depth++;
+    return PTO_OK;
+}
+
+static int exec_end_loop(Interp *in, const Insn *at)
+{
+    if (in->loop_depth == 0 || in->constructs[in->construct_depth - 1] != PTO_OP_LOOP)
+        return close_construct(in, at, PTO_OP_LOOP);
+    LoopFrame *f = &in->loops[in->loop_depth - 1];
+    int64_t *var = &in->vars[in->loop_depth - 1];
+    /* an iteration without tasks proves the rest would have none (see top) */
+    if ((uint64_t)*var + 1 < f->count && in->submitted != f->submitted_before) {
+        (*var)++;
+        f->submitted_before = in->submitted;
+        in->offset = f->body_offset;
+        in->index = f->body_index;
+        return PTO_OK;
+    }
+    in->loop_depth--;
+    in->vars[in->loop_depth] = 0;
+    return close_construct(in, at, PTO_OP_LOOP);
+}
+
+static int exec_scope(Interp *in, const Insn *at)
+{
+    int rc;
+    if (at->head.opcode == PTO_OP_SCOPE_BEGIN) {
+        if ((rc = open_construct(in, at)) != PTO_OK)
+            return rc;
+        if ((rc = in->api->scope_begin(in->orch)) != PTO_OK) {
+            in->construct_depth--;
+            return rc;
+        }
+        in->scope_depth++;
+        return PTO_OK;
+    }
+    if ((rc = close_construct(in, at, PTO_OP_SCOPE_BEGIN)) != PTO_OK)
+        return rc;
+    for (uint32_t id = 0; id < in->header.local_count; id++)
+        if (in->local_live[id] == LOCAL_LIVE && in->local_scope[id] == in->scope_depth)
+            in->local_live[id] = LOCAL_FREED;
+    in->scope_depth--;
+    return in->api->scope_end(in->orch);
+}
+
+static int exec_insn(Interp *in, const Insn *at)
+{
+    switch (at->head.opcode) {
+    case PTO_OP_SUBMIT: return exec_submit(in, at);
+    case PTO_OP_ALLOC_TENSOR: return exec_alloc(in, at);
+    case PTO_OP_LOOP: return exec_loop(in, at);
+    case PTO_OP_END_LOOP: return exec_end_loop(in, at);
+    default: return exec_scope(in, at);
+    }
+}
+
+/* ---- the entry ------------------------------------------------------------------ */
+
+static int start(Interp *in, const uint8_t *program, size_t program_bytes, const uint8_t *signature,
+                 uint32_t signature_length)
+{
+    if (program_bytes < sizeof(PtoProgramHeader) || program_bytes > PTO_CALLABLE_MAX_BYTES)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program is %zu bytes; a program is %zu..%u bytes", program_bytes,
+                        sizeof(PtoProgramHeader), PTO_CALLABLE_MAX_BYTES);
+    memcpy(&in->header, program, sizeof in->header);
+    if (in->header.magic != PTO_PROGRAM_MAGIC)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program has bad magic 0x%08x, expected 0x%08x (\"PTPG\")", in->header.magic,
+                        PTO_PROGRAM_MAGIC);
+    if (in->header.instruction_count > PTO_PROGRAM_MAX_INSNS || in->header.local_count > PTO_PROGRAM_MAX_LOCALS)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program has %u instructions and %u locals; the limits are %u and %u",
+                        in->header.instruction_count, in->header.local_count, PTO_PROGRAM_MAX_INSNS,
+                        PTO_PROGRAM_MAX_LOCALS);
+    if (signature == NULL && signature_length > 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "program orchestration: NULL signature of %u entries", signature_length);
+    in->program = program;
+    in->program_bytes = (uint32_t)program_bytes;
+    in->signature = signature;
+    while (in->signature_tensors < signature_length && signature[in->signature_tensors] != PTO_ARG_SCALAR)
+        in->signature_tensors++;
+    in->offset = sizeof(PtoProgramHeader);
+    return PTO_OK;
+}
+
+int pto_program_orchestrate(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args,
+                            const uint8_t *program, size_t program_bytes,
+                            const uint8_t *signature, uint32_t signature_length)
+{
+    if (api == NULL || args == NULL || program == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "program orchestration: NULL api, args or program");
+    if (args->tensor_count < 0 || args->tensor_count > PTO_MAX_TENSOR_ARGS || args->scalar_count < 0 ||
+        args->scalar_count > PTO_MAX_SCALAR_ARGS)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "program orchestration: %d tensors and %d scalars; at most %d and %d",
+                        args->tensor_count, args->scalar_count, PTO_MAX_TENSOR_ARGS, PTO_MAX_SCALAR_ARGS);
+    Interp in;
+    memset(&in, 0, offsetof(Interp, local_addr));
+    memset(in.local_live, 0, sizeof in.local_live);
+    in.api = api;
+    in.orch = orch;
+    in.args = args;
+    int rc = start(&in, program, program_bytes, signature, signature_length);
+    while (rc == PTO_OK && in.index < in.header.instruction_count) {
+        Insn insn;
+        if ((rc = read_insn(&in, in.offset, in.index, &insn)) != PTO_OK)
+            break;
+        in.offset += insn.head.size_bytes;
+        in.index++;
+        rc = exec_insn(&in, &insn);
+    }
+    if (rc == PTO_OK && in.construct_depth > 0)
+        rc = pto_fail(PTO_ERR_BAD_CALLABLE, "program ends with %u LOOP / SCOPE_BEGIN construct(s) still open",
+                      in.construct_depth);
+    if (rc == PTO_OK && in.offset != in.program_bytes)
+        rc = pto_fail(PTO_ERR_BAD_CALLABLE, "program has %u bytes after its last instruction",
+                      in.program_bytes - in.offset);
+    return rc;
+}

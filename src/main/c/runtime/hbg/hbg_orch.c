@@ -1,0 +1,130 @@
+/*
+ * hbg's PtoOrchApi: the orchestration runs on the host inside bind. submit
+ * appends to the task graph (dependencies computed there), alloc_tensor bumps
+ * the run's local heap (a region of the bank's GM heap sized before the
+ * orchestration starts), scopes are nesting bookkeeping (hbg keeps every
+ * task of a run until it ends, so a scope frees nothing), read/write_tensor go
+ * through the host-access bridge. The handle lives on bind's stack: nothing
+ * here is a process global.
+ */
+#include <string.h>
+
+#include "common/last_error.h"
+#include "common/program_orchestration.h"
+#include "runtime/hbg/hbg_internal.h"
+
+typedef struct HbgOrch {
+    const RuntimeCallable *callable;
+    HbgWorkspace *ws;
+    uint32_t scope_depth;
+    int failed;                               /* the first failed submit / alloc / scope call */
+    char failure[PTO_ERROR_MESSAGE_BYTES];    /* ... and its message */
+} HbgOrch;
+
+/* Remembers the first failure of a call that changes the run, so a library
+   that ignores it cannot launch a graph missing that task. */
+static int note(HbgOrch *o, int rc)
+{
+    if (rc != PTO_OK && o->failed == PTO_OK) {
+        o->failed = rc;
+        strncpy(o->failure, pto_last_error(), sizeof o->failure - 1);
+    }
+    return rc;
+}
+
+static int orch_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+{
+    HbgOrch *o = orch;
+    int child = chip_callable_child_of(&o->callable->view, func_id);
+    if (child < 0)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id));
+    if (params == NULL && n > 0)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: NULL params"));
+    const HbgKernel *k = &o->callable->kernels[child];
+    return note(o, hbg_graph_submit(&o->ws->graph, k->addr, k->func_id, k->core_type, params, n));
+}
+
+static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
+{
+    HbgOrch *o = orch;
+    HbgWorkspace *ws = o->ws;
+    uint64_t at = (ws->local_next + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
+    if (at > ws->local_end || bytes > ws->local_end - at) {
+        note(o, pto_fail(PTO_ERR_OUT_OF_MEMORY,
+                         "alloc_tensor: %llu bytes do not fit the run's %llu-byte local heap (%llu in use; its size is "
+                         "a program's ALLOC_TENSOR total, or CallConfig.ring_heap[0] for an orchestration library)",
+                         (unsigned long long)bytes, (unsigned long long)(ws->local_end - ws->local_base),
+                         (unsigned long long)(ws->local_next - ws->local_base)));
+        return 0;
+    }
+    ws->local_next = at + bytes;
+    return at;
+}
+
+static int orch_scope_begin(void *orch)
+{
+    HbgOrch *o = orch;
+    if (o->scope_depth == UINT32_MAX)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "scope_begin: scopes nest too deep"));
+    o->scope_depth++;
+    return PTO_OK;
+}
+
+static int orch_scope_end(void *orch)
+{
+    HbgOrch *o = orch;
+    if (o->scope_depth == 0)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "scope_end: no scope is open"));
+    o->scope_depth--;
+    return PTO_OK;
+}
+
+static int orch_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
+{
+    return hbg_bridge_read(&((HbgOrch *)orch)->ws->bridge, dev_addr, dst, n);
+}
+
+static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint64_t n)
+{
+    return hbg_bridge_write(&((HbgOrch *)orch)->ws->bridge, dev_addr, src, n);
+}
+
+static const PtoOrchApi hbg_orch_api = {
+    .submit = orch_submit,
+    .alloc_tensor = orch_alloc_tensor,
+    .scope_begin = orch_scope_begin,
+    .scope_end = orch_scope_end,
+    .read_tensor = orch_read_tensor,
+    .write_tensor = orch_write_tensor,
+};
+
+/* Calls a library's entry and judges what it left behind. */
+static int run_library(HbgOrch *o)
+{
+    const ChipCallableView *v = &o->callable->view;
+    int name_len = (int)v->header.orchestration_entry.size;
+    const char *name = chip_callable_blob(v, v->header.orchestration_entry);
+    pto_clear_error();
+    int ret = o->callable->orch_entry(&hbg_orch_api, o, o->ws->dev_args);
+    if (ret != 0) {
+        const char *why = o->failed != PTO_OK ? o->failure : pto_last_error();
+        return pto_fail(PTO_ERR_ORCHESTRATION, "orchestration '%.*s' returned %d%s%s", name_len, name, ret,
+                        why[0] != '\0' ? ": " : "", why);
+    }
+    if (o->failed != PTO_OK)
+        return pto_fail(o->failed, "orchestration '%.*s' returned 0 after a failed call: %s", name_len, name, o->failure);
+    if (o->scope_depth != 0)
+        return pto_fail(PTO_ERR_ORCHESTRATION, "orchestration '%.*s' returned with %u scope(s) still open", name_len, name,
+                        o->scope_depth);
+    return PTO_OK;
+}
+
+int hbg_orchestrate(const RuntimeCallable *c, HbgWorkspace *ws)
+{
+    HbgOrch o = { .callable = c, .ws = ws };
+    if (c->orch_entry != NULL)
+        return run_library(&o);
+    const ChipCallableView *v = &c->view;
+    return pto_program_orchestrate(&hbg_orch_api, &o, ws->dev_args, v->program, v->program_size, v->signature,
+                                   v->header.signature_length);
+}
