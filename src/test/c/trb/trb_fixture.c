@@ -9,8 +9,6 @@
 #include "common/last_error.h"
 #include "test_sim.h"
 
-#define ALIGN8(x) (((x) + 7u) & ~7u)
-
 Runner *trb_runner(void)
 {
     const DeviceImages *images = test_images_of(PTO_ARCH_NAME);
@@ -58,44 +56,20 @@ static const uint8_t *library_image(uint32_t *size)
     return image;
 }
 
-uint8_t *trb_with_library(const uint8_t *program_callable, const char *entry, uint32_t *size)
+uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *entry, uint32_t *size)
 {
     uint32_t image_size;
     const uint8_t *image = library_image(&image_size);
     if (image == NULL)
         return NULL;
-    ChipCallableHeader h;
-    memcpy(&h, program_callable, sizeof h);
-    uint32_t keep = h.orchestration.offset; /* everything before the program */
-    uint32_t image_off = ALIGN8(keep);
-    uint32_t entry_off = image_off + image_size;
-    uint32_t entry_len = (uint32_t)strlen(entry);
-    uint32_t total = entry_off + entry_len;
-    uint8_t *out = calloc(1, total);
-    memcpy(out, program_callable, keep);
-    memcpy(out + image_off, image, image_size);
-    memcpy(out + entry_off, entry, entry_len);
-    h.orchestration_kind = PTO_ORCH_LIBRARY;
-    h.total_size = total;
-    h.orchestration = (PtoBlobRef){ image_off, image_size };
-    h.orchestration_entry = (PtoBlobRef){ entry_off, entry_len };
-    memcpy(out, &h, sizeof h);
-    *size = total;
-    return out;
-}
-
-uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *entry, uint32_t *size)
-{
     TestCallableBuilder b;
     tcb_init(&b);
     if (n > 0)
         tcb_signature(&b, signature, n);
     trb_children(&b);
-    uint32_t program_size;
-    uint8_t *program = tcb_build(&b, &program_size);
+    tcb_orchestration_library(&b, image, image_size, entry);
+    uint8_t *c = tcb_build(&b, size);
     tcb_free(&b);
-    uint8_t *c = trb_with_library(program, entry, size);
-    free(program);
     return c;
 }
 

@@ -23,10 +23,6 @@ void trb_children(TestCallableBuilder *b);
  * `entry` of libtrb_test_orch.so (malloc'd; free() it). */
 uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *entry, uint32_t *size);
 
-/* A copy of `program_callable` (from tcb_build) whose orchestration is the
- * library image instead (malloc'd). */
-uint8_t *trb_with_library(const uint8_t *program_callable, const char *entry, uint32_t *size);
-
 RuntimeCallable *trb_register(Runner *r, const uint8_t *bytes);
 void trb_release(Runner *r, RuntimeCallable *c);
 

@@ -104,9 +104,6 @@ typedef struct TrbRun {
     int32_t api_error;        /* the first failing api call's code, 0 none */
 } TrbRun;
 
-/* TODO(trb): drop once the programs branch (common/program_orchestration.c) is merged. */
-#pragma weak pto_program_orchestrate
-
 static TrbRun trb_run;
 static pthread_cond_t orch_cond = PTHREAD_COND_INITIALIZER;
 
@@ -1051,8 +1048,6 @@ static int orchestrate(TrbRun *t)
     const PtoTrbWork *w = t->work;
     const uint8_t *orchestration = (const uint8_t *)(uintptr_t)w->orchestration_dev;
     pto_clear_error();
-    if (w->orchestration_kind == PTO_ORCH_PROGRAM && pto_program_orchestrate == NULL)
-        return api_fail(t, PTO_RUNTIME_ERR_UNSUPPORTED, "the program interpreter is not built into this AICPU image");
     if (w->orchestration_kind == PTO_ORCH_PROGRAM)
         return pto_program_orchestrate(&trb_orch_api, t, t->args, orchestration, w->orchestration_bytes,
                                        (const uint8_t *)(uintptr_t)w->signature_dev, w->signature_length);

@@ -1,13 +1,10 @@
 #include "device/aicpu/trb_orch_library.h"
 
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "common/last_error.h"
+#include "common/library_cache.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_export.h"
@@ -15,95 +12,57 @@
 
 /* One per possible callable id: a device holds at most that many distinct
    orchestrations at once; beyond that the oldest load is dropped. */
-#define ORCH_LIBRARY_CACHE PTO_MAX_CALLABLES
+#define KNOWN_LIBRARIES PTO_MAX_CALLABLES
 
-typedef struct OrchLibrary {
+/* The loads (memory file + dlopen, once per content), shared with the host
+   side's library code. */
+static LibraryCache cache = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .what = "orchestration library",
+};
+
+/* The host hashed each image at registration: a run finds its library by that
+   hash without reading the image again. */
+typedef struct KnownLibrary {
     uint64_t hash, size;
-    void *handle;             /* NULL: free entry */
-    int fd;                   /* the memory file, open while loaded: the loader knows
-                                 an object by its path (/proc/self/fd/<fd>) */
-} OrchLibrary;
+    void *handle;             /* NULL: free entry; else one reference in `cache` */
+} KnownLibrary;
 
-static OrchLibrary libraries[ORCH_LIBRARY_CACHE];
+static KnownLibrary known[KNOWN_LIBRARIES];
 static uint32_t next_victim;
-static uint64_t dlopen_count; /* read by the host at any time: atomic access */
 
 PTO_EXPORT uint64_t pto_aicpu_dlopen_count(void)
 {
-    return __atomic_load_n(&dlopen_count, __ATOMIC_RELAXED);
-}
-
-static void unload(OrchLibrary *l)
-{
-    if (l->handle == NULL)
-        return;
-    dlclose(l->handle);
-    close(l->fd);
-    *l = (OrchLibrary){ 0 };
+    return library_cache_loads(&cache);
 }
 
 /* This copy of the image is going away: so do the libraries it loaded. */
 __attribute__((destructor)) static void unload_all(void)
 {
-    for (uint32_t i = 0; i < ORCH_LIBRARY_CACHE; i++)
-        unload(&libraries[i]);
+    library_cache_destroy(&cache);
 }
 
-static int write_all(int fd, const uint8_t *bytes, uint64_t size)
+static void *find_or_load(const uint8_t *image, uint64_t size, uint64_t hash)
 {
-    while (size > 0) {
-        ssize_t n = write(fd, bytes, size);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        bytes += n;
-        size -= (uint64_t)n;
+    KnownLibrary *slot = NULL;
+    for (uint32_t i = 0; i < KNOWN_LIBRARIES; i++) {
+        KnownLibrary *k = &known[i];
+        if (k->handle != NULL && k->hash == hash && k->size == size)
+            return k->handle;
+        if (k->handle == NULL && slot == NULL)
+            slot = k;
     }
-    return 0;
-}
-
-static int load(OrchLibrary *l, const uint8_t *image, uint64_t size, uint64_t hash)
-{
-    int fd = memfd_create("ptorun orchestration library", MFD_CLOEXEC);
-    if (fd < 0)
-        return pto_fail(PTO_ERR_FAILED, "orchestration library: memfd_create failed: %s", strerror(errno));
-    if (write_all(fd, image, size) != 0) {
-        int err = errno;
-        close(fd);
-        return pto_fail(PTO_ERR_FAILED, "orchestration library: writing its %llu bytes failed: %s",
-                        (unsigned long long)size, strerror(err));
+    if (slot == NULL) {
+        slot = &known[next_victim];
+        next_victim = (next_victim + 1) % KNOWN_LIBRARIES;
+        library_cache_release(&cache, slot->handle);
+        slot->handle = NULL;
     }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        close(fd);
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "the orchestration library (%llu bytes) cannot be loaded on the device: %s",
-                        (unsigned long long)size, dlerror());
-    }
-    *l = (OrchLibrary){ hash, size, handle, fd };
-    __atomic_fetch_add(&dlopen_count, 1, __ATOMIC_RELAXED);
-    return PTO_OK;
-}
-
-static OrchLibrary *find_or_load(const uint8_t *image, uint64_t size, uint64_t hash)
-{
-    OrchLibrary *free_entry = NULL;
-    for (uint32_t i = 0; i < ORCH_LIBRARY_CACHE; i++) {
-        OrchLibrary *l = &libraries[i];
-        if (l->handle != NULL && l->hash == hash && l->size == size)
-            return l;
-        if (l->handle == NULL && free_entry == NULL)
-            free_entry = l;
-    }
-    if (free_entry == NULL) {
-        free_entry = &libraries[next_victim];
-        next_victim = (next_victim + 1) % ORCH_LIBRARY_CACHE;
-        unload(free_entry);
-    }
-    return load(free_entry, image, size, hash) == PTO_OK ? free_entry : NULL;
+    void *handle;
+    if (library_cache_acquire(&cache, image, (size_t)size, &handle) != PTO_OK)
+        return NULL;
+    *slot = (KnownLibrary){ hash, size, handle };
+    return handle;
 }
 
 PtoOrchestrationFn trb_orch_library_entry(const uint8_t *image, uint64_t size, uint64_t hash, const char *entry,
@@ -113,15 +72,14 @@ PtoOrchestrationFn trb_orch_library_entry(const uint8_t *image, uint64_t size, u
         pto_fail(PTO_ERR_BAD_CALLABLE, "the orchestration library or its entry symbol is missing");
         return NULL;
     }
-    OrchLibrary *l = find_or_load(image, size, hash);
-    if (l == NULL)
+    void *handle = find_or_load(image, size, hash);
+    if (handle == NULL)
         return NULL;
-    char symbol[PTO_CALLABLE_MAX_NAME + 1];
-    memcpy(symbol, entry, entry_length);
-    symbol[entry_length] = '\0';
-    void *fn = dlsym(l->handle, symbol);
+    char why[256];
+    void *fn = library_cache_symbol(handle, entry, entry_length, why, sizeof why);
     if (fn == NULL) {
-        pto_fail(PTO_ERR_BAD_CALLABLE, "the orchestration library exports no entry '%s'", symbol);
+        pto_fail(PTO_ERR_BAD_CALLABLE, "the orchestration library exports no entry '%.*s': %s", (int)entry_length,
+                 entry, why);
         return NULL;
     }
     PtoOrchestrationFn entry_fn;

@@ -25,6 +25,7 @@
 
 #include "common/call_config.h"
 #include "common/chip_callable.h"
+#include "common/dep_graph.h"
 #include "common/last_error.h"
 #include "common/run_args.h"
 #include "device/pto_builtin_kernels.h"
@@ -33,12 +34,6 @@
 #include "runtime/runtime.h"
 #include "runtime/trb/trb_image.h"
 #include "runtime/trb/trb_internal.h"
-
-/* TODO(trb): include common/dep_graph.h once the programs branch (its writer) is merged. */
-int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, uint32_t task_count,
-                    const uint32_t *func_ids, const uint32_t *edge_producer, const uint32_t *edge_consumer,
-                    uint32_t edge_count);
-#pragma weak dep_graph_write
 
 #define TRB_RUN_MAGIC 0x54524252u      /* "TRBR": a bound run */
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -445,8 +440,6 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
         return rc;
     if (g.task_count > TRB_DEP_GRAPH_TASKS || g.edge_count > TRB_DEP_GRAPH_EDGES)
         return pto_fail(PTO_ERR_DEVICE, "validate: the device's dependency graph is malformed");
-    if (dep_graph_write == NULL)
-        return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "validate: the dependency-graph writer is not built in");
     uint32_t tasks = (uint32_t)g.task_count, edges = (uint32_t)g.edge_count;
     uint32_t *func_ids = malloc((tasks + 1) * sizeof *func_ids);
     uint32_t *pairs = malloc((2 * (size_t)edges + 1) * sizeof *pairs);
