@@ -53,6 +53,12 @@ typedef uint32_t (*PtoDeviceAbiVersionFn)(void);
    then starts no further participation. */
 #define PTO_AICPU_ENTRY_SYMBOL "pto_aicpu_entry"
 
+/* The AICPU image also exports `uint64_t pto_aicpu_dlopen_count(void)`: how many
+   orchestration libraries this copy of the image has loaded (trb), for
+   get_aicpu_dlopen_count. */
+#define PTO_AICPU_DLOPEN_COUNT_SYMBOL "pto_aicpu_dlopen_count"
+typedef uint64_t (*PtoAicpuDlopenCountFn)(void);
+
 #define PTO_AICPU_IDLE 0  /* nothing to do now; the run goes on (hooks only) */
 #define PTO_AICPU_DONE 1  /* the run has ended: its status block is final */
 
@@ -76,7 +82,10 @@ typedef struct PtoDeviceStatus {
                                  KERNEL_FAULT a kernel returned non-zero; TIMEOUT (or
                                  whatever stop_request held) the run stopped on request
                                  with tasks left; DEVICE a malformed argument block or
-                                 work image */
+                                 work image; trb also CAPACITY, ORCHESTRATION,
+                                 BAD_CALLABLE, ... for a failed orchestration (task_id
+                                 then = the tasks it had submitted, kernel_code = what
+                                 it returned) */
     int32_t kernel_code;      /* KERNEL_FAULT: the kernel's return value */
     uint64_t task_id;         /* KERNEL_FAULT: the failing task */
     uint32_t func_id;         /* KERNEL_FAULT: its func_id */
@@ -93,7 +102,9 @@ typedef struct PtoDeviceStatus {
 #define PTO_AICPU_ARGS_MAGIC 0x41435041u  /* "APCA" */
 
 typedef enum PtoDeviceWorkKind {
-    PTO_DEVICE_WORK_GRAPH = 1  /* a prebuilt task graph (hbg): PtoGraphHeader at work_dev */
+    PTO_DEVICE_WORK_GRAPH = 1, /* a prebuilt task graph (hbg): PtoGraphHeader at work_dev */
+    PTO_DEVICE_WORK_TRB = 2    /* device orchestration over rings (trb): PtoTrbWork at work_dev,
+                                  device/pto_trb_abi.h; state_dev unused */
 } PtoDeviceWorkKind;
 
 typedef struct PtoAicpuArgs {
@@ -108,7 +119,10 @@ typedef struct PtoAicpuArgs {
     uint64_t state_dev;       /* device address of the run's scratch state, at least
                                  pto_graph_state_bytes(task_count) for GRAPH */
     uint64_t state_bytes;
-    uint64_t reserved;
+    uint64_t message_dev;     /* 0, or the device address of a NUL-terminated message
+                                 (< 512 bytes) the executor writes when it records an
+                                 error other than KERNEL_FAULT or TIMEOUT (trb:
+                                 orchestration failures); a platform may quote it */
     PtoDeviceStatus status;
 } PtoAicpuArgs;
 

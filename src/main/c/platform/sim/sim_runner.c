@@ -60,6 +60,7 @@ struct Runner {
     int device_id;
     SimImage aicpu, aicore;
     PtoAicpuEntryFn aicpu_entry;
+    PtoAicpuDlopenCountFn aicpu_dlopen_count; /* NULL: the image loads no libraries */
     SimDevicePool *pool;
     SimBank banks[SIM_BANKS];
     SimArena retained[SIM_SLOTS];
@@ -192,6 +193,7 @@ int runner_init(Runner *r, int device_id, const DeviceImages *images)
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "AICPU image exports no %s", PTO_AICPU_ENTRY_SYMBOL);
         goto fail_entry;
     }
+    r->aicpu_dlopen_count = (PtoAicpuDlopenCountFn)sim_image_symbol(&r->aicpu, PTO_AICPU_DLOPEN_COUNT_SYMBOL);
     if ((rc = sim_image_load(&r->aicore, "AICore image", images->aicore, images->aicore_size)) != PTO_OK)
         goto fail_entry;
     if ((rc = sim_device_pool_create(device_thread_count(), &r->pool)) != PTO_OK)
@@ -206,6 +208,7 @@ fail_pool:
 fail_entry:
     sim_image_unload(&r->aicpu);
     r->aicpu_entry = NULL;
+    r->aicpu_dlopen_count = NULL;
 out:
     pthread_mutex_unlock(&r->lock);
     return rc;
@@ -244,6 +247,7 @@ int runner_finalize(Runner *r)
     sim_image_unload(&r->aicore);
     sim_image_unload(&r->aicpu);
     r->aicpu_entry = NULL;
+    r->aicpu_dlopen_count = NULL;
     r->initialized = 0;
     pthread_mutex_unlock(&r->lock);
     return PTO_OK;
@@ -753,10 +757,13 @@ size_t runner_host_dlopen_count(Runner *r)
 
 /* ---- counters ---------------------------------------------------------------------- */
 
+/* Orchestration libraries this device's AICPU image has loaded (trb). */
 size_t runner_aicpu_dlopen_count(Runner *r)
 {
-    (void)r; /* device-side orchestration loads arrive with trb ([3/8]) */
-    return 0;
+    pthread_mutex_lock(&r->lock);
+    size_t n = r->aicpu_dlopen_count != NULL ? (size_t)r->aicpu_dlopen_count() : 0;
+    pthread_mutex_unlock(&r->lock);
+    return n;
 }
 
 size_t runner_run_stream_set_create_count(Runner *r)
@@ -833,6 +840,15 @@ int runner_query(Runner *r, RunExec *exec)
     }
 }
 
+/* The executor's message for the run's error (PtoAicpuArgs.message_dev), or NULL. */
+static const char *device_message(Runner *r, const PtoAicpuArgs *args)
+{
+    const char *m = (const char *)(uintptr_t)args->message_dev;
+    if (m == NULL || !alloc_table_contains(&r->memory, (uintptr_t)m, 512) || memchr(m, '\0', 512) == NULL || *m == '\0')
+        return NULL;
+    return m;
+}
+
 int runner_drain(Runner *r, RunExec *exec)
 {
     SimRunExec *x = sim_exec(exec);
@@ -859,6 +875,8 @@ int runner_drain(Runner *r, RunExec *exec)
     else if (x->result == PTO_ERR_KERNEL_FAULT)
         pto_fail(PTO_ERR_KERNEL_FAULT, "task %llu (func_id %u) failed: its kernel returned %d",
                  (unsigned long long)x->args->status.task_id, x->args->status.func_id, x->args->status.kernel_code);
+    else if (x->result != PTO_OK && device_message(r, x->args) != NULL)
+        pto_fail(x->result, "the run failed (%d): %s", x->result, device_message(r, x->args));
     else if (x->result != PTO_OK)
         pto_fail(x->result, "the device reported error %d for the run", x->result);
     return x->result;

@@ -1,41 +1,538 @@
-/* The trb runtime: registration, bind and validate. Not built yet: every
- * entry refuses with PTO_RUNTIME_ERR_UNSUPPORTED and says so. */
-#include "common/last_error.h"
-#include "runtime/runtime.h"
+/*
+ * The trb runtime (tensormap_and_ringbuffer), host half: the orchestration
+ * runs on the device at launch (device/aicpu/trb_executor.c); the host stages
+ * the run and reads its outcome.
+ *
+ * register: decode, keep a private copy, upload it (kernels resolved by the
+ *   platform), keep the kernel table and — for a library orchestration — the
+ *   image's content hash, so the device loads each library once.
+ * bind: check the args against the signature; make sure the shared runtime
+ *   image exists on bank 0 for the run's ring sizing (prebuilt cache); pack the
+ *   argument block, the work block, the args and every staged tensor (IN/INOUT
+ *   copied, pure OUT zeroed; child memory passed through) into the slot's
+ *   retained staging buffer in 1024-byte aligned slices, growing it when too
+ *   small; allocate the run's dependency-graph buffer when asked.
+ * validate: copy OUT/INOUT back after success and write the dependency graph,
+ *   or name the failure from the status and work blocks; free the run's
+ *   dependency-graph buffer (the retained buffer and the image stay).
+ *
+ * Everything a bind writes is its slot's or bank 0's shared image, which one
+ * run at a time uses: supports_concurrent_prepare = 0.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define RUNTIME_NOT_BUILT "the trb runtime is not built yet (issue [3/8])"
+#include "common/call_config.h"
+#include "common/chip_callable.h"
+#include "common/dep_graph.h"
+#include "common/last_error.h"
+#include "common/run_args.h"
+#include "device/pto_builtin_kernels.h"
+#include "device/pto_device_abi.h"
+#include "device/pto_trb_abi.h"
+#include "runtime/runtime.h"
+#include "runtime/trb/trb_image.h"
+#include "runtime/trb/trb_internal.h"
+
+#define TRB_RUN_MAGIC 0x54524252u      /* "TRBR": a bound run */
+#define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+
+/* The dependency graph a diagnostic run collects, at most. */
+#define TRB_DEP_GRAPH_TASKS (1u << 16)
+#define TRB_DEP_GRAPH_EDGES (1u << 18)
+
+/* The run's header in the retained staging buffer. */
+typedef struct TrbHeader {
+    PtoAicpuArgs args;
+    PtoTrbWork work;
+} TrbHeader;
+
+#define TRB_ARGS_OFFSET ALIGN_UP(sizeof(TrbHeader), 64u)
+#define TRB_SLICES_OFFSET ALIGN_UP(TRB_ARGS_OFFSET + sizeof(ChipStorageTaskArgs), PTO_TRB_STAGING_ALIGN)
+
+/* The runtime's part of a run (RuntimeRun.opaque). */
+typedef struct TrbRunState {
+    uint32_t magic;
+    uint32_t orchestration_kind;
+    const RuntimeCallable *callable;
+    TrbWorkspace *ws;
+    uint8_t *staging;         /* the slot's retained buffer: header first */
+    void *dep_graph;          /* the run's dependency-graph buffer, NULL when off */
+    char *output_prefix;      /* a copy, when the dependency graph is on */
+    NativeRunDescriptor desc; /* a copy: names the dependency-graph file */
+} TrbRunState;
+_Static_assert(sizeof(TrbRunState) <= PTO_RUNTIME_RUN_BYTES, "TrbRunState fits RuntimeRun");
+
+/* Tells the device executor that an argument block belongs to a new run. */
+static _Atomic uint64_t next_run_serial = 1;
+
+static TrbRunState *trb_run(RuntimeRun *run)
+{
+    return (TrbRunState *)run->opaque;
+}
 
 int runtime_supports_concurrent_prepare(void)
 {
     return 0;
 }
 
-int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
+uint64_t trb_staging_header_bytes(void)
 {
-    (void)api, (void)callable, (void)out;
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "register_callable: " RUNTIME_NOT_BUILT);
+    return TRB_SLICES_OFFSET;
 }
 
-void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
+/* The shared image lives on bank 0 whatever the run's bank. */
+static HostApi bank0_of(const HostApi *api)
 {
-    (void)api, (void)c;
+    HostApi b = *api;
+    b.arena_bank = 0;
+    return b;
 }
 
 int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
 {
-    (void)api, (void)cfg;
+    if (api == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "prewarm: NULL HostApi");
+    TrbSizing sizing;
+    trb_sizing_of(cfg, &sizing);
+    HostApi bank0 = bank0_of(api);
+    uint64_t image;
+    int built;
+    return trb_image_ensure(&bank0, &sizing, &image, &built);
+}
+
+/* ---- registration ---------------------------------------------------------------- */
+
+static void destroy_callable(RuntimeCallable *c)
+{
+    for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++)
+        free(c->workspaces[s]);
+    free(c->bytes);
+    free(c);
+}
+
+/* A private, validated copy of the caller's bytes with its workspaces. */
+static int copy_callable(const void *callable, uint32_t total_size, RuntimeCallable **out)
+{
+    RuntimeCallable *c = calloc(1, sizeof *c);
+    if (c == NULL || (c->bytes = malloc(total_size)) == NULL)
+        goto oom;
+    memcpy(c->bytes, callable, total_size);
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    /* decode the copy: it is what every later step reads */
+    if (chip_callable_decode(c->bytes, &c->view, msg, sizeof msg) != PTO_OK || c->view.header.total_size != total_size) {
+        destroy_callable(c);
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the callable changed while it was being registered");
+    }
+    for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++)
+        if ((c->workspaces[s] = calloc(1, sizeof *c->workspaces[s])) == NULL)
+            goto oom;
+    *out = c;
     return PTO_OK;
+
+oom:
+    if (c != NULL)
+        destroy_callable(c);
+    return pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_callable: out of host memory");
+}
+
+static int by_func_id(const void *a, const void *b)
+{
+    const PtoTrbKernel *x = a, *y = b;
+    return x->func_id < y->func_id ? -1 : x->func_id > y->func_id;
+}
+
+/* Reads each child's resolved kernel address back from the uploaded copy. */
+static int read_kernels(const HostApi *api, RuntimeCallable *c)
+{
+    const ChipCallableView *v = &c->view;
+    uint32_t n = v->header.child_count;
+    ChipCallableChild children[PTO_CALLABLE_MAX_CHILDREN];
+    if (n == 0)
+        return PTO_OK;
+    int rc = host_api_copy_from_device(api, children, (uint8_t *)c->upload_dev + v->header.children.offset,
+                                       (size_t)n * sizeof *children);
+    if (rc != PTO_OK)
+        return rc;
+    for (uint32_t i = 0; i < n; i++) {
+        if (children[i].resolved_addr == 0)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: child %u (func_id %u) was not resolved", i,
+                            children[i].func_id);
+        c->kernels[i] = (PtoTrbKernel){ children[i].resolved_addr, children[i].func_id, children[i].core_type };
+    }
+    c->kernel_count = n;
+    qsort(c->kernels, n, sizeof c->kernels[0], by_func_id);
+    return PTO_OK;
+}
+
+int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
+{
+    if (out == NULL || api == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "register_callable: NULL %s", out == NULL ? "out" : "HostApi");
+    *out = NULL;
+    ChipCallableView probe;
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    if (chip_callable_decode(callable, &probe, msg, sizeof msg) != PTO_OK)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: %s", msg);
+    RuntimeCallable *c = NULL;
+    int rc = copy_callable(callable, probe.header.total_size, &c);
+    if (rc != PTO_OK)
+        return rc;
+    const ChipCallableHeader *h = &c->view.header;
+    if (h->orchestration_kind == PTO_ORCH_LIBRARY)
+        c->orchestration_hash = pto_fnv1a64(c->bytes + h->orchestration.offset, h->orchestration.size);
+    uint64_t hash = pto_fnv1a64(c->bytes, h->total_size);
+    if ((rc = host_api_upload_chip_callable_buffer(api, c->bytes, h->total_size, hash, &c->upload_dev)) != PTO_OK)
+        goto fail_upload;
+    if ((rc = read_kernels(api, c)) != PTO_OK)
+        goto fail_kernels;
+    *out = c;
+    return PTO_OK;
+
+fail_kernels:
+    host_api_release_chip_callable_buffer(api, c->upload_dev);
+fail_upload:
+    destroy_callable(c);
+    return rc;
+}
+
+void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
+{
+    if (c == NULL)
+        return;
+    if (c->upload_dev != NULL)
+        host_api_release_chip_callable_buffer(api, c->upload_dev);
+    destroy_callable(c);
+}
+
+/* ---- bind: staging ----------------------------------------------------------------- */
+
+/* Records every tensor and returns the staging bytes the run needs: the
+   header, then a 1024-aligned slice per staged tensor with bytes. */
+static int plan_staging(const ChipCallableView *v, TrbWorkspace *ws, const ChipStorageTaskArgs *args,
+                        uint64_t *required)
+{
+    uint64_t offset = TRB_SLICES_OFFSET;
+    ws->tensor_count = v->tensor_count;
+    for (uint32_t i = 0; i < v->tensor_count; i++) {
+        const ChipTensor *t = &args->tensors[i];
+        TrbTensor *s = &ws->tensors[i];
+        *s = (TrbTensor){ .host = t->addr, .dev = t->addr, .size = t->size, .direction = v->signature[i] };
+        if (t->child_memory) {
+            s->host = 0;
+            continue;
+        }
+        s->staged = 1;
+        s->dev = offset; /* relative until the buffer is known */
+        uint64_t slice = ALIGN_UP(t->size, (uint64_t)PTO_TRB_STAGING_ALIGN);
+        if (slice < t->size || __builtin_add_overflow(offset, slice, &offset) || offset > SIZE_MAX / 2)
+            return pto_fail(PTO_ERR_CAPACITY, "args: the staged tensors need more bytes than a staging buffer can hold");
+    }
+    *required = offset;
+    return PTO_OK;
+}
+
+/* The slot's retained buffer, at least `required` bytes: kept when big enough,
+   else the old one is freed and a larger one allocated. A failed allocation
+   leaves the slot with no buffer. */
+static int retained_buffer(const HostApi *api, uint64_t required, uint8_t **buffer)
+{
+    void *dev = NULL;
+    size_t size = 0;
+    int rc = host_api_get_retained_temp_buffer(api, &dev, &size);
+    if (rc != PTO_OK)
+        return rc;
+    if (dev != NULL && size >= required) {
+        *buffer = dev;
+        return PTO_OK;
+    }
+    if (dev != NULL) {
+        if ((rc = host_api_device_free(api, dev)) != PTO_OK || (rc = host_api_set_retained_temp_buffer(api, NULL, 0)) != PTO_OK)
+            return rc;
+    }
+    void *grown = host_api_device_malloc(api, (size_t)required);
+    if (grown == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY,
+                        "bind: the retained staging buffer of pipeline slot %u cannot grow to %llu bytes: %s",
+                        api->pipeline_slot, (unsigned long long)required, pto_last_error());
+    if ((rc = host_api_set_retained_temp_buffer(api, grown, (size_t)required)) != PTO_OK) {
+        host_api_device_free(api, grown);
+        return rc;
+    }
+    *buffer = grown;
+    return PTO_OK;
+}
+
+/* Places every staged tensor in its slice: IN and INOUT are copied in, pure OUT
+   ones zeroed, so bytes no kernel writes come back as zeros, never as another
+   run's data. Fills the device view of the args' tensors. */
+static int stage_tensors(const HostApi *api, TrbWorkspace *ws, const ChipStorageTaskArgs *args, uint8_t *buffer)
+{
+    for (uint32_t i = 0; i < ws->tensor_count; i++) {
+        TrbTensor *t = &ws->tensors[i];
+        ws->dev_tensors[i] = args->tensors[i];
+        if (!t->staged)
+            continue;
+        t->dev += (uint64_t)(uintptr_t)buffer;
+        ws->dev_tensors[i].addr = t->dev;
+        if (t->size == 0)
+            continue;
+        void *dev = (void *)(uintptr_t)t->dev;
+        int rc = t->direction == PTO_ARG_OUT ? host_api_device_memset(api, dev, 0, t->size)
+                                             : host_api_copy_to_device(api, dev, (const void *)(uintptr_t)t->host, t->size);
+        if (rc != PTO_OK)
+            return rc;
+    }
+    return PTO_OK;
+}
+
+/* The args as the device sees them: the tensors (device addresses), the
+   scalars and the counts; the unused rest of the structure is not written. */
+static int write_args(const HostApi *api, const TrbWorkspace *ws, const ChipStorageTaskArgs *args, uint8_t *buffer)
+{
+    uint8_t *dev = buffer + TRB_ARGS_OFFSET;
+    int rc = PTO_OK;
+    if (ws->tensor_count > 0)
+        rc = host_api_copy_to_device(api, dev + offsetof(ChipStorageTaskArgs, tensors), ws->dev_tensors,
+                                     ws->tensor_count * sizeof(ChipTensor));
+    if (rc == PTO_OK && args->scalar_count > 0)
+        rc = host_api_copy_to_device(api, dev + offsetof(ChipStorageTaskArgs, scalars), args->scalars,
+                                     (size_t)args->scalar_count * sizeof(uint64_t));
+    if (rc == PTO_OK)
+        rc = host_api_copy_to_device(api, dev + offsetof(ChipStorageTaskArgs, tensor_count), &args->tensor_count,
+                                     2 * sizeof(int32_t));
+    return rc;
+}
+
+static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunState *h)
+{
+    if (!cfg->enable_dep_graph)
+        return PTO_OK;
+    size_t bytes = pto_trb_dep_graph_bytes(TRB_DEP_GRAPH_TASKS, TRB_DEP_GRAPH_EDGES);
+    PtoTrbDepGraph header = {
+        .magic = PTO_TRB_DEP_GRAPH_MAGIC,
+        .task_capacity = TRB_DEP_GRAPH_TASKS,
+        .edge_capacity = TRB_DEP_GRAPH_EDGES,
+    };
+    if ((h->output_prefix = strdup(cfg->output_prefix)) == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory");
+    if ((h->dep_graph = host_api_device_malloc(api, bytes)) == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: no device memory for the dependency graph (%zu bytes): %s",
+                        bytes, pto_last_error());
+    return host_api_copy_to_device(api, h->dep_graph, &header, sizeof header);
+}
+
+static void free_run_memory(const HostApi *api, TrbRunState *h)
+{
+    if (h->dep_graph != NULL)
+        host_api_device_free(api, h->dep_graph);
+    free(h->output_prefix);
+    h->dep_graph = NULL;
+    h->output_prefix = NULL;
+}
+
+/* The argument block and the work block at the head of the staging buffer. */
+static int write_header(const HostApi *api, const RuntimeCallable *c, const CallConfig *cfg, uint64_t image_dev,
+                        const TrbRunState *h)
+{
+    const ChipCallableView *v = &c->view;
+    const uint8_t *upload = c->upload_dev;
+    uint64_t base = (uint64_t)(uintptr_t)h->staging;
+    TrbHeader hdr;
+    memset(&hdr, 0, sizeof hdr);
+    hdr.args = (PtoAicpuArgs){
+        .magic = PTO_AICPU_ARGS_MAGIC,
+        .abi_version = PTO_DEVICE_ABI_VERSION,
+        .work_kind = PTO_DEVICE_WORK_TRB,
+        .block_dim = call_config_block_dim(cfg),
+        .run_serial = atomic_fetch_add(&next_run_serial, 1),
+        .work_dev = base + offsetof(TrbHeader, work),
+        .work_bytes = sizeof(PtoTrbWork),
+        .message_dev = base + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, message),
+    };
+    PtoTrbWork *w = &hdr.work;
+    w->magic = PTO_TRB_WORK_MAGIC;
+    w->orchestration_kind = v->header.orchestration_kind;
+    w->image_dev = image_dev;
+    w->args_dev = base + TRB_ARGS_OFFSET;
+    w->orchestration_dev = (uint64_t)(uintptr_t)(upload + v->header.orchestration.offset);
+    w->orchestration_bytes = v->header.orchestration.size;
+    w->orchestration_hash = c->orchestration_hash;
+    if (v->header.orchestration_kind == PTO_ORCH_LIBRARY) {
+        w->entry_dev = (uint64_t)(uintptr_t)(upload + v->header.orchestration_entry.offset);
+        w->entry_length = v->header.orchestration_entry.size;
+    }
+    w->signature_dev = (uint64_t)(uintptr_t)(upload + v->header.signature.offset);
+    w->signature_length = v->header.signature_length;
+    w->dep_graph_dev = (uint64_t)(uintptr_t)h->dep_graph;
+    w->kernel_count = c->kernel_count;
+    memcpy(w->kernels, c->kernels, c->kernel_count * sizeof c->kernels[0]);
+    return host_api_copy_to_device(api, h->staging, &hdr, sizeof hdr);
 }
 
 int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
                  const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
 {
-    (void)run, (void)api, (void)c, (void)args, (void)cfg, (void)desc, (void)launch;
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "bind: " RUNTIME_NOT_BUILT);
+    if (run == NULL || api == NULL || c == NULL || args == NULL || cfg == NULL || launch == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: NULL run, HostApi, callable, args, config or launch");
+    if (api->pipeline_slot >= PTO_PIPELINE_MAX_DEPTH)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: pipeline slot %u is outside 0..%u", api->pipeline_slot,
+                        PTO_PIPELINE_MAX_DEPTH - 1);
+    TrbWorkspace *ws = c->workspaces[api->pipeline_slot];
+    TrbRunState *h = trb_run(run);
+    memset(h, 0, sizeof *h);
+    int rc = run_args_check(api, &c->view, args);
+    if (rc != PTO_OK)
+        return rc;
+
+    TrbSizing sizing;
+    trb_sizing_of(cfg, &sizing);
+    HostApi bank0 = bank0_of(api);
+    uint64_t image_dev = 0, required = 0;
+    int built;
+    if ((rc = trb_image_ensure(&bank0, &sizing, &image_dev, &built)) != PTO_OK ||
+        (rc = plan_staging(&c->view, ws, args, &required)) != PTO_OK ||
+        (rc = retained_buffer(api, required, &h->staging)) != PTO_OK ||
+        (rc = stage_tensors(api, ws, args, h->staging)) != PTO_OK || (rc = write_args(api, ws, args, h->staging)) != PTO_OK)
+        return rc;
+    if ((rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK) {
+        free_run_memory(api, h);
+        return rc;
+    }
+    *launch = (DeviceLaunch){
+        .args_dev = (uint64_t)(uintptr_t)h->staging,
+        .aicpu_threads = call_config_aicpu_threads(cfg),
+        .block_dim = call_config_block_dim(cfg),
+        .timeout_ms = call_config_timeout_ms(cfg),
+    };
+    if (desc != NULL)
+        h->desc = *desc;
+    h->orchestration_kind = c->view.header.orchestration_kind;
+    h->callable = c;
+    h->ws = ws;
+    h->magic = TRB_RUN_MAGIC;
+    return PTO_OK;
+}
+
+/* ---- validate -------------------------------------------------------------------------- */
+
+static int copy_back(const HostApi *api, const TrbWorkspace *ws)
+{
+    for (uint32_t i = 0; i < ws->tensor_count; i++) {
+        const TrbTensor *t = &ws->tensors[i];
+        if (!t->staged || t->size == 0 || t->direction == PTO_ARG_IN)
+            continue;
+        int rc = host_api_copy_from_device(api, (void *)(uintptr_t)t->host, (const void *)(uintptr_t)t->dev, t->size);
+        if (rc != PTO_OK)
+            return pto_fail(rc, "validate: copying tensor %u (%llu bytes) back to the host failed", i,
+                            (unsigned long long)t->size);
+    }
+    return PTO_OK;
+}
+
+/* Reads the collected graph back and writes it next to the run's other outputs. */
+static int write_dep_graph(const HostApi *api, const TrbRunState *h)
+{
+    PtoTrbDepGraph g;
+    int rc = host_api_copy_from_device(api, &g, h->dep_graph, sizeof g);
+    if (rc != PTO_OK)
+        return rc;
+    if (g.task_count > TRB_DEP_GRAPH_TASKS || g.edge_count > TRB_DEP_GRAPH_EDGES)
+        return pto_fail(PTO_ERR_DEVICE, "validate: the device's dependency graph is malformed");
+    uint32_t tasks = (uint32_t)g.task_count, edges = (uint32_t)g.edge_count;
+    uint32_t *func_ids = malloc((tasks + 1) * sizeof *func_ids);
+    uint32_t *pairs = malloc((2 * (size_t)edges + 1) * sizeof *pairs);
+    uint32_t *producers = malloc((edges + 1) * sizeof *producers);
+    uint32_t *consumers = malloc((edges + 1) * sizeof *consumers);
+    const uint8_t *dev = h->dep_graph;
+    if (func_ids == NULL || pairs == NULL || producers == NULL || consumers == NULL) {
+        rc = pto_fail(PTO_ERR_OUT_OF_MEMORY, "validate: out of host memory for the dependency graph");
+    } else if ((tasks == 0 ||
+                (rc = host_api_copy_from_device(api, func_ids, dev + sizeof g, tasks * sizeof *func_ids)) == PTO_OK) &&
+               (edges == 0 ||
+                (rc = host_api_copy_from_device(api, pairs, dev + sizeof g + TRB_DEP_GRAPH_TASKS * sizeof(uint32_t),
+                                                2 * (size_t)edges * sizeof *pairs)) == PTO_OK)) {
+        for (uint32_t e = 0; e < edges; e++) {
+            producers[e] = pairs[2 * e];
+            consumers[e] = pairs[2 * e + 1];
+        }
+        rc = dep_graph_write(h->output_prefix, &h->desc, tasks, func_ids, producers, consumers, edges);
+    }
+    free(func_ids);
+    free(pairs);
+    free(producers);
+    free(consumers);
+    return rc;
+}
+
+static const char *kernel_code_meaning(int32_t code)
+{
+    switch (code) {
+    case PTO_KERNEL_ERR_PARAM_COUNT: return "wrong parameter count";
+    case PTO_KERNEL_ERR_VIEW_TOO_SMALL: return "a view is too small";
+    case PTO_KERNEL_ERR_BAD_SIZE: return "a view size is not a multiple of the element size";
+    case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
+    default: return "kernel-specific code";
+    }
+}
+
+/* The failed run's error, named from the device's status and work blocks. */
+static int describe_failure(const HostApi *api, const TrbRunState *h, int execution_rc)
+{
+    TrbHeader hdr;
+    if (host_api_copy_from_device(api, &hdr, h->staging, sizeof hdr) != PTO_OK)
+        return pto_fail(execution_rc, "the run failed (%d); its device status could not be read", execution_rc);
+    const PtoDeviceStatus *s = &hdr.args.status;
+    const PtoTrbWork *w = &hdr.work;
+    hdr.work.message[sizeof hdr.work.message - 1] = '\0';
+    unsigned long long done = (unsigned long long)s->tasks_completed, submitted = (unsigned long long)w->tasks_submitted;
+    switch (s->error_code) {
+    case PTO_ERR_KERNEL_FAULT: {
+        const ChipCallableView *v = &h->callable->view;
+        int child = chip_callable_child_of(v, s->func_id);
+        ChipCallableChild c = { 0 };
+        if (child >= 0)
+            chip_callable_child(v, (uint32_t)child, &c);
+        return pto_fail(PTO_ERR_KERNEL_FAULT,
+                        "kernel fault: task %llu (func_id %u, kernel '%.*s') returned %d (%s) on core %u; %llu of %llu "
+                        "submitted task(s) completed",
+                        (unsigned long long)s->task_id, s->func_id, (int)c.name.size,
+                        child >= 0 ? chip_callable_blob(v, c.name) : "", s->kernel_code,
+                        kernel_code_meaning(s->kernel_code), s->core_id, done, submitted);
+    }
+    case PTO_ERR_TIMEOUT:
+        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout: %llu of %llu submitted task(s) completed", done,
+                        submitted);
+    case 0:
+        return pto_fail(execution_rc, "the run failed (%d) with %llu of %llu submitted task(s) completed", execution_rc,
+                        done, submitted);
+    default:
+        if (w->message[0] == '\0')
+            return pto_fail(s->error_code, "the device executor failed the run (%d) after %llu of %llu task(s)",
+                            s->error_code, done, submitted);
+        return pto_fail(s->error_code, "orchestration failed at task %llu: %s; %llu of %llu submitted task(s) completed",
+                        (unsigned long long)s->task_id, w->message, done, submitted);
+    }
 }
 
 int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
 {
-    (void)run, (void)api, (void)launched, (void)execution_rc;
-    return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "validate: " RUNTIME_NOT_BUILT);
+    if (run == NULL || api == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "validate: NULL run or HostApi");
+    TrbRunState *h = trb_run(run);
+    if (h->magic != TRB_RUN_MAGIC)
+        return pto_fail(PTO_ERR_WRONG_PHASE, "validate: the run was never bound");
+    int rc = PTO_OK;
+    if (launched && execution_rc == PTO_OK) {
+        rc = copy_back(api, h->ws);
+        if (rc == PTO_OK && h->dep_graph != NULL)
+            rc = write_dep_graph(api, h);
+    } else if (launched) {
+        rc = describe_failure(api, h, execution_rc);
+    }
+    /* the retained buffer stays with the slot, the image with bank 0 */
+    free_run_memory(api, h);
+    memset(h, 0, sizeof *h);
+    return rc;
 }

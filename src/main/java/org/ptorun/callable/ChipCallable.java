@@ -3,18 +3,21 @@ package org.ptorun.callable;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import org.ptorun.internal.CallableLayouts;
 
 /**
  * What a ChipWorker registers under a callable id: the signature (one direction per run
- * argument, tensors then scalars), the children (func id → core type + kernel) and the
- * orchestration (a {@link Program}). Immutable; its {@link #bytes()} are exactly the
- * binary format of {@code include/ptorun/chip_callable.h}.
+ * argument, tensors then scalars), the children (func id → core type + kernel: a
+ * built-in or a kernel library) and the orchestration (a {@link Program}, or an
+ * orchestration library). Immutable; its {@link #bytes()} are exactly the binary format
+ * of {@code include/ptorun/chip_callable.h}.
  *
  * <pre>{@code
  * ChipCallable add = ChipCallable.builder()
@@ -36,14 +39,54 @@ public final class ChipCallable {
         }
     }
 
+    /** An orchestration library: the image of a shared object and its {@code PtoOrchestrationFn} symbol. */
+    public record OrchestrationLibrary(byte[] image, String entry, String origin) {
+        public OrchestrationLibrary {
+            Objects.requireNonNull(image, "image");
+            Kernel.checkName(entry, "orchestration entry symbol");
+            if (image.length == 0) {
+                throw new IllegalArgumentException("the orchestration library (" + origin + ") is empty");
+            }
+            image = image.clone();
+        }
+
+        byte[] rawImage() {
+            return image;
+        }
+
+        /** A copy of the image. */
+        @Override
+        public byte[] image() {
+            return image.clone();
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof OrchestrationLibrary && ((OrchestrationLibrary) o).entry.equals(entry)
+                    && java.util.Arrays.equals(((OrchestrationLibrary) o).image, image);
+        }
+
+        @Override
+        public int hashCode() {
+            return 31 * entry.hashCode() + java.util.Arrays.hashCode(image);
+        }
+
+        @Override
+        public String toString() {
+            return "OrchestrationLibrary[" + origin + " symbol " + entry + "]";
+        }
+    }
+
     private final List<Direction> signature;
     private final List<Direction> tensorDirections;
     private final int scalarCount;
     private final List<Child> children;
     private final Program program;
+    private final OrchestrationLibrary orchestrationLibrary;
     private final byte[] bytes;
 
-    private ChipCallable(List<Direction> signature, List<Child> children, Program program) {
+    private ChipCallable(List<Direction> signature, List<Child> children, Program program,
+                         OrchestrationLibrary orchestrationLibrary) {
         this.signature = signature;
         List<Direction> tensors = new ArrayList<>();
         for (Direction d : signature) {
@@ -55,6 +98,7 @@ public final class ChipCallable {
         this.scalarCount = signature.size() - tensors.size();
         this.children = children;
         this.program = program;
+        this.orchestrationLibrary = orchestrationLibrary;
         this.bytes = encode();
     }
 
@@ -94,25 +138,59 @@ public final class ChipCallable {
         return children;
     }
 
-    public Program program() {
-        return program;
+    /** The program orchestration; empty when the callable carries an orchestration library. */
+    public Optional<Program> program() {
+        return Optional.ofNullable(program);
     }
 
+    /** The orchestration library; empty when the callable carries a program. */
+    public Optional<OrchestrationLibrary> orchestrationLibrary() {
+        return Optional.ofNullable(orchestrationLibrary);
+    }
+
+    /**
+     * Layout: header, signature, children (8-aligned), names (kernel names, entry
+     * symbols, then the orchestration entry), each distinct kernel library image
+     * (8-aligned; children with the same image share one copy), the orchestration
+     * (8-aligned: a program, or an orchestration library image).
+     */
     private byte[] encode() {
         List<byte[]> names = new ArrayList<>(children.size());
         for (Child c : children) {
-            names.add(c.kernel().name().getBytes(StandardCharsets.UTF_8));
+            names.add(c.kernel().name().getBytes(StandardCharsets.US_ASCII));
         }
-        int signatureOffset = CallableLayouts.ChipCallableHeader.SIZE;
-        int childrenOffset = align8(signatureOffset + signature.size());
-        int namesOffset = childrenOffset + children.size() * CallableLayouts.ChipCallableChild.SIZE;
-        int namesEnd = namesOffset;
+        byte[] entry = orchestrationLibrary == null ? new byte[0]
+                : orchestrationLibrary.entry().getBytes(StandardCharsets.US_ASCII);
+        long signatureOffset = CallableLayouts.ChipCallableHeader.SIZE;
+        long childrenOffset = align8(signatureOffset + signature.size());
+        long namesOffset = childrenOffset + (long) children.size() * CallableLayouts.ChipCallableChild.SIZE;
+        long at = namesOffset;
         for (byte[] n : names) {
-            namesEnd += n.length;
+            at += n.length;
         }
-        int programOffset = align8(namesEnd);
-        byte[] programBytes = program.rawBytes();
-        long total = (long) programOffset + programBytes.length;
+        long entryOffset = at;
+        at += entry.length;
+        List<byte[]> images = new ArrayList<>();
+        List<Long> imageOffsets = new ArrayList<>();
+        long[] childImage = new long[children.size()];
+        for (int i = 0; i < children.size(); i++) {
+            byte[] image = children.get(i).kernel().rawImage();
+            if (image == null) {
+                continue;
+            }
+            int same = indexOfContent(images, image);
+            if (same < 0) {
+                at = align8(at);
+                images.add(image);
+                imageOffsets.add(at);
+                same = images.size() - 1;
+                at += image.length;
+            }
+            childImage[i] = imageOffsets.get(same);
+        }
+        long orchestrationOffset = align8(at);
+        byte[] orchestration = program != null ? program.rawBytes() : orchestrationLibrary.rawImage();
+        long total = orchestrationOffset + orchestration.length;
         if (total > CallableLayouts.PTO_CALLABLE_MAX_BYTES) {
             throw new IllegalArgumentException("the callable is " + total + " bytes; at most "
                     + CallableLayouts.PTO_CALLABLE_MAX_BYTES);
@@ -121,7 +199,8 @@ public final class ChipCallable {
 
         b.putInt(CallableLayouts.ChipCallableHeader.MAGIC, CallableLayouts.PTO_CALLABLE_MAGIC);
         b.putShort(CallableLayouts.ChipCallableHeader.FORMAT_VERSION, (short) CallableLayouts.PTO_CALLABLE_FORMAT_VERSION);
-        b.putShort(CallableLayouts.ChipCallableHeader.ORCHESTRATION_KIND, (short) CallableLayouts.PTO_ORCH_PROGRAM);
+        b.putShort(CallableLayouts.ChipCallableHeader.ORCHESTRATION_KIND,
+                (short) (program != null ? CallableLayouts.PTO_ORCH_PROGRAM : CallableLayouts.PTO_ORCH_LIBRARY));
         b.putInt(CallableLayouts.ChipCallableHeader.TOTAL_SIZE, (int) total);
         b.putInt(CallableLayouts.ChipCallableHeader.CHILD_COUNT, children.size());
         b.putInt(CallableLayouts.ChipCallableHeader.SIGNATURE_LENGTH, signature.size());
@@ -129,45 +208,60 @@ public final class ChipCallable {
         putRef(b, CallableLayouts.ChipCallableHeader.SIGNATURE, signatureOffset, signature.size());
         putRef(b, CallableLayouts.ChipCallableHeader.CHILDREN, childrenOffset,
                 children.size() * CallableLayouts.ChipCallableChild.SIZE);
-        putRef(b, CallableLayouts.ChipCallableHeader.ORCHESTRATION, programOffset, programBytes.length);
-        putRef(b, CallableLayouts.ChipCallableHeader.ORCHESTRATION_ENTRY, 0, 0);
+        putRef(b, CallableLayouts.ChipCallableHeader.ORCHESTRATION, orchestrationOffset, orchestration.length);
+        putRef(b, CallableLayouts.ChipCallableHeader.ORCHESTRATION_ENTRY, entryOffset, entry.length);
 
         for (int i = 0; i < signature.size(); i++) {
-            b.put(signatureOffset + i, (byte) signature.get(i).code());
+            b.put((int) signatureOffset + i, (byte) signature.get(i).code());
         }
-        int nameAt = namesOffset;
+        long nameAt = namesOffset;
         for (int i = 0; i < children.size(); i++) {
             Child c = children.get(i);
-            int at = childrenOffset + i * CallableLayouts.ChipCallableChild.SIZE;
-            b.putInt(at + CallableLayouts.ChipCallableChild.FUNC_ID, c.funcId());
-            b.put(at + CallableLayouts.ChipCallableChild.CORE_TYPE, (byte) c.coreType().code());
-            b.put(at + CallableLayouts.ChipCallableChild.SOURCE_KIND, (byte) CallableLayouts.PTO_KERNEL_BUILTIN);
-            b.putShort(at + CallableLayouts.ChipCallableChild.RESERVED, (short) 0);
+            int child = (int) childrenOffset + i * CallableLayouts.ChipCallableChild.SIZE;
+            byte[] image = c.kernel().rawImage();
+            b.putInt(child + CallableLayouts.ChipCallableChild.FUNC_ID, c.funcId());
+            b.put(child + CallableLayouts.ChipCallableChild.CORE_TYPE, (byte) c.coreType().code());
+            b.put(child + CallableLayouts.ChipCallableChild.SOURCE_KIND,
+                    (byte) (image == null ? CallableLayouts.PTO_KERNEL_BUILTIN : CallableLayouts.PTO_KERNEL_LIBRARY));
+            b.putShort(child + CallableLayouts.ChipCallableChild.RESERVED, (short) 0);
             byte[] name = names.get(i);
-            putRef(b, at + CallableLayouts.ChipCallableChild.NAME, nameAt, name.length);
-            putRef(b, at + CallableLayouts.ChipCallableChild.IMAGE, 0, 0);
-            b.putLong(at + CallableLayouts.ChipCallableChild.RESOLVED_ADDR, 0);
-            b.put(nameAt, name);
+            putRef(b, child + CallableLayouts.ChipCallableChild.NAME, nameAt, name.length);
+            putRef(b, child + CallableLayouts.ChipCallableChild.IMAGE, childImage[i], image == null ? 0 : image.length);
+            b.putLong(child + CallableLayouts.ChipCallableChild.RESOLVED_ADDR, 0);
+            b.put((int) nameAt, name);
             nameAt += name.length;
         }
-        b.put(programOffset, programBytes);
+        b.put((int) entryOffset, entry);
+        for (int i = 0; i < images.size(); i++) {
+            b.put((int) (long) imageOffsets.get(i), images.get(i));
+        }
+        b.put((int) orchestrationOffset, orchestration);
         return b.array();
     }
 
+    private static int indexOfContent(List<byte[]> images, byte[] image) {
+        for (int i = 0; i < images.size(); i++) {
+            if (java.util.Arrays.equals(images.get(i), image)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
     /** A {@code PtoBlobRef}; an empty blob is written {0, 0} ("absent"). */
-    private static void putRef(ByteBuffer b, int at, int offset, int size) {
-        b.putInt(at + CallableLayouts.PtoBlobRef.OFFSET, size == 0 ? 0 : offset);
+    private static void putRef(ByteBuffer b, int at, long offset, int size) {
+        b.putInt(at + CallableLayouts.PtoBlobRef.OFFSET, size == 0 ? 0 : (int) offset);
         b.putInt(at + CallableLayouts.PtoBlobRef.SIZE_FIELD, size);
     }
 
-    private static int align8(int n) {
-        return (n + 7) & ~7;
+    private static long align8(long n) {
+        return (n + 7) & ~7L;
     }
 
     @Override
     public String toString() {
-        return "ChipCallable[signature=" + signature + ", children=" + children.size()
-                + ", tasks=" + program.instructionCount() + ", " + bytes.length + " bytes]";
+        return "ChipCallable[signature=" + signature + ", children=" + children.size() + ", "
+                + (program != null ? program : orchestrationLibrary) + ", " + bytes.length + " bytes]";
     }
 
     /**
@@ -180,6 +274,7 @@ public final class ChipCallable {
         private final List<Direction> signature = new ArrayList<>();
         private final List<Child> children = new ArrayList<>();
         private Program program;
+        private OrchestrationLibrary orchestrationLibrary;
 
         private Builder() {
         }
@@ -218,9 +313,32 @@ public final class ChipCallable {
             return child(funcId, core, kernel);
         }
 
-        /** The orchestration. */
+        /** The orchestration: a program the library interprets. */
         public Builder program(Program program) {
             this.program = Objects.requireNonNull(program, "program");
+            return this;
+        }
+
+        /**
+         * The orchestration: a user orchestration library (a host-compiled shared object
+         * exporting {@code entry} as a {@code PtoOrchestrationFn}, see
+         * include/ptorun/pto_orchestration.h), read now. hbg runs it on the host in
+         * prepare, trb on the device at launch; it submits tasks for this callable's
+         * children by func id.
+         *
+         * @throws java.io.UncheckedIOException when the file cannot be read
+         * @throws IllegalArgumentException for an empty file or a malformed symbol
+         */
+        public Builder orchestrationLibrary(Path library, String entry) {
+            Objects.requireNonNull(library, "library");
+            this.orchestrationLibrary = new OrchestrationLibrary(Kernel.readImage(library, "orchestration library"),
+                    entry, library.toString());
+            return this;
+        }
+
+        /** {@link #orchestrationLibrary(Path, String)} from the library's bytes. */
+        public Builder orchestrationLibrary(byte[] image, String entry) {
+            this.orchestrationLibrary = new OrchestrationLibrary(image, entry, image.length + "-byte image");
             return this;
         }
 
@@ -228,17 +346,23 @@ public final class ChipCallable {
          * @throws IllegalArgumentException naming what is wrong
          */
         public ChipCallable build() {
-            if (program == null) {
-                throw new IllegalArgumentException("a callable needs an orchestration: call program(...)");
+            if (program == null && orchestrationLibrary == null) {
+                throw new IllegalArgumentException(
+                        "a callable needs an orchestration: call program(...) or orchestrationLibrary(...)");
+            }
+            if (program != null && orchestrationLibrary != null) {
+                throw new IllegalArgumentException(
+                        "a callable has one orchestration: a program or an orchestration library, not both");
             }
             int tensors = checkSignature();
             int scalars = signature.size() - tensors;
             Map<Integer, Child> byFuncId = checkChildren();
-            List<Program.Submit> submits = program.submits();
-            for (int task = 0; task < submits.size(); task++) {
-                checkSubmit(task, submits.get(task), byFuncId, tensors, scalars);
+            if (program != null) {
+                for (Program.Submit s : program.submits()) {
+                    checkSubmit(s, byFuncId, tensors, scalars);
+                }
             }
-            return new ChipCallable(List.copyOf(signature), List.copyOf(children), program);
+            return new ChipCallable(List.copyOf(signature), List.copyOf(children), program, orchestrationLibrary);
         }
 
         private int checkSignature() {
@@ -294,16 +418,17 @@ public final class ChipCallable {
             return byFuncId;
         }
 
-        private void checkSubmit(int task, Program.Submit s, Map<Integer, Child> byFuncId, int tensors, int scalars) {
+        private void checkSubmit(Program.Submit s, Map<Integer, Child> byFuncId, int tensors, int scalars) {
+            String insn = "instruction " + s.instruction();
             Child child = byFuncId.get(s.funcId());
             if (child == null) {
-                throw new IllegalArgumentException("task " + task + " submits func_id " + s.funcId()
+                throw new IllegalArgumentException(insn + " submits func_id " + s.funcId()
                         + ", which no child binds (children: " + byFuncId.keySet() + ")");
             }
             List<Param> params = s.params();
             for (int i = 0; i < params.size(); i++) {
                 Param p = params.get(i);
-                String where = "task " + task + " (func_id " + s.funcId() + ") parameter " + i;
+                String where = insn + " (func_id " + s.funcId() + ") parameter " + i;
                 if (p.kind() == Param.Kind.ARG_TENSOR) {
                     if (p.index() >= tensors) {
                         throw new IllegalArgumentException(where + " views tensor argument " + p.index()
@@ -319,13 +444,13 @@ public final class ChipCallable {
                             + " but the signature has " + scalars + " scalars");
                 }
             }
-            child.kernel().parameters().ifPresent(expected -> checkAgainstKernel(task, s, child.kernel(), expected));
+            child.kernel().parameters().ifPresent(expected -> checkAgainstKernel(insn, s, child.kernel(), expected));
         }
 
-        private static void checkAgainstKernel(int task, Program.Submit s, Kernel kernel, List<Direction> expected) {
+        private static void checkAgainstKernel(String insn, Program.Submit s, Kernel kernel, List<Direction> expected) {
             List<Param> params = s.params();
             if (params.size() != expected.size()) {
-                throw new IllegalArgumentException("task " + task + ": kernel " + kernel.name() + " takes "
+                throw new IllegalArgumentException(insn + ": kernel " + kernel.name() + " takes "
                         + expected.size() + " parameters " + expected + ", not " + params.size());
             }
             for (int i = 0; i < expected.size(); i++) {
@@ -335,7 +460,7 @@ public final class ChipCallable {
                         : p.kind().isTensor() && (!want.reads() || p.direction().reads())
                                 && (!want.writes() || p.direction().writes());
                 if (!ok) {
-                    throw new IllegalArgumentException("task " + task + ": parameter " + i + " of kernel "
+                    throw new IllegalArgumentException(insn + ": parameter " + i + " of kernel "
                             + kernel.name() + " is " + want + ", not " + p);
                 }
             }

@@ -4,20 +4,24 @@ import java.util.Objects;
 import org.ptorun.internal.CallableLayouts;
 
 /**
- * One parameter of a SUBMIT: a view of an argument tensor (byte offset and size inside
- * it, with the direction the task uses it in), or a scalar (an immediate, or an
- * argument scalar by index). Immutable.
+ * One parameter of a SUBMIT: a view of a tensor — an argument tensor of the run or a
+ * local tensor of the program ({@link Program.Builder#allocTensor}) — as a byte offset
+ * and a byte size inside it, with the direction the task uses it in; or a scalar — an
+ * immediate, an argument scalar by index, or the value of an {@link Affine} expression
+ * over the enclosing loop variables. Immutable.
  *
- * <p>Offsets and sizes are plain values for now (the {@code base} of the program's
- * affine expressions); loop-dependent views come with LOOP.
+ * <p>Offsets and sizes are {@link Affine} expressions, so a view can move with the
+ * loops around its SUBMIT: {@code Param.tensor(0, IN, Affine.loopVar(0).times(tileBytes), Affine.of(tileBytes))}.
  */
 public final class Param {
 
     /** What a parameter is: the C {@code PtoParamKind}. */
     public enum Kind {
         ARG_TENSOR(CallableLayouts.PTO_PARAM_ARG_TENSOR),
+        LOCAL_TENSOR(CallableLayouts.PTO_PARAM_LOCAL_TENSOR),
         SCALAR_IMM(CallableLayouts.PTO_PARAM_SCALAR_IMM),
-        SCALAR_ARG(CallableLayouts.PTO_PARAM_SCALAR_ARG);
+        SCALAR_ARG(CallableLayouts.PTO_PARAM_SCALAR_ARG),
+        SCALAR_AFFINE(CallableLayouts.PTO_PARAM_SCALAR_AFFINE);
 
         private final int code;
 
@@ -29,8 +33,9 @@ public final class Param {
             return code;
         }
 
+        /** True for views of argument and local tensors. */
         public boolean isTensor() {
-            return this == ARG_TENSOR;
+            return this == ARG_TENSOR || this == LOCAL_TENSOR;
         }
     }
 
@@ -38,16 +43,16 @@ public final class Param {
     private final Direction direction;
     private final int index;
     private final long imm;
-    private final long offsetBytes;
-    private final long sizeBytes;
+    private final Affine offset;
+    private final Affine size;
 
-    private Param(Kind kind, Direction direction, int index, long imm, long offsetBytes, long sizeBytes) {
+    private Param(Kind kind, Direction direction, int index, long imm, Affine offset, Affine size) {
         this.kind = kind;
         this.direction = direction;
         this.index = index;
         this.imm = imm;
-        this.offsetBytes = offsetBytes;
-        this.sizeBytes = sizeBytes;
+        this.offset = offset;
+        this.size = size;
     }
 
     /**
@@ -57,23 +62,52 @@ public final class Param {
      * @throws IllegalArgumentException for a negative index, offset or size, or SCALAR
      */
     public static Param tensor(int argIndex, Direction direction, long offsetBytes, long sizeBytes) {
-        Objects.requireNonNull(direction, "direction");
-        if (!direction.isTensor()) {
-            throw new IllegalArgumentException("a tensor view is IN, OUT or INOUT, not SCALAR");
-        }
-        if (argIndex < 0) {
-            throw new IllegalArgumentException("tensor argument index " + argIndex + " is negative");
-        }
-        if (offsetBytes < 0 || sizeBytes < 0) {
-            throw new IllegalArgumentException("view offset " + offsetBytes + " and size " + sizeBytes
-                    + " must be >= 0");
-        }
-        return new Param(Kind.ARG_TENSOR, direction, argIndex, 0, offsetBytes, sizeBytes);
+        return view(Kind.ARG_TENSOR, argIndex, direction, constant(offsetBytes, sizeBytes), Affine.of(sizeBytes));
+    }
+
+    /**
+     * A view of argument tensor {@code argIndex} whose offset and size depend on the
+     * enclosing loops. The program builder checks that both are never negative over the
+     * loops' ranges; the library checks the view against the tensor's bytes at run time.
+     *
+     * @throws IllegalArgumentException for a negative index or SCALAR
+     */
+    public static Param tensor(int argIndex, Direction direction, Affine offsetBytes, Affine sizeBytes) {
+        return view(Kind.ARG_TENSOR, argIndex, direction, offsetBytes, sizeBytes);
+    }
+
+    /**
+     * A view of local tensor {@code localId}: {@code sizeBytes} bytes from {@code offsetBytes}.
+     *
+     * @throws IllegalArgumentException for a negative id, offset or size, or SCALAR
+     */
+    public static Param local(int localId, Direction direction, long offsetBytes, long sizeBytes) {
+        return view(Kind.LOCAL_TENSOR, localId, direction, constant(offsetBytes, sizeBytes), Affine.of(sizeBytes));
+    }
+
+    /**
+     * A view of local tensor {@code localId} whose offset and size may depend on the
+     * enclosing loops; the program builder checks it stays inside the local's bytes.
+     *
+     * @throws IllegalArgumentException for a negative id or SCALAR
+     */
+    public static Param local(int localId, Direction direction, Affine offsetBytes, Affine sizeBytes) {
+        return view(Kind.LOCAL_TENSOR, localId, direction, offsetBytes, sizeBytes);
     }
 
     /** A scalar immediate: its raw 64 bits. */
     public static Param scalar(long bits) {
-        return new Param(Kind.SCALAR_IMM, Direction.SCALAR, 0, bits, 0, 0);
+        return new Param(Kind.SCALAR_IMM, Direction.SCALAR, 0, bits, Affine.zero(), Affine.zero());
+    }
+
+    /**
+     * A scalar computed from the enclosing loop variables, passed to the kernel as a
+     * signed 64-bit integer (e.g. {@code Param.scalar(Affine.loopVar(0))} is the loop
+     * index).
+     */
+    public static Param scalar(Affine value) {
+        Objects.requireNonNull(value, "value");
+        return new Param(Kind.SCALAR_AFFINE, Direction.SCALAR, 0, 0, value, Affine.zero());
     }
 
     /** An f32 scalar immediate: the IEEE bits in the low 32 bits. */
@@ -86,7 +120,36 @@ public final class Param {
         if (index < 0) {
             throw new IllegalArgumentException("scalar argument index " + index + " is negative");
         }
-        return new Param(Kind.SCALAR_ARG, Direction.SCALAR, index, 0, 0, 0);
+        return new Param(Kind.SCALAR_ARG, Direction.SCALAR, index, 0, Affine.zero(), Affine.zero());
+    }
+
+    private static Affine constant(long offsetBytes, long sizeBytes) {
+        if (offsetBytes < 0 || sizeBytes < 0) {
+            throw new IllegalArgumentException("view offset " + offsetBytes + " and size " + sizeBytes
+                    + " must be >= 0");
+        }
+        return Affine.of(offsetBytes);
+    }
+
+    private static Param view(Kind kind, int index, Direction direction, Affine offset, Affine size) {
+        Objects.requireNonNull(direction, "direction");
+        Objects.requireNonNull(offset, "offset");
+        Objects.requireNonNull(size, "size");
+        if (!direction.isTensor()) {
+            throw new IllegalArgumentException("a tensor view is IN, OUT or INOUT, not SCALAR");
+        }
+        if (index < 0) {
+            throw new IllegalArgumentException((kind == Kind.ARG_TENSOR ? "tensor argument index " : "local tensor id ")
+                    + index + " is negative");
+        }
+        if (kind == Kind.LOCAL_TENSOR && index >= CallableLayouts.PTO_PROGRAM_MAX_LOCALS) {
+            throw new IllegalArgumentException("local tensor id " + index + " is outside 0.."
+                    + (CallableLayouts.PTO_PROGRAM_MAX_LOCALS - 1));
+        }
+        if ((offset.isConstant() && offset.base() < 0) || (size.isConstant() && size.base() < 0)) {
+            throw new IllegalArgumentException("view offset " + offset + " and size " + size + " must be >= 0");
+        }
+        return new Param(kind, direction, index, 0, offset, size);
     }
 
     public Kind kind() {
@@ -97,7 +160,7 @@ public final class Param {
         return direction;
     }
 
-    /** Tensor argument index or scalar argument index; 0 for an immediate. */
+    /** Argument tensor index, local tensor id or argument scalar index; 0 otherwise. */
     public int index() {
         return index;
     }
@@ -107,12 +170,24 @@ public final class Param {
         return imm;
     }
 
-    public long offsetBytes() {
-        return offsetBytes;
+    /** A view's byte offset, or a SCALAR_AFFINE's value; 0 otherwise. */
+    public Affine offset() {
+        return offset;
     }
 
+    /** A view's byte size; 0 otherwise. */
+    public Affine size() {
+        return size;
+    }
+
+    /** The constant part of {@link #offset()}. */
+    public long offsetBytes() {
+        return offset.base();
+    }
+
+    /** The constant part of {@link #size()}. */
     public long sizeBytes() {
-        return sizeBytes;
+        return size.base();
     }
 
     @Override
@@ -122,21 +197,25 @@ public final class Param {
         }
         Param p = (Param) o;
         return kind == p.kind && direction == p.direction && index == p.index && imm == p.imm
-                && offsetBytes == p.offsetBytes && sizeBytes == p.sizeBytes;
+                && offset.equals(p.offset) && size.equals(p.size);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(kind, direction, index, imm, offsetBytes, sizeBytes);
+        return Objects.hash(kind, direction, index, imm, offset, size);
     }
 
     @Override
     public String toString() {
         switch (kind) {
             case ARG_TENSOR:
-                return direction + " arg" + index + "[" + offsetBytes + ", +" + sizeBytes + ")";
+                return direction + " arg" + index + "[" + offset + ", +" + size + ")";
+            case LOCAL_TENSOR:
+                return direction + " local" + index + "[" + offset + ", +" + size + ")";
             case SCALAR_ARG:
                 return "scalar arg" + index;
+            case SCALAR_AFFINE:
+                return "scalar " + offset;
             default:
                 return "scalar 0x" + Long.toHexString(imm);
         }

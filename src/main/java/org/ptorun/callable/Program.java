@@ -1,39 +1,82 @@
 package org.ptorun.callable;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Deque;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.function.Consumer;
 import org.ptorun.internal.CallableLayouts;
 
 /**
  * A program orchestration: the bytecode a built-in interpreter runs to submit a run's
  * tasks (on the host for hbg, on the device for trb). Immutable; built with
- * {@link #builder()}. Supported now: SUBMIT. Tasks depend on every earlier task whose
- * views overlap theirs where one of the two writes, so submission order is program
- * order.
+ * {@link #builder()}.
+ *
+ * <ul>
+ *   <li>{@code SUBMIT func_id params…} — one task per execution;</li>
+ *   <li>{@code ALLOC_TENSOR local bytes} — a local (intermediate) tensor of the run. Each
+ *       local id is allocated once per run, the first time its ALLOC_TENSOR executes;
+ *       later executions (inside a loop) reuse it. A local allocated inside a scope is
+ *       freed when that scope ends (trb) and must not be used after it, so a scope
+ *       that allocates may not be repeated by a loop around it;</li>
+ *   <li>{@code LOOP count … END_LOOP} — the body {@code count} times, with the loop
+ *       variable of that nesting depth running {@code 0..count-1} (0 iterations skip
+ *       the body); offsets, sizes and scalars may be {@link Affine} in the variables
+ *       of the enclosing loops;</li>
+ *   <li>{@code SCOPE_BEGIN … SCOPE_END} — a scope for the run's local memory (trb: the
+ *       scope's own ring).</li>
+ * </ul>
+ *
+ * Tasks depend on every earlier task whose views overlap theirs where one of the two
+ * writes, so submission order is program order.
  *
  * <pre>{@code
  * Program p = Program.builder()
- *     .submit(0, Param.tensor(0, IN, 0, n * 4), Param.tensor(1, IN, 0, n * 4), Param.tensor(2, OUT, 0, n * 4))
+ *     .allocTensor(0, tileBytes)
+ *     .loop(tiles, (b, i) -> b
+ *         .submit(ADD, Param.tensor(0, IN, i.times(tileBytes), Affine.of(tileBytes)),
+ *                      Param.tensor(1, IN, i.times(tileBytes), Affine.of(tileBytes)),
+ *                      Param.local(0, OUT, 0, tileBytes))
+ *         .submit(COPY, Param.local(0, IN, 0, tileBytes),
+ *                       Param.tensor(2, OUT, i.times(tileBytes), Affine.of(tileBytes))))
  *     .build();
  * }</pre>
  */
 public final class Program {
 
-    /** One SUBMIT as written: for the callable builder's checks. */
-    record Submit(int funcId, List<Param> params) {
+    /** Nesting limits of the format: loops and scopes, each. */
+    public static final int MAX_LOOP_DEPTH = CallableLayouts.PTO_PROGRAM_MAX_LOOP_DEPTH;
+    public static final int MAX_SCOPE_DEPTH = CallableLayouts.PTO_PROGRAM_MAX_SCOPE_DEPTH;
+    public static final int MAX_LOCALS = CallableLayouts.PTO_PROGRAM_MAX_LOCALS;
+
+    /** One SUBMIT as written, with its instruction index: for the callable builder's checks. */
+    record Submit(int instruction, int funcId, List<Param> params) {
+    }
+
+    /** The body of {@link Builder#loop}: the builder and the new loop's variable. */
+    @FunctionalInterface
+    public interface LoopBody {
+        void accept(Builder program, Affine loopVar);
     }
 
     private final byte[] bytes;
     private final List<Submit> submits;
+    private final int instructionCount;
+    private final int localCount;
+    private final long taskCount;
 
-    private Program(byte[] bytes, List<Submit> submits) {
+    private Program(byte[] bytes, List<Submit> submits, int instructionCount, int localCount, long taskCount) {
         this.bytes = bytes;
         this.submits = submits;
+        this.instructionCount = instructionCount;
+        this.localCount = localCount;
+        this.taskCount = taskCount;
     }
 
     public static Builder builder() {
@@ -50,9 +93,19 @@ public final class Program {
         return bytes.length;
     }
 
-    /** Instructions in the program. */
+    /** Instructions in the program (every opcode). */
     public int instructionCount() {
-        return submits.size();
+        return instructionCount;
+    }
+
+    /** The header's local_count: the highest local id used + 1. */
+    public int localCount() {
+        return localCount;
+    }
+
+    /** Tasks one run submits (SUBMITs times their loops' counts); Long.MAX_VALUE if more. */
+    public long taskCount() {
+        return taskCount;
     }
 
     List<Submit> submits() {
@@ -63,18 +116,53 @@ public final class Program {
         return bytes;
     }
 
-    /** Builds a {@link Program}; the callable it goes into checks it against its children and signature. */
+    @Override
+    public String toString() {
+        return "Program[" + instructionCount + " instructions, " + taskCount + " tasks, " + localCount + " locals, "
+                + bytes.length + " bytes]";
+    }
+
+    /**
+     * Builds a {@link Program}, checking what does not need the callable: nesting
+     * (balanced, at most 4 loops and 4 scopes deep, an end closes the innermost open
+     * construct), loop variables only inside their loops, locals (id &lt; 256, allocated
+     * once, not in a scope a loop repeats, before use, not after the scope that allocated them, never by a loop that
+     * runs 0 times before a use outside it), views never negative and locals' views
+     * inside their bytes over the loops' ranges. The callable builder checks the
+     * SUBMITs against its children and signature.
+     */
     public static final class Builder {
+
+        /** An open LOOP or SCOPE_BEGIN. */
+        private record Open(boolean loop, int instruction, long count, int id) {
+        }
+
+        /** Where a local was allocated. */
+        private record Local(long bytes, int instruction, List<Open> enclosing) {
+        }
+
+        private final List<byte[]> encoded = new ArrayList<>();
         private final List<Submit> submits = new ArrayList<>();
+        private final Deque<Open> open = new ArrayDeque<>();
+        private final Map<Integer, Local> locals = new HashMap<>();
+        private final Map<Integer, Integer> endedScopeOfLocal = new HashMap<>();
+        private int loops;
+        private int scopes;
+        private int nextOpenId;
+        private int localCount;
+        private long taskCount;
 
         private Builder() {
         }
 
         /**
          * Appends {@code SUBMIT funcId params…}: one task running the child with that
-         * func id on these parameters, in kernel parameter order.
+         * func id on these parameters, in kernel parameter order, per execution.
          *
-         * @throws IllegalArgumentException for a func id outside 0..4095 or more than 32 params
+         * @throws IllegalArgumentException for a func id outside 0..4095, more than 32
+         *     params, a loop variable of a loop that does not enclose it, a local not
+         *     allocated (or no longer alive) here, a view that can be negative or that
+         *     leaves its local
          */
         public Builder submit(int funcId, Param... params) {
             Objects.requireNonNull(params, "params");
@@ -86,53 +174,356 @@ public final class Program {
                 throw new IllegalArgumentException("a task takes at most " + CallableLayouts.PTO_MAX_TASK_PARAMS
                         + " parameters, not " + params.length);
             }
-            for (Param p : params) {
-                Objects.requireNonNull(p, "param");
+            int insn = nextInstruction();
+            List<Param> list = List.copyOf(Arrays.asList(params));
+            for (int i = 0; i < list.size(); i++) {
+                checkParam(insn, i, list.get(i));
             }
-            if (submits.size() == CallableLayouts.PTO_PROGRAM_MAX_INSNS) {
-                throw new IllegalArgumentException("a program holds at most "
-                        + CallableLayouts.PTO_PROGRAM_MAX_INSNS + " instructions");
-            }
-            submits.add(new Submit(funcId, List.copyOf(Arrays.asList(params))));
+            submits.add(new Submit(insn, funcId, list));
+            encoded.add(encodeSubmit(funcId, list));
+            taskCount = saturatingAdd(taskCount, iterations());
             return this;
         }
 
-        /** Encodes the program. */
-        public Program build() {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            ByteBuffer header = ByteBuffer.allocate(CallableLayouts.PtoProgramHeader.SIZE).order(ByteOrder.LITTLE_ENDIAN);
-            header.putInt(CallableLayouts.PtoProgramHeader.MAGIC, CallableLayouts.PTO_PROGRAM_MAGIC);
-            header.putInt(CallableLayouts.PtoProgramHeader.INSTRUCTION_COUNT, submits.size());
-            header.putInt(CallableLayouts.PtoProgramHeader.LOCAL_COUNT, 0);
-            header.putInt(CallableLayouts.PtoProgramHeader.RESERVED, 0);
-            out.writeBytes(header.array());
-            for (Submit s : submits) {
-                out.writeBytes(encodeSubmit(s));
+        /**
+         * Appends {@code ALLOC_TENSOR localId bytes}: local tensor {@code localId} of
+         * {@code bytes} bytes, allocated the first time this instruction executes in a run
+         * and reused by later executions; visible to the SUBMITs after it (until the end
+         * of the scope it is in).
+         *
+         * @throws IllegalArgumentException for an id outside 0..255, an id allocated
+         *     before, bytes ≤ 0, or inside a scope that an enclosing loop repeats
+         */
+        public Builder allocTensor(int localId, long bytes) {
+            if (localId < 0 || localId >= MAX_LOCALS) {
+                throw new IllegalArgumentException("local tensor id " + localId + " is outside 0.." + (MAX_LOCALS - 1));
             }
-            return new Program(out.toByteArray(), List.copyOf(submits));
+            if (bytes <= 0) {
+                throw new IllegalArgumentException("local tensor " + localId + " needs a positive size, not " + bytes);
+            }
+            Local earlier = locals.get(localId);
+            if (earlier != null) {
+                throw new IllegalArgumentException("local tensor " + localId + " is allocated a second time (first at"
+                        + " instruction " + earlier.instruction() + "); each local has one ALLOC_TENSOR");
+            }
+            checkScopeNotRepeated(localId);
+            int insn = nextInstruction();
+            locals.put(localId, new Local(bytes, insn, List.copyOf(open)));
+            localCount = Math.max(localCount, localId + 1);
+            ByteBuffer b = insn(CallableLayouts.PTO_OP_ALLOC_TENSOR, CallableLayouts.PtoAllocInsn.SIZE);
+            b.putInt(CallableLayouts.PtoAllocInsn.LOCAL_ID, localId);
+            b.putInt(CallableLayouts.PtoAllocInsn.RESERVED, 0);
+            b.putLong(CallableLayouts.PtoAllocInsn.BYTES, bytes);
+            encoded.add(b.array());
+            return this;
         }
 
-        private static byte[] encodeSubmit(Submit s) {
-            int size = CallableLayouts.PtoSubmitInsn.SIZE + s.params().size() * CallableLayouts.PtoProgramParam.SIZE;
+        /**
+         * Opens {@code LOOP count}: the instructions up to the matching {@link #endLoop()}
+         * run {@code count} times; their loop variable is {@link #loopVar()} (depth =
+         * the number of loops already open).
+         *
+         * @throws IllegalArgumentException for a negative count or a fifth nested loop
+         */
+        public Builder beginLoop(long count) {
+            if (count < 0) {
+                throw new IllegalArgumentException("a loop count is >= 0, not " + count);
+            }
+            if (loops == MAX_LOOP_DEPTH) {
+                throw new IllegalArgumentException("loops nest at most " + MAX_LOOP_DEPTH + " deep");
+            }
+            int insn = nextInstruction();
+            open.push(new Open(true, insn, count, nextOpenId++));
+            loops++;
+            ByteBuffer b = insn(CallableLayouts.PTO_OP_LOOP, CallableLayouts.PtoLoopInsn.SIZE);
+            b.putLong(CallableLayouts.PtoLoopInsn.COUNT, count);
+            encoded.add(b.array());
+            return this;
+        }
+
+        /**
+         * Closes the innermost LOOP.
+         *
+         * @throws IllegalArgumentException when no loop is open or a scope opened inside it is still open
+         */
+        public Builder endLoop() {
+            close(true);
+            return this;
+        }
+
+        /** {@code beginLoop(count)}, the body with this builder and the loop's variable, {@code endLoop()}. */
+        public Builder loop(long count, LoopBody body) {
+            Objects.requireNonNull(body, "body");
+            beginLoop(count);
+            body.accept(this, loopVar());
+            return endLoop();
+        }
+
+        /**
+         * Opens a scope: local memory allocated inside it is released at its end (trb: the
+         * scope's own ring; scope depth d uses ring min(d, 3)).
+         *
+         * @throws IllegalArgumentException for a fifth nested scope
+         */
+        public Builder beginScope() {
+            if (scopes == MAX_SCOPE_DEPTH) {
+                throw new IllegalArgumentException("scopes nest at most " + MAX_SCOPE_DEPTH + " deep");
+            }
+            int insn = nextInstruction();
+            open.push(new Open(false, insn, 0, nextOpenId++));
+            scopes++;
+            encoded.add(insn(CallableLayouts.PTO_OP_SCOPE_BEGIN, CallableLayouts.PtoInsnHead.SIZE).array());
+            return this;
+        }
+
+        /**
+         * Closes the innermost scope; the locals allocated inside it are no longer usable.
+         *
+         * @throws IllegalArgumentException when no scope is open or a loop opened inside it is still open
+         */
+        public Builder endScope() {
+            Open scope = close(false);
+            locals.forEach((id, local) -> {
+                if (local.enclosing().contains(scope)) {
+                    endedScopeOfLocal.putIfAbsent(id, scope.instruction());
+                }
+            });
+            return this;
+        }
+
+        /** {@code beginScope()}, the body, {@code endScope()}. */
+        public Builder scope(Consumer<Builder> body) {
+            Objects.requireNonNull(body, "body");
+            beginScope();
+            body.accept(this);
+            return endScope();
+        }
+
+        /** Loops open at this point. */
+        public int loopDepth() {
+            return loops;
+        }
+
+        /**
+         * The variable of the innermost open loop.
+         *
+         * @throws IllegalStateException when no loop is open
+         */
+        public Affine loopVar() {
+            if (loops == 0) {
+                throw new IllegalStateException("no loop is open");
+            }
+            return Affine.loopVar(loops - 1);
+        }
+
+        /**
+         * Encodes the program.
+         *
+         * @throws IllegalArgumentException when a loop or scope is still open
+         */
+        public Program build() {
+            if (!open.isEmpty()) {
+                Open o = open.peek();
+                throw new IllegalArgumentException("unbalanced program: the " + (o.loop() ? "LOOP" : "SCOPE_BEGIN")
+                        + " at instruction " + o.instruction() + " is never closed (call "
+                        + (o.loop() ? "endLoop()" : "endScope()") + ")");
+            }
+            int total = CallableLayouts.PtoProgramHeader.SIZE;
+            for (byte[] e : encoded) {
+                total += e.length;
+            }
+            ByteBuffer out = ByteBuffer.allocate(total).order(ByteOrder.LITTLE_ENDIAN);
+            out.putInt(CallableLayouts.PtoProgramHeader.MAGIC, CallableLayouts.PTO_PROGRAM_MAGIC);
+            out.putInt(CallableLayouts.PtoProgramHeader.INSTRUCTION_COUNT, encoded.size());
+            out.putInt(CallableLayouts.PtoProgramHeader.LOCAL_COUNT, localCount);
+            out.putInt(CallableLayouts.PtoProgramHeader.RESERVED, 0);
+            out.position(CallableLayouts.PtoProgramHeader.SIZE);
+            for (byte[] e : encoded) {
+                out.put(e);
+            }
+            return new Program(out.array(), List.copyOf(submits), encoded.size(), localCount, taskCount);
+        }
+
+        // ---- checks ------------------------------------------------------------------------
+
+        private int nextInstruction() {
+            if (encoded.size() == CallableLayouts.PTO_PROGRAM_MAX_INSNS) {
+                throw new IllegalArgumentException("a program holds at most " + CallableLayouts.PTO_PROGRAM_MAX_INSNS
+                        + " instructions");
+            }
+            return encoded.size();
+        }
+
+        /**
+         * A local lives until the end of the innermost scope around its ALLOC_TENSOR (trb
+         * frees that scope's heap there) and is allocated once per run, so a loop around
+         * that scope would reuse a freed local.
+         */
+        private void checkScopeNotRepeated(int localId) {
+            Open scope = null;
+            for (Open o : open) { // innermost first
+                if (scope == null && !o.loop()) {
+                    scope = o;
+                } else if (scope != null && o.loop()) {
+                    throw new IllegalArgumentException("local tensor " + localId + " would be allocated inside the"
+                            + " scope opened at instruction " + scope.instruction() + ", which the LOOP at instruction "
+                            + o.instruction() + " repeats: the scope's end frees the local, which is allocated once"
+                            + " per run; allocate it outside the repeated scope");
+                }
+            }
+        }
+
+        private Open close(boolean loop) {
+            String what = loop ? "endLoop()" : "endScope()";
+            if (open.isEmpty()) {
+                throw new IllegalArgumentException(what + " closes nothing: no " + (loop ? "loop" : "scope")
+                        + " is open");
+            }
+            Open innermost = open.peek();
+            if (innermost.loop() != loop) {
+                throw new IllegalArgumentException(what + " would close the " + (innermost.loop() ? "LOOP" : "SCOPE_BEGIN")
+                        + " opened at instruction " + innermost.instruction() + "; close it first");
+            }
+            nextInstruction();
+            open.pop();
+            if (loop) {
+                loops--;
+                encoded.add(insn(CallableLayouts.PTO_OP_END_LOOP, CallableLayouts.PtoInsnHead.SIZE).array());
+            } else {
+                scopes--;
+                encoded.add(insn(CallableLayouts.PTO_OP_SCOPE_END, CallableLayouts.PtoInsnHead.SIZE).array());
+            }
+            return innermost;
+        }
+
+        /** Loop counts of the open loops by depth. */
+        private long[] counts() {
+            long[] counts = new long[loops];
+            int depth = loops;
+            for (Open o : open) { // innermost first
+                if (o.loop()) {
+                    counts[--depth] = o.count();
+                }
+            }
+            return counts;
+        }
+
+        /** Executions of an instruction here: the product of the open loops' counts. */
+        private long iterations() {
+            long n = 1;
+            for (long c : counts()) {
+                n = c == 0 ? 0 : (n > Long.MAX_VALUE / c ? Long.MAX_VALUE : n * c);
+            }
+            return n;
+        }
+
+        private void checkParam(int insn, int i, Param p) {
+            String where = "instruction " + insn + " (SUBMIT) parameter " + i;
+            if (p.kind() == Param.Kind.SCALAR_AFFINE) {
+                checkLoopVars(where + ": the scalar value " + p.offset(), p.offset());
+                return;
+            }
+            if (!p.kind().isTensor()) {
+                return;
+            }
+            checkLoopVars(where + ": the view offset " + p.offset(), p.offset());
+            checkLoopVars(where + ": the view size " + p.size(), p.size());
+            Local local = null;
+            if (p.kind() == Param.Kind.LOCAL_TENSOR) {
+                local = checkLocalAlive(where, p.index());
+            }
+            long[] counts = counts();
+            if (iterations() == 0) {
+                return; // never executes: nothing the views could do wrong
+            }
+            try {
+                long[] offset = p.offset().range(counts);
+                long[] size = p.size().range(counts);
+                long[] end = p.offset().plus(p.size()).range(counts);
+                if (offset[0] < 0 || size[0] < 0) {
+                    throw new IllegalArgumentException(where + " can have a negative view offset (" + offset[0]
+                            + ") or size (" + size[0] + "): offset " + p.offset() + ", size " + p.size());
+                }
+                if (local != null && end[1] > local.bytes()) {
+                    throw new IllegalArgumentException(where + " views up to byte " + end[1] + " of local tensor "
+                            + p.index() + ", which has " + local.bytes() + " bytes (offset " + p.offset() + ", size "
+                            + p.size() + ")");
+                }
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException(where + ": the view [" + p.offset() + ", +" + p.size()
+                        + ") overflows a signed 64-bit value over its loops' ranges");
+            }
+        }
+
+        private void checkLoopVars(String what, Affine a) {
+            if (a.deepestLoopUsed() >= loops) {
+                throw new IllegalArgumentException(what + " uses loop variable i" + a.deepestLoopUsed() + " but only "
+                        + loops + " loop(s) enclose it");
+            }
+        }
+
+        private Local checkLocalAlive(String where, int id) {
+            Local local = locals.get(id);
+            if (local == null) {
+                throw new IllegalArgumentException(where + " uses local tensor " + id
+                        + " before its allocTensor (ALLOC_TENSOR)");
+            }
+            Integer endedScope = endedScopeOfLocal.get(id);
+            if (endedScope != null) {
+                throw new IllegalArgumentException(where + " uses local tensor " + id + " after the end of the scope"
+                        + " opened at instruction " + endedScope + ", which allocated it (instruction "
+                        + local.instruction() + ")");
+            }
+            for (Open o : local.enclosing()) {
+                if (o.loop() && o.count() == 0 && !open.contains(o)) {
+                    throw new IllegalArgumentException(where + " uses local tensor " + id + ", whose ALLOC_TENSOR"
+                            + " (instruction " + local.instruction() + ") is inside the LOOP at instruction "
+                            + o.instruction() + ", which runs 0 times");
+                }
+            }
+            return local;
+        }
+
+        // ---- encoding ----------------------------------------------------------------------
+
+        private static ByteBuffer insn(int opcode, int size) {
             ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-            b.putShort(CallableLayouts.PtoInsnHead.OPCODE, (short) CallableLayouts.PTO_OP_SUBMIT);
-            b.putShort(CallableLayouts.PtoInsnHead.PARAM_COUNT, (short) s.params().size());
+            b.putShort(CallableLayouts.PtoInsnHead.OPCODE, (short) opcode);
+            b.putShort(CallableLayouts.PtoInsnHead.PARAM_COUNT, (short) 0);
             b.putInt(CallableLayouts.PtoInsnHead.SIZE_BYTES, size);
-            b.putInt(CallableLayouts.PtoSubmitInsn.FUNC_ID, s.funcId());
+            return b;
+        }
+
+        private static byte[] encodeSubmit(int funcId, List<Param> params) {
+            int size = CallableLayouts.PtoSubmitInsn.SIZE + params.size() * CallableLayouts.PtoProgramParam.SIZE;
+            ByteBuffer b = insn(CallableLayouts.PTO_OP_SUBMIT, size);
+            b.putShort(CallableLayouts.PtoInsnHead.PARAM_COUNT, (short) params.size());
+            b.putInt(CallableLayouts.PtoSubmitInsn.FUNC_ID, funcId);
             b.putInt(CallableLayouts.PtoSubmitInsn.RESERVED, 0);
             int at = CallableLayouts.PtoSubmitInsn.SIZE;
-            for (Param p : s.params()) {
+            for (Param p : params) {
                 b.put(at + CallableLayouts.PtoProgramParam.KIND, (byte) p.kind().code());
                 b.put(at + CallableLayouts.PtoProgramParam.DIRECTION, (byte) p.direction().code());
                 b.putShort(at + CallableLayouts.PtoProgramParam.RESERVED, (short) 0);
                 b.putInt(at + CallableLayouts.PtoProgramParam.INDEX, p.index());
                 b.putLong(at + CallableLayouts.PtoProgramParam.IMM, p.imm());
-                // affine values: base only, every loop coefficient 0 (ByteBuffer.allocate zeroed them)
-                b.putLong(at + CallableLayouts.PtoProgramParam.OFFSET + CallableLayouts.PtoAffine.BASE, p.offsetBytes());
-                b.putLong(at + CallableLayouts.PtoProgramParam.SIZE_AFFINE + CallableLayouts.PtoAffine.BASE, p.sizeBytes());
+                putAffine(b, at + CallableLayouts.PtoProgramParam.OFFSET, p.offset());
+                putAffine(b, at + CallableLayouts.PtoProgramParam.SIZE_AFFINE, p.size());
                 at += CallableLayouts.PtoProgramParam.SIZE;
             }
             return b.array();
+        }
+
+        private static void putAffine(ByteBuffer b, int at, Affine a) {
+            b.putLong(at + CallableLayouts.PtoAffine.BASE, a.base());
+            for (int d = 0; d < Affine.MAX_LOOP_DEPTH; d++) {
+                b.putLong(at + CallableLayouts.PtoAffine.COEF + 8 * d, a.coef(d));
+            }
+        }
+
+        private static long saturatingAdd(long a, long b) {
+            long r = a + b;
+            return ((a ^ r) & (b ^ r)) < 0 ? Long.MAX_VALUE : r;
         }
     }
 }

@@ -23,6 +23,8 @@ public final class CallableLayouts {
     /** {@code PTO_PROGRAM_MAGIC} ("PTPG"). */
     public static final int PTO_PROGRAM_MAGIC = 0x47505450;
     public static final int PTO_PROGRAM_MAX_LOOP_DEPTH = 4;
+    /** common/chip_callable.h: scopes nest at most this deep. */
+    public static final int PTO_PROGRAM_MAX_SCOPE_DEPTH = 4;
     public static final int PTO_PROGRAM_MAX_LOCALS = 256;
     public static final int PTO_PROGRAM_MAX_INSNS = 1 << 20;
     public static final int PTO_MAX_TASK_PARAMS = 32;
@@ -117,6 +119,26 @@ public final class CallableLayouts {
         public static final int RESERVED = 12;
 
         private PtoSubmitInsn() {
+        }
+    }
+
+    public static final class PtoAllocInsn {
+        public static final int SIZE = 24;
+        public static final int HEAD = 0;
+        public static final int LOCAL_ID = 8;
+        public static final int RESERVED = 12;
+        public static final int BYTES = 16;
+
+        private PtoAllocInsn() {
+        }
+    }
+
+    public static final class PtoLoopInsn {
+        public static final int SIZE = 16;
+        public static final int HEAD = 0;
+        public static final int COUNT = 8;
+
+        private PtoLoopInsn() {
         }
     }
 

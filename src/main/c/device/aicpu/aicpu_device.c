@@ -1,0 +1,176 @@
+/*
+ * The AICPU image's entry (PTO_AICPU_ENTRY_SYMBOL) and what its work kinds
+ * share (aicpu_device.h). A participation takes the device lock, starts the
+ * run if its argument block is new, and hands itself to the run's work kind:
+ * the graph executor (hbg) or the trb executor.
+ */
+#include "device/aicpu/aicpu_device.h"
+
+#include "device/aicpu/aicpu_work.h"
+#include "ptorun/chip_callable.h"
+#include "ptorun/pto_export.h"
+#include "ptorun/pto_kernel.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+AicpuDevice aicpu_device = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .work_cond = PTHREAD_COND_INITIALIZER,
+};
+
+PTO_EXPORT uint32_t pto_device_abi_version(void)
+{
+    return PTO_DEVICE_ABI_VERSION;
+}
+
+void aicpu_device_start(AicpuDevice *d, PtoAicpuArgs *args, uint32_t block_dim)
+{
+    d->args = args;
+    d->serial = args->run_serial;
+    d->in_flight = 0;
+    d->completed = 0;
+    d->stopping = 0;
+    d->ended = 0;
+    d->running = d->parked = d->signaled = d->requested = 0;
+    d->block_dim = block_dim;
+    for (int t = 0; t < AICPU_CORE_TYPES; t++)
+        d->free_count[t] = 0;
+    /* lowest core ids on top of the stacks */
+    for (uint32_t b = block_dim; b-- > 0;) {
+        for (uint32_t lane = AICPU_LANES_PER_BLOCK; lane-- > PTO_ARCH_AIC_PER_BLOCK;)
+            d->free_cores[PTO_CORE_AIV][d->free_count[PTO_CORE_AIV]++] = b * AICPU_LANES_PER_BLOCK + lane;
+        d->free_cores[PTO_CORE_AIC][d->free_count[PTO_CORE_AIC]++] = b * AICPU_LANES_PER_BLOCK;
+    }
+}
+
+uint32_t aicpu_core_take(AicpuDevice *d, uint32_t core_type)
+{
+    return d->free_count[core_type] > 0 ? d->free_cores[core_type][--d->free_count[core_type]] : 0;
+}
+
+void aicpu_core_give(AicpuDevice *d, uint32_t core_type, uint32_t core)
+{
+    d->free_cores[core_type][d->free_count[core_type]++] = core;
+}
+
+void aicpu_record_error(AicpuDevice *d, int32_t code, int32_t kernel_code, uint64_t task_id, uint32_t func_id,
+                        uint32_t core_id)
+{
+    PtoDeviceStatus *s = &d->args->status;
+    if (s->error_code == 0) {
+        s->kernel_code = kernel_code;
+        s->task_id = task_id;
+        s->func_id = func_id;
+        s->core_id = core_id;
+        s->error_code = code;
+    }
+    d->stopping = 1;
+}
+
+void aicpu_check_stop_request(AicpuDevice *d, int work_left)
+{
+    int32_t reason = __atomic_load_n(&d->args->status.stop_request, __ATOMIC_ACQUIRE);
+    if (reason != 0 && !d->stopping && work_left)
+        aicpu_record_error(d, reason, 0, 0, 0, 0);
+}
+
+void aicpu_end_run(AicpuDevice *d)
+{
+    d->ended = 1;
+    d->args->status.tasks_completed = d->completed;
+    d->args->status.finished = 1;
+    if (d->parked > 0)
+        pthread_cond_broadcast(&d->work_cond);
+}
+
+void aicpu_participation_begin(AicpuDevice *d)
+{
+    d->running++;
+    if (d->requested > 0)
+        d->requested--;
+}
+
+uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t thread_count, const PtoAicpuHooks *hooks)
+{
+    if (dispatchable == 0)
+        return 0;
+    if (hooks == NULL) {
+        uint32_t idle = d->parked - d->signaled;
+        uint32_t k = dispatchable < idle ? dispatchable : idle;
+        for (uint32_t i = 0; i < k; i++)
+            pthread_cond_signal(&d->work_cond);
+        d->signaled += k;
+        return 0;
+    }
+    uint32_t present = d->running + d->requested;
+    uint32_t room = thread_count > present ? thread_count - present : 0;
+    uint32_t k = dispatchable < room ? dispatchable : room;
+    d->requested += k;
+    return k;
+}
+
+uint32_t aicpu_request_threads(const PtoAicpuHooks *hooks, uint32_t ask)
+{
+    return ask > 0 ? hooks->request_threads(hooks->ctx, ask) : 0;
+}
+
+void aicpu_requests_granted(AicpuDevice *d, uint32_t asked, uint32_t granted)
+{
+    uint32_t refused = asked - granted;
+    d->requested -= refused < d->requested ? refused : d->requested;
+}
+
+void aicpu_park(AicpuDevice *d)
+{
+    d->parked++;
+    pthread_cond_wait(&d->work_cond, &d->lock);
+    d->parked--;
+    if (d->signaled > 0)
+        d->signaled--;
+}
+
+int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,
+                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id)
+{
+    PtoKernelContext kc = {
+        .core_type = core_type,
+        .core_id = core,
+        .block_idx = core / AICPU_LANES_PER_BLOCK,
+        .block_dim = block_dim,
+        .task_id = task_id,
+        .arg_sizes = arg_sizes,
+    };
+    PtoKernelFn fn = (PtoKernelFn)(uintptr_t)kernel_addr;
+    return fn(args, nargs, &kc);
+}
+
+/* The run's work kind, or 0 for an argument block no executor accepts. */
+static uint32_t work_kind(const PtoAicpuArgs *args)
+{
+    if (args->magic != PTO_AICPU_ARGS_MAGIC || args->abi_version != PTO_DEVICE_ABI_VERSION)
+        return 0;
+    return args->work_kind;
+}
+
+PTO_EXPORT int32_t pto_aicpu_entry(uint64_t args_dev, uint32_t thread_idx, uint32_t thread_count,
+                                   const PtoAicpuHooks *hooks)
+{
+    (void)thread_idx; /* participations are told apart by arrival, not by index */
+    PtoAicpuArgs *args = (PtoAicpuArgs *)(uintptr_t)args_dev;
+    if (args == NULL || thread_count == 0)
+        return PTO_AICPU_DONE;
+    if (hooks != NULL && hooks->request_threads == NULL)
+        hooks = NULL;
+    AicpuDevice *d = &aicpu_device;
+    pthread_mutex_lock(&d->lock);
+    uint32_t kind = work_kind(args);
+    if (d->args != args || d->serial != args->run_serial) {
+        if (kind == PTO_DEVICE_WORK_TRB)
+            trb_start(d, args);
+        else
+            graph_start(d, args);
+    }
+    int32_t rc = kind == PTO_DEVICE_WORK_TRB ? trb_participate(d, thread_count, hooks)
+                                             : graph_participate(d, thread_count, hooks);
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}

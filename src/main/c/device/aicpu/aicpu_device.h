@@ -1,0 +1,86 @@
+/*
+ * What every kind of device work shares inside the AICPU image: the one lock
+ * and the run's identity, the logical cores, the participations (eager and on
+ * demand, device/pto_device_abi.h), the status block, and calling a kernel.
+ *
+ * The state lives in the image's globals: a platform loads one copy of the
+ * image per device and a device executes one launch at a time, so the globals
+ * are exactly "this device's executor". Everything here is guarded by
+ * aicpu_device.lock unless a comment says otherwise.
+ */
+#ifndef PTORUN_AICPU_DEVICE_H
+#define PTORUN_AICPU_DEVICE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "arch/arch.h"
+#include "device/pto_device_abi.h"
+
+#define AICPU_CORE_TYPES 2
+#define AICPU_LANES_PER_BLOCK (PTO_ARCH_AIC_PER_BLOCK + PTO_ARCH_AIV_PER_BLOCK)
+#define AICPU_MAX_CORES_PER_TYPE (PTO_ARCH_MAX_BLOCKS * PTO_ARCH_AIV_PER_BLOCK)
+
+typedef struct AicpuDevice {
+    pthread_mutex_t lock;         /* guards everything below and the work kinds' state */
+    pthread_cond_t work_cond;     /* parked participations (eager launch) */
+
+    /* which run: a new (args, run_serial) pair starts a new one */
+    PtoAicpuArgs *args;
+    uint64_t serial;
+
+    /* logical cores: block * 3 + lane, lane 0 the AIC */
+    uint32_t block_dim;
+    uint32_t free_cores[AICPU_CORE_TYPES][AICPU_MAX_CORES_PER_TYPE]; /* stacks of idle cores */
+    uint32_t free_count[AICPU_CORE_TYPES];
+
+    uint32_t in_flight;           /* kernels running now */
+    uint64_t completed;           /* kernels returned */
+    int stopping;                 /* an error is recorded: dispatch nothing more */
+    int ended;                    /* the status block is final */
+
+    /* participations */
+    uint32_t running;             /* inside the entry, parked ones included */
+    uint32_t parked;
+    uint32_t signaled;            /* parked ones already woken, not yet running */
+    uint32_t requested;           /* asked of the platform, not yet arrived */
+} AicpuDevice;
+
+extern AicpuDevice aicpu_device;
+
+/* Forgets the previous run and binds `args`; every core free, nothing counted. */
+void aicpu_device_start(AicpuDevice *d, PtoAicpuArgs *args, uint32_t block_dim);
+
+/* The lowest-numbered idle core of a type (0 when none: check free_count first). */
+uint32_t aicpu_core_take(AicpuDevice *d, uint32_t core_type);
+void aicpu_core_give(AicpuDevice *d, uint32_t core_type, uint32_t core);
+
+/* Records the run's first error in the status block and stops dispatching. */
+void aicpu_record_error(AicpuDevice *d, int32_t code, int32_t kernel_code, uint64_t task_id, uint32_t func_id,
+                        uint32_t core_id);
+
+/* A host stop request (the sim's timeout) becomes the error when work is left. */
+void aicpu_check_stop_request(AicpuDevice *d, int work_left);
+
+/* Makes the status block final and wakes every parked participation. */
+void aicpu_end_run(AicpuDevice *d);
+
+/* A participation entering (it may be one the executor requested). */
+void aicpu_participation_begin(AicpuDevice *d);
+
+/* `dispatchable` tasks could start now beside the caller's: wakes parked
+   participations (eager) or returns how many to ask the platform for, already
+   counted as requested (on demand). Call hooks->request_threads with the
+   result after unlocking, then aicpu_requests_granted. */
+uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t thread_count, const PtoAicpuHooks *hooks);
+uint32_t aicpu_request_threads(const PtoAicpuHooks *hooks, uint32_t ask); /* unlocked */
+void aicpu_requests_granted(AicpuDevice *d, uint32_t asked, uint32_t granted);
+
+/* Parks an idle participation (eager launch) until work is spread or the run ends. */
+void aicpu_park(AicpuDevice *d);
+
+/* Calls a kernel (unlocked). */
+int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,
+                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id);
+
+#endif

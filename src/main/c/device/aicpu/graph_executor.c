@@ -1,0 +1,214 @@
+/*
+ * The graph executor (PTO_DEVICE_WORK_GRAPH, hbg): schedules a prebuilt task
+ * graph cooperatively over however many participations the platform starts:
+ * a ready task goes to a free logical core of its type, its completion
+ * decrements its consumers' fan-in, the first kernel error is recorded in the
+ * status block and stops all further dispatching.
+ *
+ * Participations never wait for each other to gather; idle ones park on a
+ * condition variable (eager launch) or hand their thread back to the platform
+ * (on-demand launch). Its state is guarded by aicpu_device.lock.
+ */
+#include <stdint.h>
+
+#include "device/aicpu/aicpu_device.h"
+#include "device/aicpu/aicpu_work.h"
+#include "device/pto_device_abi.h"
+#include "ptorun/chip_callable.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+typedef struct GraphRun {
+    /* the work image, immutable during the run */
+    const PtoGraphTask *tasks;
+    const uint64_t *task_args;
+    const uint64_t *task_arg_sizes;
+    const uint32_t *fanout;
+    uint32_t task_count;
+
+    /* scheduling */
+    uint32_t *fanin_left;         /* per task, in the run's scratch state */
+    uint32_t *ready[AICPU_CORE_TYPES];  /* FIFO per core type; each task enters once */
+    uint32_t ready_head[AICPU_CORE_TYPES], ready_tail[AICPU_CORE_TYPES];
+} GraphRun;
+
+static GraphRun graph_run;
+
+/* ---- starting a run --------------------------------------------------------- */
+
+static int range_inside(uint64_t offset, uint64_t count, uint64_t elem, uint64_t limit, uint64_t align)
+{
+    if (offset % align != 0 || offset > limit)
+        return 0;
+    return count <= (limit - offset) / elem;
+}
+
+/* Checks the argument block and the graph image, and points g at them. */
+static int bind_image(GraphRun *g, PtoAicpuArgs *args)
+{
+    if (args->magic != PTO_AICPU_ARGS_MAGIC || args->abi_version != PTO_DEVICE_ABI_VERSION ||
+        args->work_kind != PTO_DEVICE_WORK_GRAPH || args->work_dev == 0 || args->work_dev % 8 != 0)
+        return 0;
+    if (args->block_dim < 1 || args->block_dim > PTO_ARCH_MAX_BLOCKS)
+        return 0;
+    const PtoGraphHeader *h = (const PtoGraphHeader *)(uintptr_t)args->work_dev;
+    uint64_t limit = args->work_bytes;
+    if (limit < sizeof *h || h->magic != PTO_GRAPH_MAGIC)
+        return 0;
+    if (!range_inside(h->tasks_offset, h->task_count, sizeof(PtoGraphTask), limit, 8) ||
+        !range_inside(h->args_offset, h->arg_total, sizeof(uint64_t), limit, 8) ||
+        !range_inside(h->arg_sizes_offset, h->arg_total, sizeof(uint64_t), limit, 8) ||
+        !range_inside(h->fanout_offset, h->fanout_total, sizeof(uint32_t), limit, 4))
+        return 0;
+    if (h->task_count > 0 && (args->state_dev == 0 || args->state_dev % 4 != 0 ||
+                              args->state_bytes < pto_graph_state_bytes(h->task_count)))
+        return 0;
+    const uint8_t *base = (const uint8_t *)h;
+    g->tasks = (const PtoGraphTask *)(base + h->tasks_offset);
+    g->task_args = (const uint64_t *)(base + h->args_offset);
+    g->task_arg_sizes = (const uint64_t *)(base + h->arg_sizes_offset);
+    g->fanout = (const uint32_t *)(base + h->fanout_offset);
+    g->task_count = h->task_count;
+    uint32_t *state = (uint32_t *)(uintptr_t)args->state_dev;
+    g->fanin_left = state;
+    g->ready[PTO_CORE_AIC] = state + h->task_count;
+    g->ready[PTO_CORE_AIV] = state + 2 * (uint64_t)h->task_count;
+
+    /* Every task well-formed, every edge pointing forward, and each fan-in equal to
+       its incoming edges: a graph that passes cannot overrun or deadlock. */
+    for (uint32_t i = 0; i < h->task_count; i++)
+        g->fanin_left[i] = 0;
+    for (uint32_t i = 0; i < h->task_count; i++) {
+        const PtoGraphTask *t = &g->tasks[i];
+        if (t->kernel_addr == 0 || t->core_type >= AICPU_CORE_TYPES ||
+            t->arg_index > h->arg_total || t->arg_count > h->arg_total - t->arg_index ||
+            t->fanout_index > h->fanout_total || t->fanout_count > h->fanout_total - t->fanout_index)
+            return 0;
+        for (uint32_t e = 0; e < t->fanout_count; e++) {
+            uint32_t c = g->fanout[t->fanout_index + e];
+            if (c <= i || c >= h->task_count)
+                return 0;
+            g->fanin_left[c]++;
+        }
+    }
+    for (uint32_t i = 0; i < h->task_count; i++)
+        if (g->fanin_left[i] != g->tasks[i].fanin_count)
+            return 0;
+    return 1;
+}
+
+static void push_ready(GraphRun *g, uint32_t task)
+{
+    uint32_t type = g->tasks[task].core_type;
+    g->ready[type][g->ready_tail[type]++] = task;
+}
+
+void graph_start(AicpuDevice *d, PtoAicpuArgs *args)
+{
+    GraphRun *g = &graph_run;
+    uint32_t block_dim = args->block_dim >= 1 && args->block_dim <= PTO_ARCH_MAX_BLOCKS ? args->block_dim : 1;
+    aicpu_device_start(d, args, block_dim);
+    g->task_count = 0;
+    for (int t = 0; t < AICPU_CORE_TYPES; t++)
+        g->ready_head[t] = g->ready_tail[t] = 0;
+
+    if (!bind_image(g, args)) {
+        g->task_count = 0;
+        aicpu_record_error(d, PTO_ERR_DEVICE, 0, 0, 0, 0);
+        aicpu_end_run(d);
+        return;
+    }
+    for (uint32_t i = 0; i < g->task_count; i++)
+        if (g->fanin_left[i] == 0)
+            push_ready(g, i);
+    if (g->task_count == 0)
+        aicpu_end_run(d);
+}
+
+/* ---- scheduling ------------------------------------------------------------- */
+
+static uint32_t dispatchable(const AicpuDevice *d, const GraphRun *g)
+{
+    uint32_t n = 0;
+    for (int t = 0; t < AICPU_CORE_TYPES; t++) {
+        uint32_t ready = g->ready_tail[t] - g->ready_head[t];
+        n += ready < d->free_count[t] ? ready : d->free_count[t];
+    }
+    return n;
+}
+
+/* Takes the oldest ready task that has a free core of its type. */
+static int pick(AicpuDevice *d, GraphRun *g, uint32_t *task, uint32_t *core)
+{
+    int best = -1;
+    for (int t = 0; t < AICPU_CORE_TYPES; t++) {
+        if (g->ready_head[t] == g->ready_tail[t] || d->free_count[t] == 0)
+            continue;
+        if (best < 0 || g->ready[t][g->ready_head[t]] < g->ready[best][g->ready_head[best]])
+            best = t;
+    }
+    if (best < 0)
+        return 0;
+    *task = g->ready[best][g->ready_head[best]++];
+    *core = aicpu_core_take(d, (uint32_t)best);
+    return 1;
+}
+
+static void complete(AicpuDevice *d, GraphRun *g, uint32_t id, uint32_t core, int32_t rc)
+{
+    const PtoGraphTask *t = &g->tasks[id];
+    d->in_flight--;
+    d->completed++;
+    aicpu_core_give(d, t->core_type, core);
+    d->args->status.tasks_completed = d->completed;
+    if (rc != 0) {
+        aicpu_record_error(d, PTO_ERR_KERNEL_FAULT, rc, id, t->func_id, core);
+    } else if (!d->stopping) {
+        for (uint32_t e = 0; e < t->fanout_count; e++) {
+            uint32_t c = g->fanout[t->fanout_index + e];
+            if (--g->fanin_left[c] == 0)
+                push_ready(g, c);
+        }
+    }
+    if (d->completed == g->task_count)
+        aicpu_end_run(d);
+}
+
+int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHooks *hooks)
+{
+    GraphRun *g = &graph_run;
+    aicpu_participation_begin(d);
+    for (;;) {
+        if (d->ended) {
+            d->running--;
+            return PTO_AICPU_DONE;
+        }
+        aicpu_check_stop_request(d, d->completed < g->task_count);
+        uint32_t task, core;
+        if (!d->stopping && pick(d, g, &task, &core)) {
+            d->in_flight++;
+            uint32_t ask = aicpu_spread_work(d, dispatchable(d, g), thread_count, hooks);
+            pthread_mutex_unlock(&d->lock);
+            uint32_t granted = aicpu_request_threads(hooks, ask);
+            const PtoGraphTask *t = &g->tasks[task];
+            int32_t rc = aicpu_run_kernel(t->kernel_addr, &g->task_args[t->arg_index],
+                                          &g->task_arg_sizes[t->arg_index], t->arg_count, t->core_type, core,
+                                          d->block_dim, task);
+            pthread_mutex_lock(&d->lock);
+            aicpu_requests_granted(d, ask, granted);
+            complete(d, g, task, core, rc);
+            continue;
+        }
+        if (d->in_flight == 0) {
+            /* nothing running and nothing to dispatch: the run is over */
+            if (!d->stopping && d->completed < g->task_count)
+                aicpu_record_error(d, PTO_ERR_DEVICE, 0, d->completed, 0, 0);
+            aicpu_end_run(d);
+            continue;
+        }
+        if (hooks != NULL) {
+            d->running--;
+            return PTO_AICPU_IDLE;
+        }
+        aicpu_park(d);
+    }
+}

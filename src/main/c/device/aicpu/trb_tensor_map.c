@@ -1,0 +1,192 @@
+#include "device/aicpu/trb_tensor_map.h"
+
+#include <stddef.h>
+
+void trb_map_reset(TrbTensorMap *m, PtoTrbAccess *pool, uint32_t capacity)
+{
+    m->pool = pool;
+    m->capacity = capacity;
+    m->fresh = 0;
+    m->free_head = 0;
+    m->used = 0;
+    m->class_count = 0;
+}
+
+/* ---- classes ------------------------------------------------------------------ */
+
+void trb_map_add_range(TrbTensorMap *m, uint64_t lo, uint64_t hi)
+{
+    if (m->class_count < TRB_MAX_CLASSES && lo < hi)
+        m->classes[m->class_count++] = (TrbClass){ lo, hi, 0, 0 };
+}
+
+void trb_map_seal(TrbTensorMap *m)
+{
+    /* insertion sort by lo: a few hundred ranges at most */
+    for (uint32_t i = 1; i < m->class_count; i++) {
+        TrbClass c = m->classes[i];
+        uint32_t j = i;
+        for (; j > 0 && m->classes[j - 1].lo > c.lo; j--)
+            m->classes[j] = m->classes[j - 1];
+        m->classes[j] = c;
+    }
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < m->class_count; i++) {
+        if (out > 0 && m->classes[i].lo < m->classes[out - 1].hi) {
+            if (m->classes[i].hi > m->classes[out - 1].hi)
+                m->classes[out - 1].hi = m->classes[i].hi;
+            continue;
+        }
+        m->classes[out++] = m->classes[i];
+    }
+    m->class_count = out;
+}
+
+int32_t trb_map_class(const TrbTensorMap *m, uint64_t lo, uint64_t hi)
+{
+    uint32_t a = 0, b = m->class_count;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (m->classes[mid].lo <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (a == 0)
+        return -1;
+    return hi <= m->classes[a - 1].hi ? (int32_t)(a - 1) : -1;
+}
+
+/* ---- entries -------------------------------------------------------------------- */
+
+static PtoTrbAccess *entry(const TrbTensorMap *m, uint32_t ref)
+{
+    return &m->pool[ref - 1];
+}
+
+static uint32_t take_entry(TrbTensorMap *m)
+{
+    uint32_t ref;
+    if (m->free_head != 0) {
+        ref = m->free_head;
+        m->free_head = entry(m, ref)->next;
+    } else {
+        ref = ++m->fresh;
+    }
+    m->used++;
+    return ref;
+}
+
+static void give_entry(TrbTensorMap *m, uint32_t ref)
+{
+    entry(m, ref)->next = m->free_head;
+    m->free_head = ref;
+    m->used--;
+}
+
+static int overlaps(const PtoTrbAccess *a, uint64_t lo, uint64_t hi)
+{
+    return a->lo < hi && lo < a->hi;
+}
+
+static int visit_list(const TrbTensorMap *m, uint32_t head, uint64_t lo, uint64_t hi, TrbAccessVisit visit, void *ctx)
+{
+    for (uint32_t ref = head; ref != 0;) {
+        const PtoTrbAccess *a = entry(m, ref);
+        if (overlaps(a, lo, hi)) {
+            int rc = visit(ctx, a);
+            if (rc != 0)
+                return rc;
+        }
+        ref = a->next;
+    }
+    return 0;
+}
+
+int trb_map_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, TrbAccessVisit visit,
+                     void *ctx)
+{
+    const TrbClass *c = &m->classes[cls];
+    int rc = visit_list(m, c->writers, lo, hi, visit, ctx);
+    if (rc == 0 && writes)
+        rc = visit_list(m, c->readers, lo, hi, visit, ctx);
+    return rc;
+}
+
+/* Unlinks and frees the entries of a list for which drop(a) holds. */
+typedef int (*DropTest)(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx);
+
+static uint32_t drop_from(TrbTensorMap *m, uint32_t *head, DropTest drop, const void *arg, TrbAccessDone done,
+                          void *ctx)
+{
+    uint32_t dropped = 0;
+    uint32_t *link = head;
+    while (*link != 0) {
+        uint32_t ref = *link;
+        PtoTrbAccess *a = entry(m, ref);
+        if (drop(a, arg, done, ctx)) {
+            *link = a->next;
+            give_entry(m, ref);
+            dropped++;
+        } else {
+            link = &a->next;
+        }
+    }
+    return dropped;
+}
+
+typedef struct Range {
+    uint64_t lo, hi;
+} Range;
+
+static int covered_by(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
+{
+    (void)done, (void)ctx;
+    const Range *r = arg;
+    return a->lo >= r->lo && a->hi <= r->hi;
+}
+
+static int overlapping(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
+{
+    (void)done, (void)ctx;
+    const Range *r = arg;
+    return overlaps(a, r->lo, r->hi);
+}
+
+static int finished(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
+{
+    (void)arg;
+    return done(ctx, a);
+}
+
+void trb_map_record(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
+                    uint64_t task)
+{
+    TrbClass *c = &m->classes[cls];
+    if (writes) {
+        Range r = { lo, hi };
+        drop_from(m, &c->writers, covered_by, &r, NULL, NULL);
+        drop_from(m, &c->readers, covered_by, &r, NULL, NULL);
+    }
+    uint32_t ref = take_entry(m);
+    uint32_t *head = writes ? &c->writers : &c->readers;
+    *entry(m, ref) = (PtoTrbAccess){ .lo = lo, .hi = hi, .task_id = task_id, .task = task, .next = *head };
+    *head = ref;
+}
+
+uint32_t trb_map_reclaim(TrbTensorMap *m, TrbAccessDone done, void *ctx)
+{
+    uint32_t dropped = 0;
+    for (uint32_t i = 0; i < m->class_count; i++) {
+        dropped += drop_from(m, &m->classes[i].writers, finished, NULL, done, ctx);
+        dropped += drop_from(m, &m->classes[i].readers, finished, NULL, done, ctx);
+    }
+    return dropped;
+}
+
+void trb_map_purge(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi)
+{
+    Range r = { lo, hi };
+    drop_from(m, &m->classes[cls].writers, overlapping, &r, NULL, NULL);
+    drop_from(m, &m->classes[cls].readers, overlapping, &r, NULL, NULL);
+}

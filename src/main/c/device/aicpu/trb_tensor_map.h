@@ -1,0 +1,79 @@
+/*
+ * The trb tensor map: byte ranges of the run's memory -> the tasks that last
+ * wrote them and read them since, from which a submitted task's producers are
+ * inferred (design/device-model.md, docs/device.md "Dependency rule"): a task
+ * depends on every earlier task whose view overlaps one of its own where at
+ * least one of the two writes; an access that a later write covers completely
+ * is dropped. The rule and its bookkeeping are exactly hbg's (runtime/hbg/
+ * hbg_graph.h), so both runtimes infer the same graph.
+ *
+ * Ranges are compared only within a *class*: a maximal set of the run's memory
+ * ranges (argument tensors, ring heaps) that overlap each other, so views of
+ * unrelated buffers are never compared. Each class keeps a list of writer and
+ * of reader accesses; entries come from a fixed pool in the runtime image.
+ *
+ * Owned by the orchestrator thread alone: no locking. Whether an entry's task
+ * has finished is asked of the caller (TrbAccessDone), which reads task state
+ * the schedulers publish.
+ */
+#ifndef PTORUN_TRB_TENSOR_MAP_H
+#define PTORUN_TRB_TENSOR_MAP_H
+
+#include <stdint.h>
+
+#include "device/pto_trb_abi.h"
+
+#define TRB_MAX_CLASSES (PTO_MAX_TENSOR_ARGS + PTO_TRB_RINGS)
+
+typedef struct TrbClass {
+    uint64_t lo, hi;          /* union of its ranges */
+    uint32_t writers, readers;/* list heads: entry index + 1, 0 = empty */
+} TrbClass;
+
+typedef struct TrbTensorMap {
+    PtoTrbAccess *pool;
+    uint32_t capacity;
+    uint32_t fresh;           /* entries never used since the reset */
+    uint32_t free_head;       /* freed entries (index + 1), 0 = none */
+    uint32_t used;
+    TrbClass classes[TRB_MAX_CLASSES];
+    uint32_t class_count;
+} TrbTensorMap;
+
+typedef int (*TrbAccessDone)(void *ctx, const PtoTrbAccess *a);
+/* Called for each overlapping access; a non-zero return stops the walk and is returned. */
+typedef int (*TrbAccessVisit)(void *ctx, const PtoTrbAccess *a);
+
+/* Empties the map over `capacity` entries of `pool`. */
+void trb_map_reset(TrbTensorMap *m, PtoTrbAccess *pool, uint32_t capacity);
+
+/* Adds a memory range of the run (at most TRB_MAX_CLASSES, non-empty), then
+   forms the classes once with trb_map_seal. */
+void trb_map_add_range(TrbTensorMap *m, uint64_t lo, uint64_t hi);
+void trb_map_seal(TrbTensorMap *m);
+
+/* The class holding all of [lo, hi), or -1. */
+int32_t trb_map_class(const TrbTensorMap *m, uint64_t lo, uint64_t hi);
+
+static inline uint32_t trb_map_room(const TrbTensorMap *m)
+{
+    return m->capacity - m->used;
+}
+
+/* Visits the class's writers overlapping [lo, hi), and its readers too when
+   the access writes. */
+int trb_map_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, TrbAccessVisit visit,
+                     void *ctx);
+
+/* Records an access (needs trb_map_room >= 1): a read joins the readers; a
+   write drops the writers and readers it covers and joins the writers. */
+void trb_map_record(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
+                    uint64_t task);
+
+/* Drops every entry whose task is done; returns how many. */
+uint32_t trb_map_reclaim(TrbTensorMap *m, TrbAccessDone done, void *ctx);
+
+/* Drops every entry of the class overlapping [lo, hi) (memory handed out anew). */
+void trb_map_purge(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * The trb (tensormap_and_ringbuffer) part of the device ABI: what the trb host
+ * half hands the AICPU image for a PTO_DEVICE_WORK_TRB run
+ * (device/pto_device_abi.h), and the layout of the shared runtime image both
+ * sides agree on.
+ *
+ * Two regions:
+ *  - the **runtime image** (PtoTrbImage, in bank 0's runtime arena): built once
+ *    per ring sizing by the host and reused run after run (the prebuilt image
+ *    cache). It names the rings' regions in bank 0's GM shared memory (task
+ *    slots, dependency pools, ready queues, tensor map, scratch) and GM heap
+ *    (one heap per ring) by device address + byte offsets. Its content depends
+ *    on the ring sizing only; the device resets what it uses at every run.
+ *  - the **work block** (PtoTrbWork, right after the PtoAicpuArgs at args_dev,
+ *    in the pipeline slot's retained staging buffer): what this run runs — the
+ *    orchestration, the callable's kernels, the run's arguments — and what the
+ *    device reports back beyond the status block (message, task count).
+ *
+ * Everything is little-endian LP64, naturally aligned. The slot, dependency
+ * node and tensor-map entry layouts are the device's own; they are here so the
+ * host can size their regions.
+ */
+#ifndef PTORUN_PTO_TRB_ABI_H
+#define PTORUN_PTO_TRB_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptorun/chip_callable.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+#define PTO_TRB_IMAGE_MAGIC 0x42525450u   /* "PTRB" */
+#define PTO_TRB_IMAGE_VERSION 1u
+#define PTO_TRB_WORK_MAGIC 0x4B525754u    /* "TWRK" */
+#define PTO_TRB_DEP_GRAPH_MAGIC 0x47445254u /* "TRDG" */
+
+#define PTO_TRB_RINGS PTO_TRB_RING_COUNT  /* ring r serves scope depth r; deeper scopes use ring 3 */
+#define PTO_TRB_MAX_SCOPE_DEPTH 64u       /* nesting a user orchestration may reach */
+#define PTO_TRB_HEAP_ALIGN 64u            /* alloc_tensor results are aligned to this */
+#define PTO_TRB_STAGING_ALIGN 1024u       /* slices of the retained staging buffer */
+#define PTO_TRB_MIN_TENSOR_MAP 4096u      /* tensor-map entries, at least */
+#define PTO_TRB_MESSAGE_BYTES 512u
+
+/* A ring's sizing and where its regions are. */
+typedef struct PtoTrbRingLayout {
+    uint64_t task_window;     /* task slots, a power of two >= 4 */
+    uint64_t heap_bytes;      /* >= 1024 */
+    uint64_t dep_pool;        /* dependency nodes, >= 4 */
+    uint64_t slots_offset;    /* GM SM: PtoTrbSlot[task_window] */
+    uint64_t nodes_offset;    /* GM SM: PtoTrbDepNode[dep_pool] */
+    uint64_t heap_offset;     /* GM heap: heap_bytes */
+} PtoTrbRingLayout;
+
+/* The runtime image (bank 0's runtime arena). */
+typedef struct PtoTrbImage {
+    uint32_t magic;           /* PTO_TRB_IMAGE_MAGIC */
+    uint32_t version;         /* PTO_TRB_IMAGE_VERSION */
+    uint64_t sizing_hash;     /* FNV-1a 64 of the sizing key it was built for */
+    uint64_t sm_dev, sm_bytes;      /* bank 0's GM shared memory */
+    uint64_t heap_dev, heap_bytes;  /* bank 0's GM heap */
+    uint64_t ready_offset;    /* GM SM: uint64_t[2][ready_capacity], one FIFO per core type */
+    uint64_t ready_capacity;  /* sum of the task windows: every live task fits */
+    uint64_t map_offset;      /* GM SM: PtoTrbAccess[map_entries] */
+    uint64_t map_entries;
+    uint64_t scratch_offset;  /* GM SM: uint64_t[scratch_entries], the orchestrator's */
+    uint64_t scratch_entries; /* largest dependency pool + 1 */
+    PtoTrbRingLayout rings[PTO_TRB_RINGS];
+} PtoTrbImage;
+
+/* A kernel of the run's callable, sorted by func_id. */
+typedef struct PtoTrbKernel {
+    uint64_t addr;            /* PtoKernelFn on the device (the upload's resolved_addr) */
+    uint32_t func_id;
+    uint32_t core_type;       /* PtoCoreType */
+} PtoTrbKernel;
+
+/* The work block of one run (after the PtoAicpuArgs at args_dev). */
+typedef struct PtoTrbWork {
+    uint32_t magic;           /* PTO_TRB_WORK_MAGIC */
+    uint32_t orchestration_kind; /* PtoOrchestrationKind */
+    uint64_t image_dev;       /* the PtoTrbImage */
+    uint64_t args_dev;        /* the run's ChipStorageTaskArgs, tensor addrs on the device */
+    /* PROGRAM: the program (in the callable upload); LIBRARY: the library image */
+    uint64_t orchestration_dev;
+    uint64_t orchestration_bytes;
+    uint64_t orchestration_hash; /* LIBRARY: FNV-1a 64 of the image (the device's load cache key) */
+    uint64_t entry_dev;       /* LIBRARY: the entry symbol (not NUL-terminated) */
+    uint32_t entry_length;
+    uint32_t signature_length;
+    uint64_t signature_dev;   /* the callable's PtoArgDirection bytes */
+    uint64_t dep_graph_dev;   /* PtoTrbDepGraph to fill, 0 = off */
+    uint32_t kernel_count;    /* <= PTO_CALLABLE_MAX_CHILDREN */
+    uint32_t reserved0;
+    PtoTrbKernel kernels[PTO_CALLABLE_MAX_CHILDREN];
+    /* written by the device */
+    uint64_t tasks_submitted;
+    int32_t orchestration_code; /* what a failing orchestration returned */
+    uint32_t reserved1;
+    char message[PTO_TRB_MESSAGE_BYTES]; /* the first orchestration error, NUL-terminated */
+} PtoTrbWork;
+
+/* The dependency graph the device collects for enable_dep_graph: per task its
+ * func_id, and every (producer, consumer) edge; task ids are submission order. */
+typedef struct PtoTrbDepGraph {
+    uint32_t magic;           /* PTO_TRB_DEP_GRAPH_MAGIC */
+    uint32_t reserved;
+    uint64_t task_capacity;   /* uint32_t func_ids[task_capacity] follow the header */
+    uint64_t edge_capacity;   /* then uint32_t edges[2 * edge_capacity]: producer, consumer */
+    uint64_t task_count;      /* written by the device */
+    uint64_t edge_count;
+} PtoTrbDepGraph;
+
+static inline uint64_t pto_trb_dep_graph_bytes(uint64_t tasks, uint64_t edges)
+{
+    return sizeof(PtoTrbDepGraph) + tasks * sizeof(uint32_t) + edges * 2 * sizeof(uint32_t);
+}
+
+/* ---- device-owned layouts (sized by the host) ------------------------------ */
+
+/* One task slot of a ring. */
+typedef struct PtoTrbSlot {
+    uint64_t task_id;         /* submission order over the whole run */
+    uint64_t local;           /* ring-local submission index this slot holds */
+    uint64_t kernel_addr;
+    uint64_t fanout_head;     /* first PtoTrbDepNode ref of its consumers, 0 = none */
+    uint32_t func_id;
+    uint32_t fanin_left;      /* producers not finished yet */
+    uint32_t state;           /* device-private */
+    uint16_t arg_count;
+    uint8_t core_type;
+    uint8_t reserved;
+    uint16_t release[PTO_TRB_RINGS]; /* heap release record per ring (index + 1), 0 = none */
+    uint64_t args[PTO_MAX_TASK_PARAMS];
+    uint64_t arg_sizes[PTO_MAX_TASK_PARAMS];
+} PtoTrbSlot;
+
+/* A consumer waiting on a producer: a node of the producer's fan-out list,
+ * taken from the consumer's ring's dependency pool. */
+typedef struct PtoTrbDepNode {
+    uint64_t next;            /* next node ref, 0 = end */
+    uint64_t consumer;        /* ring-local ref of the consumer: (local << 2) | ring */
+} PtoTrbDepNode;
+
+/* One tensor-map entry: an access of a task to the byte range [lo, hi). */
+typedef struct PtoTrbAccess {
+    uint64_t lo, hi;
+    uint64_t task_id;
+    uint64_t task;            /* ring-local ref: (local << 2) | ring */
+    uint32_t next;            /* next entry of its list (index + 1), 0 = end */
+    uint32_t reserved;
+} PtoTrbAccess;
+
+_Static_assert(sizeof(PtoTrbRingLayout) == 48, "PtoTrbRingLayout size");
+_Static_assert(sizeof(PtoTrbImage) == 96 + 4 * 48, "PtoTrbImage size");
+_Static_assert(sizeof(PtoTrbKernel) == 16, "PtoTrbKernel size");
+_Static_assert(sizeof(PtoTrbDepGraph) == 40, "PtoTrbDepGraph size");
+_Static_assert(sizeof(PtoTrbSlot) == 56 + 16 * PTO_MAX_TASK_PARAMS, "PtoTrbSlot size");
+_Static_assert(sizeof(PtoTrbDepNode) == 16, "PtoTrbDepNode size");
+_Static_assert(sizeof(PtoTrbAccess) == 40, "PtoTrbAccess size");
+
+#endif

@@ -1,0 +1,89 @@
+#include "trb_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/arch.h"
+#include "common/host_api.h"
+#include "common/last_error.h"
+#include "test_sim.h"
+
+Runner *trb_runner(void)
+{
+    const DeviceImages *images = test_images_of(PTO_ARCH_NAME);
+    Runner *r = runner_create();
+    if (images == NULL || r == NULL || runner_init(r, 0, images) != PTO_OK) {
+        fprintf(stderr, "trb_runner: cannot bring up a sim runner: %s\n", pto_last_error());
+        runner_destroy(r);
+        return NULL;
+    }
+    return r;
+}
+
+void trb_children(TestCallableBuilder *b)
+{
+    tcb_child(b, FN_VADD, PTO_CORE_AIV, "vadd");
+    tcb_child(b, FN_VADDS, PTO_CORE_AIV, "vadds");
+    tcb_child(b, FN_VMUL, PTO_CORE_AIC, "vmul");
+    tcb_child(b, FN_VCOPY, PTO_CORE_AIV, "vcopy");
+    tcb_child(b, FN_VFILL, PTO_CORE_AIV, "vfill");
+    tcb_child(b, FN_NOOP, PTO_CORE_AIC, "noop");
+}
+
+static const uint8_t *library_image(uint32_t *size)
+{
+    static uint8_t *image;
+    static uint32_t image_size;
+    if (image == NULL) {
+        FILE *f = fopen(TRB_TEST_ORCH_PATH, "rb");
+        if (f == NULL) {
+            fprintf(stderr, "cannot open %s\n", TRB_TEST_ORCH_PATH);
+            return NULL;
+        }
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        image = malloc((size_t)n);
+        if (image != NULL && fread(image, 1, (size_t)n, f) != (size_t)n) {
+            free(image);
+            image = NULL;
+        }
+        fclose(f);
+        image_size = (uint32_t)n;
+    }
+    *size = image_size;
+    return image;
+}
+
+uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *entry, uint32_t *size)
+{
+    uint32_t image_size;
+    const uint8_t *image = library_image(&image_size);
+    if (image == NULL)
+        return NULL;
+    TestCallableBuilder b;
+    tcb_init(&b);
+    if (n > 0)
+        tcb_signature(&b, signature, n);
+    trb_children(&b);
+    tcb_orchestration_library(&b, image, image_size, entry);
+    uint8_t *c = tcb_build(&b, size);
+    tcb_free(&b);
+    return c;
+}
+
+RuntimeCallable *trb_register(Runner *r, const uint8_t *bytes)
+{
+    HostApi api = host_api_bind(r, 0, 0, &host_api_ops);
+    RuntimeCallable *c = NULL;
+    if (bytes == NULL || runtime_register_callable(&api, bytes, &c) != PTO_OK)
+        fprintf(stderr, "register: %s\n", pto_last_error());
+    return c;
+}
+
+void trb_release(Runner *r, RuntimeCallable *c)
+{
+    HostApi api = host_api_bind(r, 0, 0, &host_api_ops);
+    runtime_release_callable(&api, c);
+}

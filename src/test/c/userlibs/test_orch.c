@@ -1,0 +1,64 @@
+/*
+ * libptorun_test_orch.so: a user orchestration library for the end-to-end
+ * tests, a PtoOrchestrationFn per entry (ptorun/pto_orchestration.h). hbg runs
+ * it on the host in prepare, trb on the device at launch; either way it sees
+ * the run's arguments with every tensor's addr already a device address.
+ * Only include/ptorun headers: a user library sees nothing else.
+ *
+ * The callable that embeds it binds func_id 0 to the built-in vadd.
+ */
+#include <stdint.h>
+
+#include "ptorun/chip_callable.h"
+#include "ptorun/pto_export.h"
+#include "ptorun/pto_orchestration.h"
+
+#define VADD_FUNC_ID 0u
+
+enum {
+    ORCH_ERR_ARGS = 2,           /* not the three tensors this entry expects */
+    ORCH_ERR_CONTROL = 4,        /* a negative task count */
+    ORCH_FAILING_CODE = 3        /* what failing_orchestration returns */
+};
+
+/* One vadd task z = z + x over the whole of z (in place: the views alias). */
+static int submit_accumulate(const PtoOrchApi *api, void *orch, const ChipTensor *x, const ChipTensor *z)
+{
+    PtoTaskParam p[3] = {
+        {.direction = PTO_ARG_IN, .value = z->addr, .bytes = z->size},
+        {.direction = PTO_ARG_IN, .value = x->addr, .bytes = z->size},
+        {.direction = PTO_ARG_OUT, .value = z->addr, .bytes = z->size},
+    };
+    return api->submit(orch, VADD_FUNC_ID, p, 3);
+}
+
+/* repeat_vadd(control I32, x IN f32, z INOUT f32): reads count = control[0]
+   with read_tensor and submits count tasks z = z + x, each depending on the
+   one before (they write the same bytes), so z ends as z + x + ... + x added
+   left to right. A read_tensor or submit failure is returned unchanged. */
+PTO_EXPORT int repeat_vadd(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    if (args->tensor_count != 3 || args->tensors[0].size < sizeof(int32_t) ||
+        args->tensors[1].size < args->tensors[2].size)
+        return ORCH_ERR_ARGS;
+    int32_t count;
+    int rc = api->read_tensor(orch, args->tensors[0].addr, &count, sizeof count);
+    if (rc != 0)
+        return rc;
+    if (count < 0)
+        return ORCH_ERR_CONTROL;
+    for (int32_t i = 0; i < count; i++)
+        if ((rc = submit_accumulate(api, orch, &args->tensors[1], &args->tensors[2])) != 0)
+            return rc;
+    return 0;
+}
+
+/* failing_orchestration(same arguments): submits one task, then fails with 3
+   (the run fails with PTO_ERR_ORCHESTRATION carrying that code). */
+PTO_EXPORT int failing_orchestration(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    if (args->tensor_count != 3)
+        return ORCH_ERR_ARGS;
+    int rc = submit_accumulate(api, orch, &args->tensors[1], &args->tensors[2]);
+    return rc != 0 ? rc : ORCH_FAILING_CODE;
+}
