@@ -1,0 +1,104 @@
+/*
+ * The driver ABI: everything the onboard runner needs from a device, and all it
+ * may use. A driver is a shared library exporting one function,
+ *
+ *     const PtoDriverApi *pto_driver_api(void);
+ *
+ * returning a static, complete table (no NULL entries). ptorun ships one driver,
+ * the emulated device driver libptorun_emudrv.so; a hardware driver plugs in by
+ * implementing the same table. The runner loads the file named by PTORUN_DRIVER
+ * (a path), by default the emudrv next to itself.
+ *
+ * Conventions: every call returns PTO_DRV_OK (0) or a negative PtoDriverError,
+ * except stream_query which may also return PTO_DRV_NOT_READY (1). Device
+ * addresses are opaque 64-bit values: the host never dereferences them (except
+ * through a view host_register returned). Handles (device, stream, image) are
+ * owned by the driver. Every call is thread-safe. A call after PTO_DRV_ERR_DEVICE_LOST
+ * fails with it until reset_device.
+ *
+ * Stream semantics: operations enqueued on one stream execute in order,
+ * asynchronously to the host, by the driver's threads; an enqueue call returns
+ * once the operation is queued (or refused). An operation that fails puts its
+ * stream into the error state: later operations on it are not executed and
+ * query/synchronize report the error until the stream is destroyed. Different
+ * streams run concurrently.
+ */
+#ifndef PTORUN_PTO_DRIVER_H
+#define PTORUN_PTO_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTO_DRIVER_ABI_VERSION 1u
+#define PTO_DRIVER_API_SYMBOL "pto_driver_api"
+
+typedef enum PtoDriverError {
+    PTO_DRV_OK = 0,
+    PTO_DRV_NOT_READY = 1,              /* stream_query: work still queued or running */
+    PTO_DRV_ERR_INVALID = -1,           /* bad argument or handle */
+    PTO_DRV_ERR_OUT_OF_MEMORY = -2,     /* device memory exhausted */
+    PTO_DRV_ERR_COPY = -3,              /* a host<->device copy failed */
+    PTO_DRV_ERR_LAUNCH = -4,            /* the device refused a launch */
+    PTO_DRV_ERR_STREAM = -5,            /* an operation on the stream failed (stream in error state) */
+    PTO_DRV_ERR_TIMEOUT = -6,           /* stream_synchronize: not done within the timeout */
+    PTO_DRV_ERR_DEVICE_LOST = -7,       /* the device is gone until reset_device */
+    PTO_DRV_ERR_UNSUPPORTED = -8        /* e.g. host_register on a device without host mapping */
+} PtoDriverError;
+
+typedef struct PtoDrvDevice PtoDrvDevice;
+typedef struct PtoDrvStream PtoDrvStream;
+typedef struct PtoDrvImage PtoDrvImage;
+
+typedef struct PtoDriverApi {
+    uint32_t abi_version;               /* PTO_DRIVER_ABI_VERSION */
+    uint32_t struct_size;               /* sizeof(PtoDriverApi) */
+    const char *name;                   /* e.g. "ptorun emulated device driver" */
+
+    /* devices */
+    int (*open_device)(int device_id, PtoDrvDevice **out);
+    int (*close_device)(PtoDrvDevice *dev);          /* releases everything the device holds */
+    int (*reset_device)(PtoDrvDevice *dev);          /* aborts all work, destroys streams, frees
+                                                        memory and images; clears DEVICE_LOST */
+
+    /* device images (the AICPU executor image, the AICore image, kernel libraries):
+       the driver copies the bytes and loads them into its device */
+    int (*load_image)(PtoDrvDevice *dev, const void *bytes, size_t size, PtoDrvImage **out);
+    int (*unload_image)(PtoDrvDevice *dev, PtoDrvImage *image);
+    int (*image_symbol)(PtoDrvDevice *dev, PtoDrvImage *image, const char *name, uint64_t *dev_addr);
+
+    /* device memory, synchronous */
+    int (*mem_alloc)(PtoDrvDevice *dev, size_t bytes, uint64_t *dev_addr);
+    int (*mem_free)(PtoDrvDevice *dev, uint64_t dev_addr);
+    int (*memcpy_h2d)(PtoDrvDevice *dev, uint64_t dst, const void *src, size_t n);
+    int (*memcpy_d2h)(PtoDrvDevice *dev, void *dst, uint64_t src, size_t n);
+    int (*memset_d)(PtoDrvDevice *dev, uint64_t dst, int value, size_t n);
+
+    /* device memory, stream-ordered */
+    int (*memcpy_h2d_async)(PtoDrvStream *s, uint64_t dst, const void *src, size_t n);
+    int (*memcpy_d2h_async)(PtoDrvStream *s, void *dst, uint64_t src, size_t n);
+    int (*memset_d_async)(PtoDrvStream *s, uint64_t dst, int value, size_t n);
+
+    /* host mapping: a host-visible view of device memory (PTO_DRV_ERR_UNSUPPORTED
+       where the device has none) */
+    int (*host_register)(PtoDrvDevice *dev, uint64_t dev_addr, size_t n, void **host_view);
+    int (*host_unregister)(PtoDrvDevice *dev, void *host_view);
+
+    /* streams */
+    int (*stream_create)(PtoDrvDevice *dev, PtoDrvStream **out);
+    int (*stream_destroy)(PtoDrvStream *s);          /* waits for queued work to end first */
+
+    /* Enqueues a launch of `entry` of `image` on `s`: the device runs it on
+       `block_dim` threads (AICPU image: the AICPU entry of device/pto_device_abi.h
+       with hooks == NULL, args_dev its argument block; AICore image: its core entry).
+       The launch completes when every thread returned. */
+    int (*launch)(PtoDrvStream *s, PtoDrvImage *image, const char *entry, uint64_t args_dev, uint32_t block_dim);
+
+    int (*stream_query)(PtoDrvStream *s);            /* never blocks: OK done, NOT_READY, or error */
+    int (*stream_synchronize)(PtoDrvStream *s, uint32_t timeout_ms); /* OK, TIMEOUT, or the stream's error */
+
+    const char *(*error_string)(int code);           /* static text for a PtoDriverError */
+} PtoDriverApi;
+
+typedef const PtoDriverApi *(*PtoDriverApiFn)(void);
+
+#endif
