@@ -189,3 +189,46 @@ TEST(hbg_and_trb_give_the_same_outputs_and_dependency_graph)
     rmdir(dir);
     free(callable);
 }
+
+/* simpler_init's prewarm builds trb's runtime image for that sizing, so the
+   first run of that sizing builds nothing (hbg: nothing to warm). */
+TEST(trb_prewarm_at_init_builds_the_image_the_first_run_uses)
+{
+    uint32_t size;
+    uint8_t *callable = mixed_program(&size);
+    const char *variants[] = { "a2a3_sim_trb", "a5_sim_trb", "a2a3_sim_hbg" };
+    const char *arches[] = { "a2a3", "a5", "a2a3" };
+    for (int v = 0; v < 3; v++) {
+        Api api;
+        CHECK(load_api(variants[v], &api) == 0);
+        const DeviceImages *img = test_images_of(arches[v]);
+        void *ctx = api.lib.create();
+        CallConfig prewarm = test_config(0);
+        CHECK_EQ_INT(api.init(ctx, 0, img->aicpu, img->aicpu_size, img->aicore, img->aicore_size, NULL, 0, &prewarm),
+                     PTO_OK);
+        size_t after_init = api.lib.committed(ctx);
+        int trb = v < 2;
+        CHECK(trb ? after_init > ((size_t)1 << 20) : after_init == 0); /* default rings: MiBs of image */
+        CHECK_EQ_INT(api.register_(ctx, 1, callable), PTO_OK);
+        size_t registered = api.lib.committed(ctx);
+        float x[N] = { 0 }, w[N] = { 0 }, acc[N] = { 0 }, out[N];
+        ChipStorageTaskArgs *args = test_args();
+        args->tensor_count = 4;
+        args->tensors[0] = test_f32_tensor(x, N);
+        args->tensors[1] = test_f32_tensor(w, N);
+        args->tensors[2] = test_f32_tensor(acc, N);
+        args->tensors[3] = test_f32_tensor(out, N);
+        CallConfig cfg = test_config(20000);
+        NativeRunDescriptor desc = { .run_id = 1, .run_epoch = 2 };
+        void *storage = aligned_alloc(64, (api.size() + 63) / 64 * 64);
+        memset(storage, 0, api.size());
+        CHECK_EQ_INT(api.run(ctx, storage, 1, args, &cfg, &desc), PTO_OK);
+        if (trb) /* the run added its retained staging buffer, not another image */
+            CHECK(api.lib.committed(ctx) - registered < ((size_t)256 << 10));
+        free(storage);
+        free(args);
+        api.lib.destroy(ctx);
+        test_unload_lib(&api.lib);
+    }
+    free(callable);
+}
