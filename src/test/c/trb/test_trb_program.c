@@ -205,7 +205,8 @@ static RuntimeCallable *tiled_program(Runner *r)
     tcb_insn(&b, PTO_OP_END_LOOP);
     tcb_insn(&b, PTO_OP_END_LOOP);
     tcb_loop(&b, 0);
-    tcb_submit(&b, FN_NOOP, NULL, 0);
+    PtoProgramParam none[1];
+    tcb_submit(&b, FN_NOOP, none, 0);
     tcb_insn(&b, PTO_OP_END_LOOP);
     return program_callable(r, &b);
 }
