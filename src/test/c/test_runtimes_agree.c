@@ -223,8 +223,14 @@ TEST(trb_prewarm_at_init_builds_the_image_the_first_run_uses)
         void *storage = aligned_alloc(64, (api.size() + 63) / 64 * 64);
         memset(storage, 0, api.size());
         CHECK_EQ_INT(api.run(ctx, storage, 1, args, &cfg, &desc), PTO_OK);
-        if (trb) /* the run added its retained staging buffer, not another image */
+        uint64_t (*retained)(void *, uint32_t);
+        *(void **)&retained = dlsym(api.lib.handle, "get_retained_temp_addr_ctx");
+        if (trb) { /* the run added its retained staging buffer, not another image */
             CHECK(api.lib.committed(ctx) - registered < ((size_t)256 << 10));
+            CHECK(retained(ctx, 0) != 0);
+        } else {
+            CHECK_EQ_INT(retained(ctx, 0), 0); /* hbg stages in its banks' GM heaps */
+        }
         free(storage);
         free(args);
         api.lib.destroy(ctx);
