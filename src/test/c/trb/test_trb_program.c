@@ -205,7 +205,8 @@ static RuntimeCallable *tiled_program(Runner *r)
     tcb_insn(&b, PTO_OP_END_LOOP);
     tcb_insn(&b, PTO_OP_END_LOOP);
     tcb_loop(&b, 0);
-    tcb_submit(&b, FN_NOOP, NULL, 0);
+    PtoProgramParam none[1];
+    tcb_submit(&b, FN_NOOP, none, 0);
     tcb_insn(&b, PTO_OP_END_LOOP);
     return program_callable(r, &b);
 }
@@ -441,6 +442,59 @@ TEST(trb_interpreter_refusals_on_the_device_name_the_instruction)
     CHECK(y[0] == 1.0f && y[1024 + 15] == 1.0f);
     free(args);
     trb_release(r, c);
+    runner_destroy(r);
+}
+
+/* ---- requests no ring can ever hold ------------------------------------------------------------ */
+
+TEST(trb_program_requests_that_can_never_fit_are_capacity_errors)
+{
+    Runner *r = trb_runner();
+    /* five producers into one consumer, dependency pool 4 */
+    TestCallableBuilder b;
+    tcb_init(&b);
+    const uint8_t sig[] = { PTO_ARG_OUT, PTO_ARG_OUT };
+    tcb_signature(&b, sig, 2);
+    trb_children(&b);
+    tcb_loop(&b, 5);
+    PtoProgramParam one[] = { tcb_tensor(0, PTO_ARG_OUT, 0, 4), tcb_f32(1.0f) };
+    one[0].offset.coef[0] = 4;
+    tcb_submit(&b, FN_VFILL, one, 2);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    PtoProgramParam all[] = { tcb_tensor(0, PTO_ARG_IN, 0, 20), tcb_tensor(1, PTO_ARG_OUT, 0, 20) };
+    tcb_submit(&b, FN_VCOPY, all, 2);
+    RuntimeCallable *fan_in = program_callable(r, &b);
+    /* a local larger than its ring's heap */
+    tcb_init(&b);
+    tcb_signature(&b, sig, 2);
+    trb_children(&b);
+    b.local_count = 1;
+    tcb_insn(&b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(&b, 0, 2048);
+    PtoProgramParam use[] = { tcb_local(0, PTO_ARG_OUT, 0, 2048), tcb_f32(1.0f) };
+    tcb_submit(&b, FN_VFILL, use, 2);
+    tcb_insn(&b, PTO_OP_SCOPE_END);
+    RuntimeCallable *big = program_callable(r, &b);
+
+    float x[8], y[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+    ChipStorageTaskArgs *args = test_args();
+    args->tensor_count = 2;
+    args->tensors[0] = test_f32_tensor(x, 8);
+    args->tensors[1] = test_f32_tensor(y, 8);
+    CallConfig tiny = tiny_rings(), roomy = tiny_rings();
+    roomy.ring_dep_pool[0] = 8;
+    roomy.ring_heap[1] = 4096;
+    CHECK_EQ_INT(test_run(r, fan_in, 0, args, &tiny, NULL), PTO_ERR_CAPACITY);
+    CHECK_CONTAINS(pto_last_error(), "more than 4 producers");
+    CHECK(y[0] == -1.0f);
+    CHECK_EQ_INT(test_run(r, fan_in, 0, args, &roomy, NULL), PTO_OK);
+    CHECK(y[0] == 1.0f && y[4] == 1.0f);
+    CHECK_EQ_INT(test_run(r, big, 0, args, &tiny, NULL), PTO_ERR_CAPACITY);
+    CHECK_CONTAINS(pto_last_error(), "2048 bytes can never fit ring 1's heap of 1024 bytes");
+    CHECK_EQ_INT(test_run(r, big, 0, args, &roomy, NULL), PTO_OK);
+    free(args);
+    trb_release(r, fan_in);
+    trb_release(r, big);
     runner_destroy(r);
 }
 

@@ -31,27 +31,42 @@ void trb_children(TestCallableBuilder *b)
     tcb_child(b, FN_NOOP, PTO_CORE_AIC, "noop");
 }
 
+static uint8_t *read_file(const char *path, uint32_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *bytes = malloc((size_t)n);
+    if (bytes != NULL && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+        free(bytes);
+        bytes = NULL;
+    }
+    fclose(f);
+    *size = (uint32_t)n;
+    return bytes;
+}
+
 static const uint8_t *library_image(uint32_t *size)
 {
     static uint8_t *image;
     static uint32_t image_size;
-    if (image == NULL) {
-        FILE *f = fopen(TRB_TEST_ORCH_PATH, "rb");
-        if (f == NULL) {
-            fprintf(stderr, "cannot open %s\n", TRB_TEST_ORCH_PATH);
-            return NULL;
-        }
-        fseek(f, 0, SEEK_END);
-        long n = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        image = malloc((size_t)n);
-        if (image != NULL && fread(image, 1, (size_t)n, f) != (size_t)n) {
-            free(image);
-            image = NULL;
-        }
-        fclose(f);
-        image_size = (uint32_t)n;
-    }
+    if (image == NULL)
+        image = read_file(TRB_TEST_ORCH_PATH, &image_size);
+    *size = image_size;
+    return image;
+}
+
+const uint8_t *trb_test_kernels(uint32_t *size)
+{
+    static uint8_t *image;
+    static uint32_t image_size;
+    if (image == NULL)
+        image = read_file(TRB_TEST_KERNELS_PATH, &image_size);
     *size = image_size;
     return image;
 }

@@ -135,17 +135,18 @@ EXPORT int trb_orch_fan_in(const PtoOrchApi *api, void *orch, const ChipStorageT
     return api->submit(orch, FN_VCOPY, c, 2);
 }
 
-/* alloc_tensor(scalar[0]) inside scalar[1] nested scopes; returns its failure. */
+/* alloc_tensor(scalar[0]) inside scalar[1] nested scopes; returns its failure
+   unless scalar[2] says to ignore it. */
 EXPORT int trb_orch_alloc(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
 {
     int rc;
     for (uint64_t d = 0; d < args->scalars[1]; d++)
         if ((rc = api->scope_begin(orch)) != 0)
             return rc;
-    if (api->alloc_tensor(orch, args->scalars[0]) == 0)
+    if (api->alloc_tensor(orch, args->scalars[0]) == 0 && !args->scalars[2])
         return PTO_ERR_OUT_OF_MEMORY;
     for (uint64_t d = 0; d < args->scalars[1]; d++)
-        if ((rc = api->scope_end(orch)) != 0)
+        if ((rc = api->scope_end(orch)) != 0 && !args->scalars[2])
             return rc;
     return 0;
 }

@@ -1042,40 +1042,86 @@ static const PtoOrchApi trb_orch_api = {
 
 /* ---- orchestrating ------------------------------------------------------------------------------ */
 
-/* Runs the callable's orchestration (unlocked). */
-static int orchestrate(TrbRun *t)
+/* Runs the callable's orchestration (unlocked). *loaded is 0 when a library
+   orchestration could not even be loaded. */
+static int orchestrate(TrbRun *t, int *loaded)
 {
     const PtoTrbWork *w = t->work;
     const uint8_t *orchestration = (const uint8_t *)(uintptr_t)w->orchestration_dev;
     pto_clear_error();
+    *loaded = 1;
     if (w->orchestration_kind == PTO_ORCH_PROGRAM)
         return pto_program_orchestrate(&trb_orch_api, t, t->args, orchestration, w->orchestration_bytes,
                                        (const uint8_t *)(uintptr_t)w->signature_dev, w->signature_length);
     PtoOrchestrationFn fn = trb_orch_library_entry(orchestration, w->orchestration_bytes, w->orchestration_hash,
                                                    (const char *)(uintptr_t)w->entry_dev, w->entry_length);
-    if (fn == NULL)
-        return api_fail(t, PTO_ERR_BAD_CALLABLE, "%s", pto_last_error());
+    if (fn == NULL) {
+        *loaded = 0;
+        return PTO_ERR_BAD_CALLABLE;
+    }
     return fn(&trb_orch_api, t, t->args);
 }
 
-/* With the lock held: the orchestration returned `rc`; its failure (if it is
+/* Formats a message, cut at `size` bytes. */
+static void describe(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void describe(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+}
+
+/* What a finished orchestration means for the run, as hbg judges it
+   (runtime/hbg/hbg_orch.c): the interpreter's code is the run's (a failed api
+   call's, when there was one); a library
+   returning non-zero is PTO_ERR_ORCHESTRATION; a library returning 0 after a
+   failed call fails with that call's code; open scopes are an error. 0 and no
+   message when it succeeded. */
+static int32_t judge_orchestration(TrbRun *t, int ret, int loaded, char *message, size_t size)
+{
+    const PtoTrbWork *w = t->work;
+    if (w->orchestration_kind == PTO_ORCH_PROGRAM) {
+        /* a failed api call's code wins: the interpreter turns a failed
+           alloc_tensor (which returns 0) into OUT_OF_MEMORY */
+        describe(message, size, "%s", pto_last_error());
+        return t->api_error != PTO_OK ? t->api_error : ret;
+    }
+    if (!loaded) {
+        describe(message, size, "%s", pto_last_error());
+        return PTO_ERR_BAD_CALLABLE;
+    }
+    int name_len = (int)w->entry_length;
+    const char *name = (const char *)(uintptr_t)w->entry_dev;
+    if (ret != 0) {
+        const char *why = t->api_error != 0 ? w->message : pto_last_error();
+        describe(message, size, "orchestration '%.*s' returned %d%s%s", name_len, name, ret, why[0] != '\0' ? ": " : "",
+                 why);
+        return PTO_ERR_ORCHESTRATION;
+    }
+    if (t->api_error != 0) {
+        describe(message, size, "orchestration '%.*s' returned 0 after a failed call: %s", name_len, name, w->message);
+        return t->api_error;
+    }
+    if (t->depth != 0) {
+        describe(message, size, "orchestration '%.*s' returned with %u scope(s) still open", name_len, name, t->depth);
+        return PTO_ERR_ORCHESTRATION;
+    }
+    return PTO_OK;
+}
+
+/* With the lock held: the orchestration returned `ret`; its failure (when it is
    the run's first) goes to the status block, its message to the work block. */
-static void finish_orchestration(AicpuDevice *d, TrbRun *t, int rc)
+static void finish_orchestration(AicpuDevice *d, TrbRun *t, int ret, int loaded)
 {
     PtoTrbWork *w = t->work;
-    w->orchestration_code = rc;
-    if (rc == PTO_OK && t->api_error == 0 && t->depth != 0)
-        api_fail(t, PTO_ERR_ORCHESTRATION, "the orchestration returned with %u scope(s) still open", t->depth);
-    if (t->api_error != 0) {
-        aicpu_record_error(d, t->api_error, rc, t->submitted, 0, 0);
-    } else if (rc != PTO_OK && !d->stopping) {
-        /* the interpreter's codes are the run's; a library's own code is wrapped */
-        int32_t code = w->orchestration_kind == PTO_ORCH_PROGRAM ? rc : PTO_ERR_ORCHESTRATION;
-        if (w->orchestration_kind == PTO_ORCH_PROGRAM)
-            snprintf(w->message, sizeof w->message, "%s", pto_last_error());
-        else
-            snprintf(w->message, sizeof w->message, "the orchestration library's entry returned %d", rc);
-        aicpu_record_error(d, code, rc, t->submitted, 0, 0);
+    char message[PTO_TRB_MESSAGE_BYTES];
+    int32_t code = judge_orchestration(t, ret, loaded, message, sizeof message);
+    w->orchestration_code = ret;
+    if (code != PTO_OK && !d->stopping) {
+        memcpy(w->message, message, sizeof message);
+        aicpu_record_error(d, code, ret, t->submitted, 0, 0);
     }
     t->orch_finished = 1;
     maybe_end(d, t);
@@ -1090,9 +1136,10 @@ int32_t trb_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHoo
         t->orch_thread_count = thread_count;
         t->orch_hooks = hooks;
         pthread_mutex_unlock(&d->lock);
-        int rc = orchestrate(t);
+        int loaded;
+        int ret = orchestrate(t, &loaded);
         pthread_mutex_lock(&d->lock);
-        finish_orchestration(d, t, rc);
+        finish_orchestration(d, t, ret, loaded);
     }
     return schedule(d, t, thread_count, hooks);
 }

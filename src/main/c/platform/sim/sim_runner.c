@@ -61,6 +61,7 @@ struct Runner {
     SimImage aicpu, aicore;
     PtoAicpuEntryFn aicpu_entry;
     PtoAicpuDlopenCountFn aicpu_dlopen_count; /* NULL: the image loads no libraries */
+    size_t aicpu_dlopen_before;   /* loads of AICPU image copies already unloaded */
     SimDevicePool *pool;
     SimBank banks[SIM_BANKS];
     SimArena retained[SIM_SLOTS];
@@ -245,6 +246,8 @@ int runner_finalize(Runner *r)
     library_cache_clear(&r->kernel_libraries);
     library_cache_clear(&r->host_libraries);
     sim_image_unload(&r->aicore);
+    if (r->aicpu_dlopen_count != NULL)
+        r->aicpu_dlopen_before += (size_t)r->aicpu_dlopen_count(); /* the count outlives the image */
     sim_image_unload(&r->aicpu);
     r->aicpu_entry = NULL;
     r->aicpu_dlopen_count = NULL;
@@ -761,7 +764,7 @@ size_t runner_host_dlopen_count(Runner *r)
 size_t runner_aicpu_dlopen_count(Runner *r)
 {
     pthread_mutex_lock(&r->lock);
-    size_t n = r->aicpu_dlopen_count != NULL ? (size_t)r->aicpu_dlopen_count() : 0;
+    size_t n = r->aicpu_dlopen_before + (r->aicpu_dlopen_count != NULL ? (size_t)r->aicpu_dlopen_count() : 0);
     pthread_mutex_unlock(&r->lock);
     return n;
 }
