@@ -755,9 +755,10 @@ TEST(emudrv_close_releases_everything_a_busy_device_holds)
     void *view;
     CHECK_EQ_INT(API->host_register(dev, g.x, 16, &view), PTO_DRV_OK);
     graph_launch(s[0], s[1], &im, &g, PTO_DRV_OK);
-    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_HANG, 0), 0);
-    graph_launch(s[2], s[3], &im, &g, PTO_DRV_OK);                  /* queued behind a hang */
     CHECK_EQ_INT(API->stream_synchronize(s[0], 10000), PTO_DRV_OK);
+    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_HANG, 0), 0);
+    graph_launch(s[2], s[3], &im, &g, PTO_DRV_OK);                  /* hangs */
+    CHECK_EQ_INT(API->memset_d_async(s[2], g.x, 0, 16), PTO_DRV_OK); /* queued behind the hang */
     PtoEmuStats busy = stats_now();
     CHECK(busy.threads > base.threads);
     CHECK_EQ_INT(busy.streams, base.streams + 4);
