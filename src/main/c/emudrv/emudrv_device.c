@@ -68,7 +68,7 @@ int emu_stream_acquire(PtoDrvStream *s)
     int found;
     pthread_mutex_lock(&g_registry_lock);
     LIST_FIND(g_streams, s, found);
-    if (found && (s->dead || s->dev->resetting))
+    if (found && (s->dead || s->dev->resetting || s->dev->dead))
         found = 0;
     if (found)
         s->users++;
@@ -199,23 +199,24 @@ static int open_device(int device_id, PtoDrvDevice **out)
         return PTO_DRV_ERR_OUT_OF_MEMORY;
     dev->device_id = device_id;
     pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
+    if (pthread_condattr_init(&attr) != 0)
+        goto fail_dev;
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int ok = pthread_mutex_init(&dev->lock, NULL) == 0;
-    ok = ok && pthread_cond_init(&dev->engine_cond, NULL) == 0;
-    ok = ok && pthread_cond_init(&dev->part_cond, NULL) == 0;
-    ok = ok && pthread_cond_init(&dev->launch_cond, &attr) == 0;
-    pthread_condattr_destroy(&attr);
+    if (pthread_mutex_init(&dev->lock, NULL) != 0)
+        goto fail_attr;
+    if (pthread_cond_init(&dev->engine_cond, NULL) != 0)
+        goto fail_lock;
+    if (pthread_cond_init(&dev->part_cond, NULL) != 0)
+        goto fail_engine_cond;
+    if (pthread_cond_init(&dev->launch_cond, &attr) != 0)
+        goto fail_part_cond;
     /* a capacity of 0 in the environment means no limit */
-    if (!ok || alloc_table_init(&dev->memory, pto_env_size(EMU_MEMORY_ENV, EMU_DEFAULT_MEMORY)) != PTO_OK) {
-        free(dev); /* the primitives hold no resources on Linux when init failed halfway */
-        return PTO_DRV_ERR_OUT_OF_MEMORY;
-    }
-    if (library_cache_init(&dev->images, "device image") != PTO_OK) {
-        alloc_table_destroy(&dev->memory);
-        free(dev);
-        return PTO_DRV_ERR_OUT_OF_MEMORY;
-    }
+    if (alloc_table_init(&dev->memory, pto_env_size(EMU_MEMORY_ENV, EMU_DEFAULT_MEMORY)) != PTO_OK)
+        goto fail_launch_cond;
+    if (library_cache_init(&dev->images, "device image") != PTO_OK)
+        goto fail_memory;
+    pthread_condattr_destroy(&attr);
+
     pthread_mutex_lock(&g_registry_lock);
     dev->reg_next = g_devices;
     g_devices = dev;
@@ -223,6 +224,22 @@ static int open_device(int device_id, PtoDrvDevice **out)
     atomic_fetch_add(&emu_counters.devices_open, 1);
     *out = dev;
     return PTO_DRV_OK;
+
+fail_memory:
+    alloc_table_destroy(&dev->memory);
+fail_launch_cond:
+    pthread_cond_destroy(&dev->launch_cond);
+fail_part_cond:
+    pthread_cond_destroy(&dev->part_cond);
+fail_engine_cond:
+    pthread_cond_destroy(&dev->engine_cond);
+fail_lock:
+    pthread_mutex_destroy(&dev->lock);
+fail_attr:
+    pthread_condattr_destroy(&attr);
+fail_dev:
+    free(dev);
+    return PTO_DRV_ERR_OUT_OF_MEMORY;
 }
 
 static void free_memory_block(uintptr_t base, size_t size, void *arg)
