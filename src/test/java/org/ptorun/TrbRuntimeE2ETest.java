@@ -28,11 +28,11 @@ class TrbRuntimeE2ETest {
     private static final int LARGE = 2;
 
     static List<Variant> trbVariants() {
-        return SimE2E.simTrbVariants();
+        return SimE2E.allTrbVariants();
     }
 
     static List<Variant> allVariants() {
-        return SimE2E.simVariants();
+        return SimE2E.allVariants();
     }
 
     private static void runChain(ChipWorker chip, int id, int n, int slot, long seed) {
