@@ -551,7 +551,7 @@ out:
 int runner_unregister_device_memory_from_host(Runner *r, void *dev)
 {
     pthread_mutex_lock(&r->lock);
-    int rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "unregister_device_memory_from_host: %p has no host view", dev);
+    int rc = PTO_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < r->view_count; i++) {
         if (r->views[i].dev != dev_addr(dev))
             continue;
@@ -561,6 +561,8 @@ int runner_unregister_device_memory_from_host(Runner *r, void *dev)
         break;
     }
     pthread_mutex_unlock(&r->lock);
+    if (rc == PTO_ERR_INVALID_ARGUMENT)
+        pto_fail(rc, "unregister_device_memory_from_host: %p has no host view", dev);
     return rc;
 }
 
