@@ -53,6 +53,17 @@ typedef uint32_t (*PtoDeviceAbiVersionFn)(void);
    then starts no further participation. */
 #define PTO_AICPU_ENTRY_SYMBOL "pto_aicpu_entry"
 
+/* ---- the AICore core entry -----------------------------------------------
+
+   int32_t pto_aicore_entry(uint64_t args_dev, uint32_t core_idx, uint32_t core_count);
+
+   What an onboard driver launches on a run's AICore stream, once per core
+   (core_idx < core_count = block_dim). Non-zero fails the launch. The built-in
+   AICore image's entry returns 0 at once: the AICPU executor calls the kernels
+   itself in this emulation (docs/driver.md). */
+#define PTO_AICORE_ENTRY_SYMBOL "pto_aicore_entry"
+typedef int32_t (*PtoAicoreEntryFn)(uint64_t args_dev, uint32_t core_idx, uint32_t core_count);
+
 /* The AICPU image also exports `uint64_t pto_aicpu_dlopen_count(void)`: how many
    orchestration libraries this copy of the image has loaded (trb), for
    get_aicpu_dlopen_count. */

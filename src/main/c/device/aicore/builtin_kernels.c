@@ -34,6 +34,18 @@ PTO_EXPORT uint32_t pto_device_abi_version(void)
     return PTO_DEVICE_ABI_VERSION;
 }
 
+/* The core entry an onboard driver launches on the run's AICore stream
+ * (PTO_AICORE_ENTRY_SYMBOL). It returns at once: in this emulation the AICPU
+ * executor calls the kernels itself, and the launch exists so the run's AICore
+ * stream carries real device work, with its ordering and its faults. */
+PTO_EXPORT int32_t pto_aicore_entry(uint64_t args_dev, uint32_t core_idx, uint32_t core_count)
+{
+    (void)args_dev;
+    (void)core_idx;
+    (void)core_count;
+    return 0;
+}
+
 /* An f32 view: 4-byte aligned and a whole number of elements. */
 static int32_t check_f32_view(uint64_t addr, uint64_t bytes)
 {
