@@ -403,6 +403,13 @@ int native_run_finalize(void *ctx, void *storage)
     NativeRunDescriptor desc = run->desc; /* the storage is empty after tear_down */
     if (!launched)
         runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
+    if (validation_rc != PTO_OK && launched && runner_poisoned(run->owner->runner)) {
+        /* the runner's own message (drain thread) is gone: say that the device
+           error poisoned the context, as the runner's messages do */
+        char why[512];
+        snprintf(why, sizeof why, "%s", pto_last_error());
+        pto_fail(validation_rc, "%s; the device context is poisoned until finalize_device", why);
+    }
     if (validation_rc != PTO_OK)
         run_fail_current(validation_rc, fn, &desc);
     else if (execution_rc != PTO_OK)
