@@ -75,6 +75,8 @@ PtoProgramParam tcb_f32(float value)
 
 static void append(TestCallableBuilder *b, const void *bytes, uint32_t n)
 {
+    if (n == 0) /* memcpy must not see a NULL source, even for 0 bytes (UBSan) */
+        return;
     memcpy(b->program + b->program_bytes, bytes, n);
     b->program_bytes += n;
 }
