@@ -118,7 +118,7 @@ TEST(device_memory_capacity_limit_gives_out_of_memory)
     test_unload_lib(&lib);
 }
 
-TEST(onboard_device_memory_is_refused_until_the_driver_lands)
+TEST(onboard_device_memory_is_refused_before_simpler_init)
 {
     for (int i = 4; i < 8; i++) {
         LoadedLib lib;
@@ -126,7 +126,7 @@ TEST(onboard_device_memory_is_refused_until_the_driver_lands)
         void *ctx = lib.create();
         CHECK(ctx != NULL);
         CHECK(lib.malloc_(ctx, 64) == NULL);
-        CHECK_CONTAINS(lib.last_error(), "not built yet");
+        CHECK_CONTAINS(lib.last_error(), "not initialized");
         CHECK_EQ_INT(lib.committed(ctx), 0);
         lib.destroy(ctx);
         test_unload_lib(&lib);

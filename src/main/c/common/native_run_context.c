@@ -263,13 +263,19 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     RuntimeCallable *callable;
     if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
         goto fail;
-    rc = runtime_bind(&run->runtime, &run->host_api, callable, args, &run->config, &run->desc, &run->launch);
-    if (rc != PTO_OK) {
+    if ((rc = runner_prepare_slot(dc->runner, desc->pipeline_slot)) != PTO_OK) {
         run_fail_current(rc, fn, &run->desc);
         goto fail;
     }
+    rc = runtime_bind(&run->runtime, &run->host_api, callable, args, &run->config, &run->desc, &run->launch);
+    if (rc != PTO_OK) {
+        run_fail_current(rc, fn, &run->desc);
+        goto fail_slot;
+    }
     return PTO_OK;
 
+fail_slot:
+    runner_abandon_slot(dc->runner, desc->pipeline_slot);
 fail:
     tear_down(run); /* drops the reservation (if taken) and empties the storage */
     return rc;
@@ -395,6 +401,15 @@ int native_run_finalize(void *ctx, void *storage)
     int execution_rc = launched ? executor_job_wait(&run->job) : PTO_OK;
     int validation_rc = runtime_validate(&run->runtime, &run->host_api, launched, execution_rc);
     NativeRunDescriptor desc = run->desc; /* the storage is empty after tear_down */
+    if (!launched)
+        runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
+    if (validation_rc != PTO_OK && launched && runner_poisoned(run->owner->runner)) {
+        /* the runner's own message (drain thread) is gone: say that the device
+           error poisoned the context, as the runner's messages do */
+        char why[512];
+        snprintf(why, sizeof why, "%s", pto_last_error());
+        pto_fail(validation_rc, "%s; the device context is poisoned until finalize_device", why);
+    }
     if (validation_rc != PTO_OK)
         run_fail_current(validation_rc, fn, &desc);
     else if (execution_rc != PTO_OK)

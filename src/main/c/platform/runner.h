@@ -87,6 +87,17 @@ size_t runner_aicpu_dlopen_count(Runner *r);
 size_t runner_host_dlopen_count(Runner *r);                          /* host library loads ever */
 size_t runner_run_stream_set_create_count(Runner *r);
 
+/* ---- per-run stream set (prepare) ----------------------------------------- */
+
+/* Called by the lifecycle once a run holds its slot (prepare), before the
+ * runtime binds it: the platform gets the run's per-run execution resources
+ * ready (onboard a2a3: a fresh AICore stream). PTO_ERR_POISONED when the device
+ * context refuses work. runner_abandon_slot releases them for a run that will
+ * never be launched (its prepare failed later, or it is finalized Prepared);
+ * a launched run's are released by drain. The sim has none. */
+int runner_prepare_slot(Runner *r, uint32_t slot);
+void runner_abandon_slot(Runner *r, uint32_t slot);
+
 /* ---- execution: the run's job is enqueue then drain (executor thread) ------ */
 
 /* Submits the run to the device and crosses the launch marker, calling

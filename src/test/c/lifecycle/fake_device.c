@@ -108,6 +108,8 @@ int runner_finalize(Runner *r)
 
 int runner_initialized(Runner *r) { return r->initialized; }
 int runner_poisoned(Runner *r) { (void)r; return fake_script.poisoned; }
+int runner_prepare_slot(Runner *r, uint32_t slot) { (void)r; (void)slot; return 0; }
+void runner_abandon_slot(Runner *r, uint32_t slot) { (void)r; (void)slot; }
 
 void *runner_device_malloc(Runner *r, size_t n)
 {

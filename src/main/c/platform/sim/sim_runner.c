@@ -775,6 +775,21 @@ size_t runner_run_stream_set_create_count(Runner *r)
     return 0;
 }
 
+/* ---- per-run stream set ------------------------------------------------------------- */
+
+int runner_prepare_slot(Runner *r, uint32_t slot)
+{
+    (void)r; /* the sim has no streams */
+    (void)slot;
+    return PTO_OK;
+}
+
+void runner_abandon_slot(Runner *r, uint32_t slot)
+{
+    (void)r;
+    (void)slot;
+}
+
 /* ---- execution ------------------------------------------------------------------------ */
 
 /* Everything a launch needs, checked before anything is handed over. */

@@ -37,6 +37,8 @@ typedef struct HbgWorkspace {
     HbgBridge bridge;
     uint8_t *image;           /* host build buffer of the device image */
     size_t image_cap;
+    uint8_t *mirror;          /* host staging mirror of the staged tensors where the GM heap has no host view */
+    size_t mirror_cap;
     char output_prefix[PTO_OUTPUT_PREFIX_BYTES]; /* the bound run's, for its diagnostics */
 } HbgWorkspace;
 

@@ -85,6 +85,7 @@ static void destroy_workspace(HbgWorkspace *ws)
     hbg_graph_destroy(&ws->graph);
     hbg_bridge_destroy(&ws->bridge);
     free(ws->image);
+    free(ws->mirror);
     free(ws->dev_args);
     free(ws);
 }
@@ -335,19 +336,58 @@ static int stage_tensors(const HostApi *api, const HbgWorkspace *ws)
 
 /* ---- bind: the bridge --------------------------------------------------------------- */
 
+/* The host staging mirror where the GM heap has no host view (a5 onboard): a
+   private copy of what stage_tensors put on the device (IN/INOUT bytes, zeroed
+   OUT), laid out like the heap, so reads see the device's bytes and writes
+   never touch the caller's buffers. Returns NULL on out-of-memory. */
+static uint8_t *stage_mirror(HbgWorkspace *ws, const uint8_t *heap)
+{
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < ws->tensor_count; i++) {
+        const HbgTensor *t = &ws->tensors[i];
+        if (t->staged && t->size > 0 && t->dev - (uint64_t)(uintptr_t)heap + t->size > bytes)
+            bytes = (size_t)(t->dev - (uint64_t)(uintptr_t)heap + t->size);
+    }
+    if (bytes > ws->mirror_cap) {
+        uint8_t *p = realloc(ws->mirror, bytes);
+        if (p == NULL)
+            return NULL;
+        ws->mirror = p;
+        ws->mirror_cap = bytes;
+    }
+    for (uint32_t i = 0; i < ws->tensor_count; i++) {
+        const HbgTensor *t = &ws->tensors[i];
+        if (!t->staged || t->size == 0)
+            continue;
+        uint8_t *m = ws->mirror + (t->dev - (uint64_t)(uintptr_t)heap);
+        if (t->direction == PTO_ARG_OUT)
+            memset(m, 0, t->size);
+        else
+            memcpy(m, (const void *)(uintptr_t)t->host, t->size);
+    }
+    return ws->mirror;
+}
+
 /* Opens the bridge on the staged tensors: views into the host mapping of the
-   GM heap when the platform has one, else the caller's buffers as mirrors.
+   GM heap when the platform has one (a2a3), else the workspace's staging
+   mirror, whose writes the bridge pushes to the device through HostApi.
    Child-memory tensors are not reachable (reads of them fail closed). */
 static int open_bridge(const HostApi *api, HbgWorkspace *ws, uint8_t *heap, uint64_t heap_bytes, uint8_t **heap_view)
 {
     hbg_bridge_reset(&ws->bridge, api);
     *heap_view = heap_bytes > 0 ? host_api_register_device_memory_to_host(api, heap, heap_bytes) : NULL;
+    uint8_t *mirror = NULL;
+    if (*heap_view == NULL && heap_bytes > 0) {
+        pto_clear_error(); /* no host mapping is the normal case here, not an error */
+        if ((mirror = stage_mirror(ws, heap)) == NULL)
+            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory for the staging mirror");
+    }
+    uint8_t *base = *heap_view != NULL ? *heap_view : mirror;
     for (uint32_t i = 0; i < ws->tensor_count; i++) {
         const HbgTensor *t = &ws->tensors[i];
         if (!t->staged || t->size == 0)
             continue;
-        void *view = *heap_view != NULL ? *heap_view + (t->dev - (uint64_t)(uintptr_t)heap) : (void *)(uintptr_t)t->host;
-        int rc = hbg_bridge_add(&ws->bridge, t->dev, t->size, view);
+        int rc = hbg_bridge_add(&ws->bridge, t->dev, t->size, base + (t->dev - (uint64_t)(uintptr_t)heap));
         if (rc != PTO_OK)
             return rc;
     }

@@ -106,7 +106,7 @@ final class ChipContext {
             }
             context = api.createDeviceContext();
             if (context == 0) {
-                throw NativeErrors.fromNative("create_device_context", PtoError.OUT_OF_MEMORY.code(),
+                throw failure("create_device_context", PtoError.OUT_OF_MEMORY.code(),
                         lastError(), null);
             }
             init(context, aicpuImage, aicoreImage);
@@ -135,7 +135,7 @@ final class ChipContext {
             int rc = api.init(context, deviceId, aicpu.address(), aicpuImage.length, aicore.address(),
                     aicoreImage.length, 0, 0, 0);
             if (rc != 0) {
-                throw NativeErrors.fromNative("simpler_init on device " + deviceId, rc, lastError(), null);
+                throw failure("simpler_init on device " + deviceId, rc, lastError(), null);
             }
         }
     }
@@ -168,6 +168,26 @@ final class ChipContext {
 
     boolean isClosed() {
         return state != State.OPEN;
+    }
+
+    /**
+     * The native message an onboard runner appends when a device error poisoned it
+     * (platform/onboard: stream error, timeout, device lost).
+     */
+    static final String POISON_MARKER = "poisoned until finalize_device";
+
+    private volatile boolean poisoned;
+
+    boolean isHealthy() {
+        return !poisoned && state == State.OPEN;
+    }
+
+    /** The exception for a failed native call; remembers a poisoned device context for good. */
+    private PtoRunException failure(String operation, int code, String nativeMessage, NativeRun run) {
+        if (code == PtoError.POISONED.code() || (nativeMessage != null && nativeMessage.contains(POISON_MARKER))) {
+            poisoned = true;
+        }
+        return NativeErrors.fromNative(operation, code, nativeMessage, run);
     }
 
     // ---- native runs -------------------------------------------------------------
@@ -209,7 +229,7 @@ final class ChipContext {
             }
         }
         if (rc != 0) {
-            throw NativeErrors.fromNative("prepare of callable " + callableId, rc, message, run);
+            throw failure("prepare of callable " + callableId, rc, message, run);
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("prepared {} on {}", run.identity(), describe());
@@ -262,7 +282,7 @@ final class ChipContext {
             LOG.debug("launch of {} failed with {}; the run {}", run.identity(), PtoError.nameOf(rc),
                     ended ? "ended (REAPED)" : "stays PREPARED");
         }
-        throw NativeErrors.fromNative("launch", rc, message, run);
+        throw failure("launch", rc, message, run);
     }
 
     boolean poll(NativeRun run) {
@@ -298,7 +318,7 @@ final class ChipContext {
         if (rc == POLL_NOT_READY) {
             return false;
         }
-        throw NativeErrors.fromNative("poll", rc, message, run);
+        throw failure("poll", rc, message, run);
     }
 
     void await(NativeRun run) {
@@ -376,10 +396,10 @@ final class ChipContext {
             LOG.debug("finalized {}: {}", run.identity(), PtoError.nameOf(rc != 0 ? rc : waitRc));
         }
         if (rc != 0) {
-            throw NativeErrors.fromNative("finalize", rc, message, run);
+            throw failure("finalize", rc, message, run);
         }
         if (waitRc != 0) {
-            throw NativeErrors.fromNative("run", waitRc, waitMessage, run);
+            throw failure("run", waitRc, waitMessage, run);
         }
     }
 
@@ -423,7 +443,7 @@ final class ChipContext {
             LOG.debug("ran {}: {}", run.identity(), PtoError.nameOf(rc));
         }
         if (rc != 0) {
-            throw NativeErrors.fromNative("run of callable " + callableId, rc, message, run);
+            throw failure("run of callable " + callableId, rc, message, run);
         }
     }
 
@@ -637,7 +657,7 @@ final class ChipContext {
             ensureOpen();
             long address = api.deviceMalloc(ctx, bytes);
             if (address == 0) {
-                throw NativeErrors.fromNative("device_malloc of " + bytes + " bytes", PtoError.OUT_OF_MEMORY.code(),
+                throw failure("device_malloc of " + bytes + " bytes", PtoError.OUT_OF_MEMORY.code(),
                         lastError(), null);
             }
             return new DeviceBuffer(owner, this, address, bytes);
@@ -669,7 +689,7 @@ final class ChipContext {
             int rc = api.copyToDevice(ctx, dst.address() + dstOffset, hostAddress, bytes);
             Reference.reachabilityFence(keepAlive);
             if (rc != 0) {
-                throw NativeErrors.fromNative("copy_to_device of " + bytes + " bytes", rc, lastError(), null);
+                throw failure("copy_to_device of " + bytes + " bytes", rc, lastError(), null);
             }
         } finally {
             deviceLock.readLock().unlock();
@@ -687,7 +707,7 @@ final class ChipContext {
             int rc = api.copyFromDevice(ctx, hostAddress, src.address() + srcOffset, bytes);
             Reference.reachabilityFence(keepAlive);
             if (rc != 0) {
-                throw NativeErrors.fromNative("copy_from_device of " + bytes + " bytes", rc, lastError(), null);
+                throw failure("copy_from_device of " + bytes + " bytes", rc, lastError(), null);
             }
         } finally {
             deviceLock.readLock().unlock();
@@ -721,7 +741,7 @@ final class ChipContext {
             if (rc != 0) {
                 String message = lastError();
                 block.close();
-                throw NativeErrors.fromNative("register_callable " + id, rc, message, null);
+                throw failure("register_callable " + id, rc, message, null);
             }
             Registered previous = callables.put(id,
                     new Registered(block, callable.tensorDirections().toArray(new Direction[0])));
@@ -743,7 +763,7 @@ final class ChipContext {
             ensureOpen();
             int rc = api.unregisterCallable(ctx, id);
             if (rc != 0) {
-                throw NativeErrors.fromNative("unregister_callable " + id, rc, lastError(), null);
+                throw failure("unregister_callable " + id, rc, lastError(), null);
             }
             Registered previous = callables.remove(id);
             if (previous != null) {

@@ -104,6 +104,15 @@ public final class ChipWorker implements AutoCloseable {
         return context.isClosed();
     }
 
+    /**
+     * False once a call reported {@link ChipPoisonedException} or a device error
+     * (stream error, timeout, device lost) poisoned the chip, and once closed. A
+     * poisoned chip never becomes healthy again: close it and open a new one.
+     */
+    public boolean isHealthy() {
+        return context.isHealthy();
+    }
+
     // ---- device memory ------------------------------------------------------------------
 
     /**

@@ -108,7 +108,7 @@ class ChipWorkerE2ETest {
     }
 
     /** Arguments of the chain: f is returned through {@code out}, the intermediates are scratch. */
-    private static TaskArgs chainArgs(float[] a, float[] b, float[] out) {
+    static TaskArgs chainArgs(float[] a, float[] b, float[] out) {
         int n = a.length;
         return TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(out),
                 Tensor.of(new float[n]), Tensor.of(new float[n]), Tensor.of(new float[n]), Tensor.of(new float[n]));

@@ -28,7 +28,7 @@ class DepGraphE2ETest {
     }
 
     static List<Variant> variants() {
-        return SimE2E.simVariants();
+        return SimE2E.allVariants();
     }
 
     /** Runs once with the dependency graph on and returns the file the run wrote. */

@@ -31,7 +31,7 @@ class RuntimeGoldenE2ETest {
     private static final int ID = 3;
 
     static List<Variant> variants() {
-        return SimE2E.simVariants();
+        return SimE2E.allVariants();
     }
 
     /** Each variant with several tile counts. */

@@ -32,6 +32,15 @@ final class SimE2E {
         return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.SIM).toList();
     }
 
+    /** All eight libraries: the end-to-end suites run the same callables on sim and onboard. */
+    static List<Variant> allVariants() {
+        return Variant.all();
+    }
+
+    static List<Variant> allTrbVariants() {
+        return allVariants().stream().filter(v -> v.runtime() == Variant.RuntimeKind.TRB).toList();
+    }
+
     static List<Variant> simTrbVariants() {
         return simVariants().stream().filter(v -> v.runtime() == Variant.RuntimeKind.TRB).toList();
     }

@@ -31,7 +31,7 @@ import org.ptorun.callable.Program;
 class UserLibrariesE2ETest {
 
     static List<Variant> variants() {
-        return SimE2E.simVariants();
+        return SimE2E.allVariants();
     }
 
     // ---- the kernel library -----------------------------------------------------------------------

@@ -1,0 +1,281 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.ptorun.SimE2E.assertBitExact;
+import static org.ptorun.SimE2E.filled;
+import static org.ptorun.SimE2E.random;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.internal.EmulatedDriver;
+import org.ptorun.internal.EmulatedDriver.Fault;
+
+/**
+ * The fault matrix of the onboard libraries on the emulated driver: each injectable
+ * fault at each phase where it can occur gives the right exception with the run's
+ * identity; a fault before the launch marker leaves the acceptance word 0; the chip is
+ * usable again (directly, or after close and reopen once poisoned); and after close the
+ * driver's own accounting is back to where it was before the chip was opened.
+ */
+class OnboardFaultMatrixE2ETest {
+
+    private static final int CHAIN = 1;
+    private static final int N = 256;
+    private static final EmulatedDriver DRIVER =
+            EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+
+    static List<Variant> onboard() {
+        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
+    }
+
+    @AfterEach
+    void disarm() {
+        DRIVER.disarm();
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------
+
+    private static ChipWorker open(Variant variant) {
+        return ChipWorker.open(HostRuntime.load(variant), 0);
+    }
+
+    private static ChipWorker openWithChain(Variant variant) {
+        ChipWorker chip = open(variant);
+        chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        return chip;
+    }
+
+    /** A golden run of the chain: the chip works. */
+    private static void assertRunsGolden(ChipWorker chip, long runId) {
+        float[] a = random(N, runId);
+        float[] b = random(N, runId + 7);
+        float[] f = filled(N);
+        chip.run(CHAIN, ChipWorkerE2ETest.chainArgs(a, b, f), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), runId,
+                runId, null);
+        assertBitExact(f, ChipWorkerE2ETest.reference(a, b));
+    }
+
+    private static TaskArgs args() {
+        return ChipWorkerE2ETest.chainArgs(random(N, 1), random(N, 2), filled(N));
+    }
+
+    private static void assertIdentity(PtoRunException e, long runId) {
+        assertThat(e.run()).as("run identity of %s", e).isPresent();
+        assertThat(e.run().get().runId()).isEqualTo(runId);
+        assertThat(e.getMessage()).contains("run_id=" + runId);
+    }
+
+    /** The driver's accounting with no chip open (threads included) equals the baseline. */
+    private static void assertBackTo(EmulatedDriver.Stats baseline) {
+        assertThat(DRIVER.stats()).isEqualTo(baseline);
+    }
+
+    /** After a poisoning fault: unhealthy, prepares refused with PTO_ERR_POISONED, reopen works. */
+    private static void assertPoisonedThenReopens(Variant variant, ChipWorker chip, EmulatedDriver.Stats baseline) {
+        assertThat(chip.isHealthy()).isFalse();
+        ChipPoisonedException poisoned = catchThrowableOfType(ChipPoisonedException.class,
+                () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 99, 99, null));
+        assertThat(poisoned).isNotNull();
+        assertThat(poisoned.code()).isEqualTo(PtoError.POISONED.code());
+        assertThat(poisoned.getMessage()).contains("run_id=99");
+        chip.close();
+        assertBackTo(baseline);
+        try (ChipWorker again = openWithChain(variant)) {
+            assertThat(again.isHealthy()).isTrue();
+            assertRunsGolden(again, 100);
+        }
+        assertBackTo(baseline);
+    }
+
+    // ---- register -----------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void anAllocationFailureAtRegisterIsDeviceOutOfMemoryAndTheChipStaysUsable(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = open(variant)) {
+            DRIVER.inject(Fault.ALLOC, 0);
+            assertThatThrownBy(() -> chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N)))
+                    .isInstanceOf(DeviceOutOfMemoryException.class);
+            assertThat(chip.isHealthy()).isTrue();
+            chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+            assertRunsGolden(chip, 1);
+        }
+        assertBackTo(baseline);
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aCopyFailureAtRegisterIsADeviceErrorAndTheChipStaysUsable(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = open(variant)) {
+            DRIVER.inject(Fault.H2D, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class,
+                    () -> chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N)));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertThat(chip.isHealthy()).isTrue();
+            chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+            assertRunsGolden(chip, 1);
+        }
+        assertBackTo(baseline);
+    }
+
+    // ---- prepare ------------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aCopyFailureAtPrepareRefusesTheRunBeforeTheMarker(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
+            DRIVER.inject(Fault.H2D, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class,
+                    () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 5, 5, word));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertThat(e.getMessage()).contains("run_id=5");
+            assertThat(word.value()).isZero();
+            assertThat(chip.isHealthy()).isTrue();
+            assertRunsGolden(chip, 6);
+        }
+        assertBackTo(baseline);
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aLostDeviceAtPreparePoisonsTheChipUntilReopened(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        ChipWorker chip = openWithChain(variant);
+        try (AcceptanceWord word = AcceptanceWord.allocate()) {
+            DRIVER.inject(Fault.DEVICE_LOST, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class,
+                    () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 5, 5, word));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isIn(PtoError.DEVICE.code(), PtoError.POISONED.code());
+            assertThat(e.getMessage()).contains("run_id=5");
+            assertThat(word.value()).isZero();
+            assertPoisonedThenReopens(variant, chip, baseline);
+        } finally {
+            chip.close();
+        }
+    }
+
+    // ---- launch -------------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aRefusedLaunchFailsTheRunBeforeTheMarkerAndTheChipStaysUsable(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
+            NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 7, 7, word);
+            DRIVER.inject(Fault.LAUNCH, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.launch(run));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertIdentity(e, 7);
+            assertThat(word.value()).isZero();
+            catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            assertThat(chip.isHealthy()).isTrue();
+            word.reset();
+            assertRunsGolden(chip, 8);
+        }
+        assertBackTo(baseline);
+    }
+
+    // ---- during execution -----------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aStreamErrorDuringExecutionFailsTheRunAndPoisonsTheChip(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        ChipWorker chip = openWithChain(variant);
+        try (AcceptanceWord word = AcceptanceWord.allocate()) {
+            NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 9, 9, word);
+            DRIVER.inject(Fault.STREAM, 0);
+            chip.launch(run);
+            assertThat(word.isAccepted()).isTrue();
+            chip.await(run);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertIdentity(e, 9);
+            assertPoisonedThenReopens(variant, chip, baseline);
+        } finally {
+            chip.close();
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aHungKernelTimesOutWithinItsTimeoutWhilePollNeverBlocks(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        int timeoutMs = 300;
+        ChipWorker chip = openWithChain(variant);
+        try (AcceptanceWord word = AcceptanceWord.allocate()) {
+            CallConfig config = CallConfig.builder().timeoutMs(timeoutMs).build();
+            NativeRun run = chip.prepare(CHAIN, args(), config, PipelineSlotLease.of(0, 1), 11, 11, word);
+            DRIVER.inject(Fault.HANG, 0);
+            long start = System.nanoTime();
+            chip.launch(run);
+            assertThat(word.isAccepted()).isTrue();
+            // the run is hung until its timeout: polls answer false at once (bounded
+            // generously: a poll that waited for the drain would take the timeout)
+            for (int i = 0; i < 5; i++) {
+                long t0 = System.nanoTime();
+                assertThat(chip.poll(run)).isFalse();
+                assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(timeoutMs / 2);
+            }
+            RunTimeoutException e = catchThrowableOfType(RunTimeoutException.class, () -> chip.finalize(run));
+            long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+            assertThat(e).isNotNull();
+            assertIdentity(e, 11);
+            assertThat(elapsedMs).isGreaterThanOrEqualTo(timeoutMs).isLessThan(timeoutMs + 10_000);
+            assertPoisonedThenReopens(variant, chip, baseline);
+        } finally {
+            chip.close();
+        }
+    }
+
+    // ---- drain --------------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aCopyBackFailureAtDrainFailsTheRunAndTheChipStaysUsable(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = openWithChain(variant)) {
+            NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 13, 13, null);
+            chip.launch(run);
+            chip.await(run);
+            DRIVER.inject(Fault.D2H, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertIdentity(e, 13);
+            assertThat(chip.isHealthy()).isTrue();
+            assertRunsGolden(chip, 14);
+        }
+        assertBackTo(baseline);
+    }
+
+    // ---- finalize -----------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aDeviceLostAtCloseStillReleasesEverything(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        ChipWorker chip = openWithChain(variant);
+        assertRunsGolden(chip, 15);
+        DRIVER.inject(Fault.DEVICE_LOST, 0);
+        chip.close();
+        assertBackTo(baseline);
+        try (ChipWorker again = openWithChain(variant)) {
+            assertRunsGolden(again, 16);
+        }
+        assertBackTo(baseline);
+    }
+}
