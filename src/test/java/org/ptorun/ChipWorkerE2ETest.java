@@ -427,11 +427,12 @@ class ChipWorkerE2ETest {
         }
     }
 
-    @Test
-    void aKernelFaultNamesTaskAndFuncIdLeavesOutputsUntouchedAndTheChipRunsTheNextRun() {
-        int n = 64;
-        // func_id 7's vadd reads a view of 8 floats but must add n: the kernel refuses
-        ChipCallable faulty = ChipCallable.builder()
+    /**
+     * a IN, b IN, c OUT over {@code n} floats; its one task (func_id 7) is a vadd whose
+     * first input view holds 8 floats but must add n: the kernel refuses (a kernel fault).
+     */
+    static ChipCallable faultyVadd(int n) {
+        return ChipCallable.builder()
                 .signature(IN, IN, OUT)
                 .child(7, Kernel.vadd())
                 .program(Program.builder()
@@ -439,7 +440,12 @@ class ChipWorkerE2ETest {
                                 Param.tensor(2, OUT, 0, 4L * n))
                         .build())
                 .build();
-        chip.registerCallable(FAULT, faulty);
+    }
+
+    @Test
+    void aKernelFaultNamesTaskAndFuncIdLeavesOutputsUntouchedAndTheChipRunsTheNextRun() {
+        int n = 64;
+        chip.registerCallable(FAULT, faultyVadd(n));
         chip.registerCallable(CHAIN, vectorChain(n));
         float[] out = filled(n);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {
