@@ -9,16 +9,18 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
@@ -26,14 +28,14 @@ import org.ptorun.callable.Program;
 import org.ptorun.internal.ProcessEnvironment;
 
 /**
- * The native-run lifecycle end to end on the real a2a3/sim/hbg library: golden results,
- * every refusal, threads, acceptance, depth-2 pipelining, memory accounting, a kernel
- * fault. Nothing here is timed: overlap is made certain by the execution claim, which a
- * launched run holds until it is finalized, not by how long it runs.
+ * The native-run lifecycle end to end on all eight libraries (sim and onboard, hbg and
+ * trb, a2a3 and a5) unless a test says otherwise: golden results, every refusal, threads,
+ * acceptance, depth-2 pipelining, memory accounting, a kernel fault. Nothing here is
+ * timed: overlap is made certain by the execution claim, which a launched run holds until
+ * it is finalized, not by how long it runs.
  */
 class ChipWorkerE2ETest {
 
-    private static final Variant VARIANT = Variant.DEFAULT;
     private static final int CHAIN = 1;
     private static final int HEAVY = 2;
     private static final int FAULT = 3;
@@ -42,9 +44,43 @@ class ChipWorkerE2ETest {
     private ChipWorker chip;
     private final ExecutorService threads = Executors.newFixedThreadPool(5);
 
-    @BeforeEach
-    void open() {
-        chip = ChipWorker.open(HostRuntime.load(VARIANT), 0);
+    /** Every library: the lifecycle is the same contract on each. */
+    static List<Variant> allVariants() {
+        return SimE2E.allVariants();
+    }
+
+    /**
+     * The libraries with a depth-2 pipeline that supports a concurrent prepare (a
+     * successor staged while its predecessor runs, each slot with its own arena bank):
+     * the hbg ones. trb does not stage concurrently (supports_concurrent_prepare = 0:
+     * its slots share bank 0's image; a2a3 trb has two slots, a5 trb one). The tests
+     * using this source assert the contract themselves, so a library that stopped
+     * providing it fails, not skips.
+     */
+    static List<Variant> depthTwoConcurrentPrepareVariants() {
+        return Variant.all().stream().filter(v -> v.runtime() == Variant.RuntimeKind.HBG).toList();
+    }
+
+    /** The sim libraries: PTORUN_SIM_FAIL_ENQUEUE_AFTER is the sim platform's test facility. */
+    static List<Variant> simVariants() {
+        return SimE2E.simVariants();
+    }
+
+    /** Every library with each chain length. */
+    static Stream<Arguments> allVariantsAndChainLengths() {
+        return allVariants().stream()
+                .flatMap(v -> IntStream.of(1, 3, 64, 1000, 65_537).mapToObj(n -> Arguments.of(v, n)));
+    }
+
+    private void open(Variant variant) {
+        chip = ChipWorker.open(HostRuntime.load(variant), 0);
+    }
+
+    /** A depth-2 library that stages a successor while its predecessor runs (see the source). */
+    private void openDepthTwoConcurrent(Variant variant) {
+        open(variant);
+        assertThat(chip.pipelineDepth()).isEqualTo(2);
+        assertThat(chip.supportsConcurrentPrepare()).isTrue();
     }
 
     @AfterEach
@@ -124,8 +160,9 @@ class ChipWorkerE2ETest {
     }
 
     @ParameterizedTest
-    @ValueSource(ints = {1, 3, 64, 1000, 65_537})
-    void theVectorChainEqualsTheJavaReferenceBitForBit(int n) {
+    @MethodSource("allVariantsAndChainLengths")
+    void theVectorChainEqualsTheJavaReferenceBitForBit(Variant variant, int n) {
+        open(variant);
         chip.registerCallable(CHAIN, vectorChain(n));
         float[] a = random(n, n);
         float[] b = random(n, 31L * n);
@@ -139,8 +176,10 @@ class ChipWorkerE2ETest {
         assertBitExact(f, reference(a, b));
     }
 
-    @Test
-    void theChainRunsWithDirectBuffersAndThroughTheBlockingRun() {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void theChainRunsWithDirectBuffersAndThroughTheBlockingRun(Variant variant) {
+        open(variant);
         int n = 4096;
         chip.registerCallable(CHAIN, vectorChain(n));
         float[] a = random(n, 1);
@@ -166,8 +205,10 @@ class ChipWorkerE2ETest {
 
     // ---- lifecycle refusals ------------------------------------------------------------------
 
-    @Test
-    void prepareThenFinalizeWithoutLaunchLeavesTheOutputUntouchedAndThenAllowsRegistryChanges() {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void prepareThenFinalizeWithoutLaunchLeavesTheOutputUntouchedAndThenAllowsRegistryChanges(Variant variant) {
+        open(variant);
         int n = 256;
         ChipCallable chain = vectorChain(n);
         chip.registerCallable(CHAIN, chain);
@@ -184,8 +225,10 @@ class ChipWorkerE2ETest {
         chip.registerCallable(FAULT, chain);
     }
 
-    @Test
-    void twoPreparesUnderOneGenerationGetDifferentEpochsAndTheOldTokenIsRefused() {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void twoPreparesUnderOneGenerationGetDifferentEpochsAndTheOldTokenIsRefused(Variant variant) {
+        open(variant);
         chip.registerCallable(CHAIN, vectorChain(16));
         PipelineSlotLease lease = PipelineSlotLease.of(0, 1);
         NativeRun first = chip.prepare(CHAIN, chainArgs(random(16, 1), random(16, 2), filled(16)),
@@ -205,8 +248,10 @@ class ChipWorkerE2ETest {
         assertBitExact(f, reference(a, b));
     }
 
-    @Test
-    void pollBeforeLaunchAndADoubleFinalizeAreRefused() {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void pollBeforeLaunchAndADoubleFinalizeAreRefused(Variant variant) {
+        open(variant);
         chip.registerCallable(CHAIN, vectorChain(8));
         NativeRun run = chip.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)), CallConfig.DEFAULT,
                 PipelineSlotLease.of(0, 1), 1, 1, null);
@@ -220,9 +265,11 @@ class ChipWorkerE2ETest {
                 .isInstanceOf(StaleRunException.class).hasMessageContaining("stale or already finalized");
     }
 
-    @Test
-    void aTokenFromAnotherChipWorkerIsRefused() {
-        try (ChipWorker other = ChipWorker.open(HostRuntime.load(VARIANT), 1)) {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void aTokenFromAnotherChipWorkerIsRefused(Variant variant) {
+        open(variant);
+        try (ChipWorker other = ChipWorker.open(HostRuntime.load(variant), 1)) {
             chip.registerCallable(CHAIN, vectorChain(8));
             other.registerCallable(CHAIN, vectorChain(8));
             NativeRun mine = chip.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)),
@@ -237,8 +284,10 @@ class ChipWorkerE2ETest {
         }
     }
 
-    @Test
-    void aStaleLeaseGenerationAndALeaseOutsideTheContractAreRefused() {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void aStaleLeaseGenerationAndALeaseOutsideTheContractAreRefused(Variant variant) {
+        open(variant);
         chip.registerCallable(CHAIN, vectorChain(8));
         chip.finalize(chip.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)), CallConfig.DEFAULT,
                 PipelineSlotLease.of(0, 2), 1, 1, null));
@@ -260,15 +309,18 @@ class ChipWorkerE2ETest {
         assertBitExact(f, reference(a, b));
     }
 
-    @Test
-    void everyPhaseIsDrivenFromAThreadOtherThanThePreparingOne() throws Exception {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void everyPhaseIsDrivenFromAThreadOtherThanThePreparingOne(Variant variant) throws Exception {
+        open(variant);
         int n = 1000;
         chip.registerCallable(CHAIN, vectorChain(n));
         float[] a = random(n, 11);
         float[] b = random(n, 12);
         float[] f = filled(n);
+        PipelineSlotLease lastSlot = PipelineSlotLease.of(chip.pipelineDepth() - 1, 1);
         NativeRun run = threads.submit(() -> chip.prepare(CHAIN, chainArgs(a, b, f), CallConfig.DEFAULT,
-                PipelineSlotLease.of(1, 1), 5, 6, null)).get(60, TimeUnit.SECONDS);
+                lastSlot, 5, 6, null)).get(60, TimeUnit.SECONDS);
         threads.submit(() -> chip.launch(run)).get(60, TimeUnit.SECONDS);
         threads.submit(() -> chip.poll(run)).get(60, TimeUnit.SECONDS);
         threads.submit(() -> chip.await(run)).get(60, TimeUnit.SECONDS);
@@ -289,10 +341,10 @@ class ChipWorkerE2ETest {
         return ChipCallable.builder().signature(IN, IN, OUT).child(0, Kernel.vadd()).program(p.build()).build();
     }
 
-    @Test
-    void depthTwoASuccessorPreparedWhileThePredecessorRunsLaunchesOnlyAfterItsFinalize() {
-        assertThat(chip.pipelineDepth()).isEqualTo(2);
-        assertThat(chip.supportsConcurrentPrepare()).isTrue();
+    @ParameterizedTest
+    @MethodSource("depthTwoConcurrentPrepareVariants")
+    void depthTwoASuccessorPreparedWhileThePredecessorRunsLaunchesOnlyAfterItsFinalize(Variant variant) {
+        openDepthTwoConcurrent(variant);
         int big = 1 << 21;
         int n = 2048;
         chip.registerCallable(HEAVY, heavy(big, 64));
@@ -339,13 +391,13 @@ class ChipWorkerE2ETest {
         assertThat(bank1).isNotZero().isNotEqualTo(bank0);
     }
 
-    @Test
-    void aRunThatFailsBeforeTheLaunchMarkerNeverWritesItsAcceptanceWord() {
-        chip.close();
+    @ParameterizedTest
+    @MethodSource("simVariants")
+    void aRunThatFailsBeforeTheLaunchMarkerNeverWritesItsAcceptanceWord(Variant variant) {
         // the sim's test facility: the enqueue after one successful one fails before the marker, once
         ProcessEnvironment.set("PTORUN_SIM_FAIL_ENQUEUE_AFTER", "1");
         try {
-            chip = ChipWorker.open(HostRuntime.load(VARIANT), 0);
+            open(variant);
         } finally {
             ProcessEnvironment.unset("PTORUN_SIM_FAIL_ENQUEUE_AFTER");
         }
@@ -379,8 +431,10 @@ class ChipWorkerE2ETest {
         }
     }
 
-    @Test
-    void banksZeroAndOneReportDifferentGmHeapBases() {
+    @ParameterizedTest
+    @MethodSource("depthTwoConcurrentPrepareVariants")
+    void banksZeroAndOneReportDifferentGmHeapBases(Variant variant) {
+        openDepthTwoConcurrent(variant);
         chip.registerCallable(CHAIN, vectorChain(8));
         chip.run(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)), CallConfig.DEFAULT,
                 PipelineSlotLease.of(0, 1), 1, 1, null);
@@ -391,8 +445,10 @@ class ChipWorkerE2ETest {
         assertThat(chip.runtimeBufferAddresses()).hasSize(2).doesNotHaveDuplicates();
     }
 
-    @Test
-    void aDiagnosticConfigOnEitherSideForbidsTheOverlap(@TempDir Path traces) {
+    @ParameterizedTest
+    @MethodSource("depthTwoConcurrentPrepareVariants")
+    void aDiagnosticConfigOnEitherSideForbidsTheOverlap(Variant variant, @TempDir Path traces) {
+        openDepthTwoConcurrent(variant);
         chip.registerCallable(CHAIN, vectorChain(64));
         CallConfig traced = CallConfig.builder().enableTrace(true).outputPrefix(traces).build();
         for (boolean predecessorTraced : new boolean[] {true, false}) {
@@ -407,18 +463,21 @@ class ChipWorkerE2ETest {
         }
     }
 
-    @Test
-    void committedDeviceMemoryReturnsToItsBaselineAfterEachFinalize() {
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void committedDeviceMemoryReturnsToItsBaselineAfterEachFinalize(Variant variant) {
+        open(variant);
         int n = 10_000;
         chip.registerCallable(CHAIN, vectorChain(n));
-        for (int slot = 0; slot < 2; slot++) { // warm both banks: arenas stay committed with their slot
+        int depth = chip.pipelineDepth();
+        for (int slot = 0; slot < depth; slot++) { // warm every slot: arenas stay committed with their slot
             chip.run(CHAIN, chainArgs(random(n, 1), random(n, 2), filled(n)), CallConfig.DEFAULT,
                     PipelineSlotLease.of(slot, 1), 0, 0, null);
         }
         long baseline = chip.committedDeviceMemory();
         for (int i = 0; i < 6; i++) {
             NativeRun run = chip.prepare(CHAIN, chainArgs(random(n, i), random(n, i + 1), filled(n)),
-                    CallConfig.DEFAULT, PipelineSlotLease.of(i % 2, 2 + i), i, i, null);
+                    CallConfig.DEFAULT, PipelineSlotLease.of(i % depth, 2 + i), i, i, null);
             if (i % 3 != 0) {
                 chip.launch(run);
             }
@@ -427,11 +486,12 @@ class ChipWorkerE2ETest {
         }
     }
 
-    @Test
-    void aKernelFaultNamesTaskAndFuncIdLeavesOutputsUntouchedAndTheChipRunsTheNextRun() {
-        int n = 64;
-        // func_id 7's vadd reads a view of 8 floats but must add n: the kernel refuses
-        ChipCallable faulty = ChipCallable.builder()
+    /**
+     * a IN, b IN, c OUT over {@code n} floats; its one task (func_id 7) is a vadd whose
+     * first input view holds 8 floats but must add n: the kernel refuses (a kernel fault).
+     */
+    static ChipCallable faultyVadd(int n) {
+        return ChipCallable.builder()
                 .signature(IN, IN, OUT)
                 .child(7, Kernel.vadd())
                 .program(Program.builder()
@@ -439,7 +499,14 @@ class ChipWorkerE2ETest {
                                 Param.tensor(2, OUT, 0, 4L * n))
                         .build())
                 .build();
-        chip.registerCallable(FAULT, faulty);
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void aKernelFaultNamesTaskAndFuncIdLeavesOutputsUntouchedAndTheChipRunsTheNextRun(Variant variant) {
+        open(variant);
+        int n = 64;
+        chip.registerCallable(FAULT, faultyVadd(n));
         chip.registerCallable(CHAIN, vectorChain(n));
         float[] out = filled(n);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {

@@ -25,7 +25,11 @@ import org.ptorun.internal.EmulatedDriver.Fault;
 class OnboardFaultMatrixE2ETest {
 
     private static final int CHAIN = 1;
+    private static final int BIG_CHAIN = 2;
+    private static final int FAULTY = 3;
     private static final int N = 256;
+    /** Big enough that a run of it needs more staging than a run of the N-float chain committed. */
+    private static final int BIG_N = 1 << 16;
     private static final EmulatedDriver DRIVER =
             EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
 
@@ -146,6 +150,46 @@ class OnboardFaultMatrixE2ETest {
         assertBackTo(baseline);
     }
 
+    /**
+     * The allocation a prepare really makes: after a run of the small chain committed
+     * slot 0's staging, a run of the big chain must grow it (hbg: bank 0's GM heap arena;
+     * trb: slot 0's retained staging buffer), and that mem_alloc is refused.
+     */
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void anAllocationFailureWhilePrepareGrowsTheStagingIsDeviceOutOfMemoryBeforeTheMarker(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
+            chip.registerCallable(BIG_CHAIN, ChipWorkerE2ETest.vectorChain(BIG_N));
+            assertRunsGolden(chip, 20);
+            long committed = chip.committedDeviceMemory();
+            float[] f = filled(BIG_N);
+            DRIVER.inject(Fault.ALLOC, 0);
+            DeviceOutOfMemoryException e = catchThrowableOfType(DeviceOutOfMemoryException.class,
+                    () -> chip.prepare(BIG_CHAIN, ChipWorkerE2ETest.chainArgs(random(BIG_N, 1), random(BIG_N, 2), f),
+                            CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 21, 21, word));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.OUT_OF_MEMORY.code());
+            assertThat(e.getMessage()).contains("run_id=21").contains("onboard device 0 memory exhausted");
+            if (variant.runtime() == Variant.RuntimeKind.TRB) {
+                assertThat(e.getMessage()).contains("the retained staging buffer of pipeline slot 0 cannot grow");
+            }
+            assertThat(word.value()).isZero();
+            assertThat(f).containsOnly(SimE2E.SENTINEL);
+            assertThat(chip.committedDeviceMemory()).as("the old staging was released, nothing new kept")
+                    .isLessThan(committed);
+            assertThat(chip.isHealthy()).isTrue();
+            float[] a = random(BIG_N, 3);
+            float[] b = random(BIG_N, 4);
+            chip.run(BIG_CHAIN, ChipWorkerE2ETest.chainArgs(a, b, f), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1),
+                    22, 22, word);
+            assertThat(word.value()).isEqualTo(1);
+            assertBitExact(f, ChipWorkerE2ETest.reference(a, b));
+            assertRunsGolden(chip, 23);
+        }
+        assertBackTo(baseline);
+    }
+
     @ParameterizedTest
     @MethodSource("onboard")
     void aLostDeviceAtPreparePoisonsTheChipUntilReopened(Variant variant) {
@@ -262,7 +306,101 @@ class OnboardFaultMatrixE2ETest {
         assertBackTo(baseline);
     }
 
+    /** A prepared run of the faulty vadd (a kernel fault) on a chip that also has the chain. */
+    private static NativeRun prepareKernelFault(ChipWorker chip, float[] out, long runId, AcceptanceWord word) {
+        chip.registerCallable(FAULTY, ChipWorkerE2ETest.faultyVadd(out.length));
+        return chip.prepare(FAULTY, TaskArgs.of(Tensor.of(random(out.length, 1)), Tensor.of(random(out.length, 2)),
+                Tensor.of(out)), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), runId, runId, word);
+    }
+
+    /**
+     * A failed run's status block is read twice: by the drain (the runner's verdict) and
+     * by finalize (the runtime names the failure). When the drain's read fails, finalize's
+     * own read still names the kernel fault; nothing is copied back; a copy fault is no
+     * device error, so the chip stays usable. The next run's copy-back needs a D2H: it
+     * succeeding shows the one-shot fault was spent before finalize.
+     */
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aCopyFailureReadingAFailedRunsStatusBlockAtDrainStillReportsTheKernelFault(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
+            float[] out = filled(64);
+            NativeRun run = prepareKernelFault(chip, out, 24, word);
+            // armed after the prepare: the next D2H is the drain's read of the status block
+            DRIVER.inject(Fault.D2H, 0);
+            chip.launch(run);
+            assertThat(word.value()).isEqualTo(1);
+            chip.await(run);
+            KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.KERNEL_FAULT.code());
+            assertThat(e.getMessage()).contains("kernel fault: task 0 (func_id 7, kernel 'vadd') returned");
+            assertIdentity(e, 24);
+            assertThat(out).containsOnly(SimE2E.SENTINEL);
+            assertThat(chip.isHealthy()).isTrue();
+            assertRunsGolden(chip, 25);
+        }
+        assertBackTo(baseline);
+    }
+
+    /**
+     * When finalize's read of the failed run's status block fails, the drain's verdict
+     * (a kernel fault) stands, and the message says the details could not be read.
+     */
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aCopyFailureReadingAFailedRunsStatusBlockAtFinalizeKeepsTheDrainsVerdict(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
+            float[] out = filled(64);
+            NativeRun run = prepareKernelFault(chip, out, 26, word);
+            chip.launch(run);
+            assertThat(word.value()).isEqualTo(1);
+            chip.await(run);
+            // the drain has read the status block: the next D2H is finalize's read
+            DRIVER.inject(Fault.D2H, 0);
+            KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.KERNEL_FAULT.code());
+            assertThat(e.getMessage()).contains("the run failed (-10); its device status could not be read");
+            assertIdentity(e, 26);
+            assertThat(out).containsOnly(SimE2E.SENTINEL);
+            assertThat(chip.isHealthy()).isTrue();
+            assertRunsGolden(chip, 27);
+        }
+        assertBackTo(baseline);
+    }
+
     // ---- finalize -----------------------------------------------------------------------------
+
+    /**
+     * Lost after the run's drain, before its finalize: finalize's copy-back is the first
+     * driver call to see it. Finalize fails with the run's identity and says the device
+     * context is poisoned; close releases everything; a reopened chip works.
+     */
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aLostDeviceDuringFinalizeOfALaunchedRunFailsItAndPoisonsTheChip(Variant variant) {
+        EmulatedDriver.Stats baseline = DRIVER.stats();
+        ChipWorker chip = openWithChain(variant);
+        try (AcceptanceWord word = AcceptanceWord.allocate()) {
+            NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 17, 17, word);
+            chip.launch(run);
+            assertThat(word.value()).isEqualTo(1);
+            chip.await(run);
+            assertThat(chip.poll(run)).isTrue();
+            DRIVER.inject(Fault.DEVICE_LOST, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertIdentity(e, 17);
+            assertThat(e.getMessage()).contains("poisoned until finalize_device");
+            assertPoisonedThenReopens(variant, chip, baseline);
+        } finally {
+            chip.close();
+        }
+    }
 
     @ParameterizedTest
     @MethodSource("onboard")
