@@ -1,6 +1,7 @@
 package org.ptorun.cli;
 
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -104,6 +105,32 @@ final class Bench {
         LockSupport.unpark(echo);
         Arrays.sort(rtt);
         return rtt;
+    }
+
+    /** P7: the process CPU time an open, idle ChipWorker costs over two seconds. */
+    static int idle(Iterable<Variant> variants, PrintStream out) {
+        com.sun.management.OperatingSystemMXBean os =
+                ManagementFactory.getPlatformMXBean(com.sun.management.OperatingSystemMXBean.class);
+        for (Variant v : variants) {
+            try (ChipWorker chip = ChipWorker.open(HostRuntime.load(v), 0)) {
+                sleep(300);
+                long t0 = os.getProcessCpuTime();
+                sleep(2000);
+                long cpu = os.getProcessCpuTime() - t0;
+                out.printf(Locale.ROOT, "%-18s idle ChipWorker: %.1f ms CPU in 2000 ms (%.2f %%, whole JVM)%n", v,
+                        cpu / 1e6, cpu / 2e7);
+            }
+        }
+        return 0;
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
     }
 
     private static double micros(long[] sorted, double q) {

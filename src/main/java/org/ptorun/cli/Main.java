@@ -14,6 +14,7 @@ import org.ptorun.Variant;
  * ptorun demo [variant]              the vector chain on a chip, pipelined (default a2a3/sim/hbg)
  * ptorun inspect [variant ...]       loaded libraries and their pipeline contracts
  * ptorun bench [variant] [runs]      p50/p90/p99 of one trivial run's full cycle through ChipWorker
+ * ptorun idle [variant ...]          CPU a ChipWorker burns while it has no run (should be ~0)
  * </pre>
  */
 public final class Main {
@@ -39,8 +40,12 @@ public final class Main {
             case "bench":
                 return Bench.run(rest.length > 0 ? Variant.parse(rest[0]) : Variant.DEFAULT,
                         rest.length > 1 ? Integer.parseInt(rest[1]) : 20_000, out);
+            case "idle":
+                return Bench.idle(rest.length == 0 ? Variant.all() : Arrays.stream(rest).map(Variant::parse).toList(),
+                        out);
             default:
-                err.println("usage: ptorun demo [variant] | inspect [variant ...] | bench [variant] [runs]");
+                err.println("usage: ptorun demo [variant] | inspect [variant ...] | bench [variant] [runs]"
+                        + " | idle [variant ...]");
                 return 2;
         }
     }
