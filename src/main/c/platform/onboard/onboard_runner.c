@@ -23,6 +23,7 @@
 #include "device/pto_device_abi.h"
 #include "platform/onboard/onboard_driver.h"
 #include "platform/runner.h"
+#include "platform/runner_resources.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define OB_SLOTS PTO_PIPELINE_MAX_DEPTH
@@ -516,68 +517,12 @@ int runner_unregister_device_memory_from_host(Runner *r, void *dev)
     return rc;
 }
 
-/* ---- slots, banks, the prebuilt cache, callable uploads (common/device_resources.h) ---- */
+/* ---- slots, banks, the prebuilt cache, callable uploads ------------------------ */
 
-int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)
+/* The runner_* entries for them are platform/runner_resources.c's. */
+DeviceResources *runner_device_resources(Runner *r)
 {
-    return device_resources_get_retained(&r->resources, slot, dev, size);
-}
-
-int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size)
-{
-    return device_resources_set_retained(&r->resources, slot, dev, size);
-}
-
-uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot)
-{
-    return device_resources_retained_addr(&r->resources, slot);
-}
-
-int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena)
-{
-    return device_resources_setup_static_arena(&r->resources, bank, gm_heap, gm_sm, runtime_arena);
-}
-
-void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size)
-{
-    return device_resources_acquire_gm_heap(&r->resources, bank, size);
-}
-
-void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size)
-{
-    return device_resources_acquire_gm_sm(&r->resources, bank, size);
-}
-
-void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size)
-{
-    return device_resources_acquire_runtime_arena(&r->resources, bank, size);
-}
-
-uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank)
-{
-    return device_resources_gm_heap_base(&r->resources, bank);
-}
-
-int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash, const void *key,
-                                               size_t key_size, void **image)
-{
-    return device_resources_lookup_prebuilt(&r->resources, bank, hash, key, key_size, image);
-}
-
-int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash, const void *key,
-                                              size_t key_size, void *image)
-{
-    return device_resources_mark_prebuilt(&r->resources, bank, hash, key, key_size, image);
-}
-
-int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev)
-{
-    return device_resources_upload_callable(&r->resources, callable, size, hash, dev);
-}
-
-int runner_release_chip_callable_buffer(Runner *r, void *dev)
-{
-    return device_resources_release_callable(&r->resources, dev);
+    return &r->resources;
 }
 
 /* ---- kernel libraries (device images, once per content, refcounted) ------------ */
