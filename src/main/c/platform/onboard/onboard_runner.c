@@ -17,36 +17,20 @@
 #include "arch/arch.h"
 #include "common/alloc_table.h"
 #include "common/chip_callable.h"
+#include "common/device_resources.h"
 #include "common/last_error.h"
 #include "common/library_cache.h"
 #include "device/pto_device_abi.h"
 #include "platform/onboard/onboard_driver.h"
 #include "platform/runner.h"
+#include "platform/runner_resources.h"
 #include "ptorun/pto_runtime_c_api.h"
 
-#define OB_BANKS PTO_PIPELINE_MAX_DEPTH
 #define OB_SLOTS PTO_PIPELINE_MAX_DEPTH
 #define OB_AICORE_ENTRY "pto_aicore_entry"
 #define OB_MESSAGE_BYTES 512
 /* streams whose destroy failed, kept until finalize retries them */
 #define OB_MAX_STUCK_STREAMS 8
-
-typedef struct ObArena {
-    uint64_t base;
-    size_t size;
-} ObArena;
-
-typedef struct ObBank {
-    ObArena gm_heap, gm_sm, runtime_arena;
-} ObBank;
-
-typedef struct ObPrebuiltCache {
-    int valid;
-    uint64_t hash;
-    void *key;
-    size_t key_size;
-    uint64_t image;
-} ObPrebuiltCache;
 
 /* A kernel library loaded into the device, once per content. */
 typedef struct ObLibrary {
@@ -55,16 +39,6 @@ typedef struct ObLibrary {
     size_t size;
     uint32_t refs;
 } ObLibrary;
-
-typedef struct ObUpload {
-    uint64_t dev;
-    void *host;           /* the uploaded bytes, kernels resolved (for dedup) */
-    size_t size;
-    uint64_t hash;
-    uint32_t refs;
-    uint32_t library_count;
-    uint32_t libraries[PTO_CALLABLE_MAX_CHILDREN]; /* indexes into Runner.libraries */
-} ObUpload;
 
 typedef struct ObHostView {
     uint64_t dev;
@@ -92,11 +66,7 @@ struct Runner {
     uint32_t stuck_slot[OB_MAX_STUCK_STREAMS];
     size_t stuck_count;
     size_t stream_set_creates;
-    ObBank banks[OB_BANKS];
-    ObArena retained[OB_SLOTS];
-    ObPrebuiltCache prebuilt;
-    ObUpload *uploads;
-    size_t upload_count, upload_cap;
+    DeviceResources resources; /* slots, banks, prebuilt cache, uploads */
     ObLibrary *libraries;
     size_t library_count, library_cap;
     ObHostView *views;
@@ -174,6 +144,8 @@ static int drv_fail(Runner *r, int drv_rc, const char *what)
                     poisoning(drv_rc) ? "; the device context is poisoned until finalize_device" : "");
 }
 
+static const DeviceResourceOps OB_RESOURCE_OPS; /* the platform operations, bound at create */
+
 /* ---- lifetime --------------------------------------------------------------- */
 
 Runner *runner_create(void)
@@ -187,6 +159,7 @@ Runner *runner_create(void)
         goto fail_lock;
     if (library_cache_init(&r->host_libraries, "orchestration library") != PTO_OK)
         goto fail_host_libraries;
+    device_resources_init(&r->resources, &OB_RESOURCE_OPS, r, &r->lock);
     return r;
 
 fail_host_libraries:
@@ -205,6 +178,7 @@ void runner_destroy(Runner *r)
     runner_finalize(r);
     onboard_driver_unload(&r->driver);
     alloc_table_destroy(&r->memory);
+    device_resources_forget(&r->resources); /* host records kept without an initialized device */
     library_cache_destroy(&r->host_libraries);
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -258,15 +232,7 @@ static void forget_device_state(Runner *r)
     memset(r->slots, 0, sizeof r->slots);
     r->pair_aicpu = r->pair_aicore = NULL;
     r->stuck_count = 0;
-    memset(r->banks, 0, sizeof r->banks);
-    memset(r->retained, 0, sizeof r->retained);
-    free(r->prebuilt.key);
-    memset(&r->prebuilt, 0, sizeof r->prebuilt);
-    for (size_t i = 0; i < r->upload_count; i++)
-        free(r->uploads[i].host);
-    free(r->uploads);
-    r->uploads = NULL;
-    r->upload_count = r->upload_cap = 0;
+    device_resources_forget(&r->resources);
     for (size_t i = 0; i < r->library_count; i++)
         free(r->libraries[i].bytes);
     free(r->libraries);
@@ -428,19 +394,6 @@ void *runner_device_malloc(Runner *r, size_t n)
     return rc == PTO_OK ? dev_ptr(a) : NULL;
 }
 
-static const char *runner_owned(const Runner *r, uint64_t a)
-{
-    for (uint32_t b = 0; b < OB_BANKS; b++) {
-        const ObBank *bank = &r->banks[b];
-        if (a == bank->gm_heap.base || a == bank->gm_sm.base || a == bank->runtime_arena.base)
-            return "an arena";
-    }
-    for (size_t i = 0; i < r->upload_count; i++)
-        if (a == r->uploads[i].dev)
-            return "a callable upload";
-    return NULL;
-}
-
 int runner_device_free(Runner *r, void *p)
 {
     if (p == NULL)
@@ -448,7 +401,7 @@ int runner_device_free(Runner *r, void *p)
     uint64_t a = dev_addr(p);
     pthread_mutex_lock(&r->lock);
     int rc = PTO_OK;
-    const char *owned = runner_owned(r, a);
+    const char *owned = device_resources_owned(&r->resources, a);
     size_t size;
     if (owned != NULL) {
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "device_free: %p is %s owned by the device context; not freed", p,
@@ -457,9 +410,7 @@ int runner_device_free(Runner *r, void *p)
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT,
                       "device_free: %p is not the start of a live allocation of this context; not freed", p);
     } else {
-        for (uint32_t s = 0; s < OB_SLOTS; s++)
-            if (r->retained[s].base == a)
-                r->retained[s] = (ObArena){ 0, 0 };
+        device_resources_forget_retained(&r->resources, a);
         int drc = r->driver.api->mem_free(r->dev, a);
         if (drc != PTO_DRV_OK)
             rc = drv_fail(r, drc, "mem_free");
@@ -566,198 +517,12 @@ int runner_unregister_device_memory_from_host(Runner *r, void *dev)
     return rc;
 }
 
-/* ---- retained buffers (per slot) ----------------------------------------------- */
+/* ---- slots, banks, the prebuilt cache, callable uploads ------------------------ */
 
-static int check_slot(uint32_t slot, const char *fn)
+/* The runner_* entries for them are platform/runner_resources.c's. */
+DeviceResources *runner_device_resources(Runner *r)
 {
-    if (slot >= OB_SLOTS)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: pipeline slot %u is outside 0..%u", fn, slot, OB_SLOTS - 1);
-    return PTO_OK;
-}
-
-int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)
-{
-    int rc = check_slot(slot, "get_retained_temp_buffer");
-    if (rc != PTO_OK)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    *dev = dev_ptr(r->retained[slot].base);
-    *size = r->retained[slot].size;
-    pthread_mutex_unlock(&r->lock);
-    return PTO_OK;
-}
-
-int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size)
-{
-    int rc = check_slot(slot, "set_retained_temp_buffer");
-    if (rc != PTO_OK)
-        return rc;
-    if (dev != NULL && (rc = check_inside(r, "set_retained_temp_buffer", dev_addr(dev), size)) != PTO_OK)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    r->retained[slot] = (ObArena){ dev_addr(dev), dev == NULL ? 0 : size };
-    pthread_mutex_unlock(&r->lock);
-    return PTO_OK;
-}
-
-uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot)
-{
-    if (slot >= OB_SLOTS)
-        return 0;
-    pthread_mutex_lock(&r->lock);
-    uint64_t addr = r->retained[slot].base;
-    pthread_mutex_unlock(&r->lock);
-    return addr;
-}
-
-/* ---- arenas (per bank) ---------------------------------------------------------- */
-
-static int check_bank(uint32_t bank, const char *fn)
-{
-    if (bank >= OB_BANKS)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: arena bank %u is outside 0..%u", fn, bank, OB_BANKS - 1);
-    return PTO_OK;
-}
-
-static void drop_prebuilt_cache(Runner *r)
-{
-    free(r->prebuilt.key);
-    memset(&r->prebuilt, 0, sizeof r->prebuilt);
-}
-
-static void release_arena(Runner *r, ObArena *a)
-{
-    free_device(r, a->base);
-    *a = (ObArena){ 0, 0 };
-}
-
-static int grow_arena(Runner *r, ObArena *a, size_t want)
-{
-    if (want == 0 || want <= a->size)
-        return PTO_OK;
-    release_arena(r, a);
-    uint64_t p;
-    int rc = alloc_device(r, want, &p);
-    if (rc != PTO_OK)
-        return rc;
-    *a = (ObArena){ p, want };
-    return PTO_OK;
-}
-
-int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena)
-{
-    int rc = check_bank(bank, "setup_static_arena");
-    if (rc != PTO_OK)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    ObBank *b = &r->banks[bank];
-    /* the prebuilt image lives in bank 0's runtime arena: a new arena leaves it stale */
-    if (bank == 0 && runtime_arena > b->runtime_arena.size)
-        drop_prebuilt_cache(r);
-    if ((rc = grow_arena(r, &b->gm_heap, gm_heap)) != PTO_OK || (rc = grow_arena(r, &b->gm_sm, gm_sm)) != PTO_OK ||
-        (rc = grow_arena(r, &b->runtime_arena, runtime_arena)) != PTO_OK) {
-        /* a bank is whole or empty */
-        release_arena(r, &b->gm_heap);
-        release_arena(r, &b->gm_sm);
-        release_arena(r, &b->runtime_arena);
-        if (bank == 0)
-            drop_prebuilt_cache(r);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return rc;
-}
-
-static void *acquire_arena(Runner *r, uint32_t bank, size_t *size, int which, const char *fn)
-{
-    if (check_bank(bank, fn) != PTO_OK)
-        return NULL;
-    pthread_mutex_lock(&r->lock);
-    ObBank *b = &r->banks[bank];
-    ObArena *a = which == 0 ? &b->gm_heap : which == 1 ? &b->gm_sm : &b->runtime_arena;
-    uint64_t base = a->base;
-    if (size != NULL)
-        *size = a->size;
-    pthread_mutex_unlock(&r->lock);
-    if (base == 0)
-        pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: bank %u has none committed (setup_static_arena first)", fn, bank);
-    return dev_ptr(base);
-}
-
-void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size)
-{
-    return acquire_arena(r, bank, size, 0, "acquire_pooled_gm_heap");
-}
-
-void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size)
-{
-    return acquire_arena(r, bank, size, 1, "acquire_pooled_gm_sm");
-}
-
-void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size)
-{
-    return acquire_arena(r, bank, size, 2, "acquire_pooled_runtime_arena");
-}
-
-uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank)
-{
-    if (bank >= OB_BANKS)
-        return 0;
-    pthread_mutex_lock(&r->lock);
-    uint64_t base = r->banks[bank].gm_heap.base;
-    pthread_mutex_unlock(&r->lock);
-    return base;
-}
-
-/* ---- the prebuilt runtime-arena cache (bank 0, one entry) ------------------------ */
-
-static int check_cache_bank(uint32_t bank, const char *fn)
-{
-    if (bank != 0)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the prebuilt runtime-arena cache is bank 0's; bank %u asked",
-                        fn, bank);
-    return PTO_OK;
-}
-
-int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash, const void *key,
-                                               size_t key_size, void **image)
-{
-    int rc = check_cache_bank(bank, "lookup_prebuilt_runtime_arena_cache");
-    if (rc != PTO_OK)
-        return rc;
-    if (key == NULL && key_size != 0)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "lookup_prebuilt_runtime_arena_cache: NULL key of %zu bytes",
-                        key_size);
-    pthread_mutex_lock(&r->lock);
-    const ObPrebuiltCache *c = &r->prebuilt;
-    int hit = c->valid && c->hash == hash && c->key_size == key_size &&
-              (key_size == 0 || memcmp(c->key, key, key_size) == 0);
-    *image = hit ? dev_ptr(c->image) : NULL;
-    pthread_mutex_unlock(&r->lock);
-    return hit;
-}
-
-int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash, const void *key,
-                                              size_t key_size, void *image)
-{
-    int rc = check_cache_bank(bank, "mark_prebuilt_runtime_arena_cached");
-    if (rc != PTO_OK)
-        return rc;
-    if (key == NULL && key_size != 0)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "mark_prebuilt_runtime_arena_cached: NULL key of %zu bytes",
-                        key_size);
-    if ((rc = check_inside(r, "mark_prebuilt_runtime_arena_cached", dev_addr(image), 0)) != PTO_OK)
-        return rc;
-    void *copy = NULL;
-    if (key_size > 0) {
-        if ((copy = malloc(key_size)) == NULL)
-            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "mark_prebuilt_runtime_arena_cached: out of host memory");
-        memcpy(copy, key, key_size);
-    }
-    pthread_mutex_lock(&r->lock);
-    drop_prebuilt_cache(r);
-    r->prebuilt = (ObPrebuiltCache){ 1, hash, copy, key_size, dev_addr(image) };
-    pthread_mutex_unlock(&r->lock);
-    return PTO_OK;
+    return &r->resources;
 }
 
 /* ---- kernel libraries (device images, once per content, refcounted) ------------ */
@@ -815,27 +580,7 @@ static void release_library(Runner *r, uint32_t index)
     *l = (ObLibrary){ 0 };
 }
 
-/* ---- callable uploads ------------------------------------------------------------- */
-
-static int same_callable(const ObUpload *u, const ChipCallableView *v)
-{
-    const uint8_t *mine = u->host;
-    uint32_t from = 0;
-    for (uint32_t i = 0; i < v->header.child_count; i++) {
-        uint32_t at = chip_callable_resolved_addr_offset(v, i);
-        if (memcmp(mine + from, v->bytes + from, at - from) != 0)
-            return 0;
-        from = at + (uint32_t)sizeof(uint64_t);
-    }
-    return memcmp(mine + from, v->bytes + from, v->header.total_size - from) == 0;
-}
-
-static void release_libraries(Runner *r, ObUpload *u)
-{
-    for (uint32_t i = 0; i < u->library_count; i++)
-        release_library(r, u->libraries[i]);
-    u->library_count = 0;
-}
+/* ---- kernel addresses for callable uploads ------------------------------------ */
 
 /* The device address of a symbol of a loaded image, or 0 with a message. */
 static uint64_t symbol_of(Runner *r, PtoDrvImage *image, const char *symbol, uint32_t i, uint32_t func_id,
@@ -853,8 +598,9 @@ static uint64_t symbol_of(Runner *r, PtoDrvImage *image, const char *symbol, uin
     return a;
 }
 
+/* The kernel's device address; a library kernel's reference goes to *library. */
 static uint64_t kernel_address(Runner *r, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c,
-                               ObUpload *u)
+                               void **library)
 {
     const char *name = chip_callable_blob(v, c->name);
     char symbol[sizeof PTO_KERNEL_SYMBOL_PREFIX + PTO_CALLABLE_MAX_NAME];
@@ -867,120 +613,66 @@ static uint64_t kernel_address(Runner *r, const ChipCallableView *v, uint32_t i,
         pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): %s", i, c->func_id, pto_last_error());
         return 0;
     }
-    u->libraries[u->library_count++] = index;
+    *library = r->libraries[index].image;
     snprintf(symbol, sizeof symbol, "%.*s", (int)c->name.size, name);
     return symbol_of(r, r->libraries[index].image, symbol, i, c->func_id, "the kernel library");
 }
 
-static int resolve_kernels(Runner *r, const ChipCallableView *v, uint8_t *host, ObUpload *u)
+/* ---- the platform operations device_resources needs ------------------------------ */
+
+static int ob_check_up(void *platform, const char *fn)
 {
-    for (uint32_t i = 0; i < v->header.child_count; i++) {
-        ChipCallableChild c;
-        chip_callable_child(v, i, &c);
-        uint64_t addr = kernel_address(r, v, i, &c, u);
-        if (addr == 0) {
-            release_libraries(r, u);
-            return PTO_ERR_BAD_CALLABLE;
+    return check_up(platform, fn);
+}
+
+static int ob_check_inside(void *platform, const char *fn, uint64_t dev, size_t n)
+{
+    return check_inside(platform, fn, dev, n);
+}
+
+static int ob_alloc(void *platform, size_t n, uint64_t *dev)
+{
+    return alloc_device(platform, n, dev);
+}
+
+static void ob_free(void *platform, uint64_t dev)
+{
+    free_device(platform, dev);
+}
+
+static int ob_copy_to_device(void *platform, uint64_t dev, const void *host, size_t n)
+{
+    Runner *r = platform;
+    int drc = r->driver.api->memcpy_h2d(r->dev, dev, host, n);
+    return drc == PTO_DRV_OK ? PTO_OK : drv_fail(r, drc, "upload_chip_callable_buffer (memcpy_h2d)");
+}
+
+static uint64_t ob_resolve_kernel(void *platform, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c,
+                                  void **library)
+{
+    return kernel_address(platform, v, i, c, library);
+}
+
+/* A kernel-library reference is the library's driver image. */
+static void ob_release_library(void *platform, void *library)
+{
+    Runner *r = platform;
+    for (size_t i = 0; i < r->library_count; i++)
+        if (r->libraries[i].image == library) {
+            release_library(r, (uint32_t)i);
+            return;
         }
-        memcpy(host + chip_callable_resolved_addr_offset(v, i), &addr, sizeof addr);
-    }
-    return PTO_OK;
 }
 
-static int add_upload(Runner *r, ObUpload u)
-{
-    if (r->upload_count == r->upload_cap) {
-        size_t cap = r->upload_cap ? r->upload_cap * 2 : 8;
-        ObUpload *grown = realloc(r->uploads, cap * sizeof *grown);
-        if (grown == NULL)
-            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "upload_chip_callable_buffer: out of host memory");
-        r->uploads = grown;
-        r->upload_cap = cap;
-    }
-    r->uploads[r->upload_count++] = u;
-    return PTO_OK;
-}
-
-/* Caller holds r->lock: a resolved copy on the host, then on the device. */
-static int upload_new(Runner *r, const ChipCallableView *v, const void *callable, size_t size, uint64_t hash,
-                      uint64_t *dev)
-{
-    ObUpload u = { .size = size, .hash = hash, .refs = 1 };
-    if ((u.host = malloc(size)) == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "upload_chip_callable_buffer: out of host memory");
-    memcpy(u.host, callable, size);
-    int rc = resolve_kernels(r, v, u.host, &u);
-    if (rc != PTO_OK)
-        goto fail_resolve;
-    if ((rc = alloc_device(r, size, &u.dev)) != PTO_OK)
-        goto fail_alloc;
-    int drc = r->driver.api->memcpy_h2d(r->dev, u.dev, u.host, size);
-    if (drc != PTO_DRV_OK) {
-        rc = drv_fail(r, drc, "upload_chip_callable_buffer (memcpy_h2d)");
-        goto fail_copy;
-    }
-    if ((rc = add_upload(r, u)) != PTO_OK)
-        goto fail_copy;
-    *dev = u.dev;
-    return PTO_OK;
-
-fail_copy:
-    free_device(r, u.dev);
-fail_alloc:
-    release_libraries(r, &u);
-fail_resolve:
-    free(u.host);
-    return rc;
-}
-
-int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev)
-{
-    ChipCallableView v;
-    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    if (chip_callable_decode(callable, &v, msg, sizeof msg) != PTO_OK)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "upload_chip_callable_buffer: %s", msg);
-    if (size != v.header.total_size)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "upload_chip_callable_buffer: %zu bytes given, total_size is %u",
-                        size, v.header.total_size);
-    pthread_mutex_lock(&r->lock);
-    int rc = check_up(r, "upload_chip_callable_buffer");
-    if (rc != PTO_OK)
-        goto out;
-    for (size_t i = 0; i < r->upload_count; i++) {
-        ObUpload *u = &r->uploads[i];
-        if (u->hash == hash && u->size == size && same_callable(u, &v)) {
-            u->refs++;
-            *dev = dev_ptr(u->dev);
-            goto out;
-        }
-    }
-    uint64_t a = 0;
-    if ((rc = upload_new(r, &v, callable, size, hash, &a)) == PTO_OK)
-        *dev = dev_ptr(a);
-out:
-    pthread_mutex_unlock(&r->lock);
-    return rc;
-}
-
-int runner_release_chip_callable_buffer(Runner *r, void *dev)
-{
-    pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < r->upload_count; i++) {
-        ObUpload *u = &r->uploads[i];
-        if (u->dev != dev_addr(dev))
-            continue;
-        if (--u->refs == 0) {
-            release_libraries(r, u);
-            free_device(r, u->dev);
-            free(u->host);
-            r->uploads[i] = r->uploads[--r->upload_count];
-        }
-        pthread_mutex_unlock(&r->lock);
-        return PTO_OK;
-    }
-    pthread_mutex_unlock(&r->lock);
-    return pto_fail(PTO_ERR_INVALID_ARGUMENT, "release_chip_callable_buffer: %p is not an uploaded callable", dev);
-}
+static const DeviceResourceOps OB_RESOURCE_OPS = {
+    .check_up = ob_check_up,
+    .check_inside = ob_check_inside,
+    .alloc = ob_alloc,
+    .free = ob_free,
+    .copy_to_device = ob_copy_to_device,
+    .resolve_kernel = ob_resolve_kernel,
+    .release_library = ob_release_library,
+};
 
 /* ---- host libraries (hbg orchestration: host side, as on the sim) --------------- */
 
@@ -1070,7 +762,7 @@ static int unblock_slot(Runner *r, uint32_t slot)
 
 int runner_prepare_slot(Runner *r, uint32_t slot)
 {
-    int rc = check_slot(slot, "prepare");
+    int rc = device_check_slot(slot, "prepare");
     if (rc != PTO_OK)
         return rc;
     pthread_mutex_lock(&r->lock);
@@ -1168,7 +860,7 @@ int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
     x->slot = slot;
     int rc;
     pthread_mutex_lock(&r->lock);
-    if ((rc = check_up(r, "enqueue")) != PTO_OK || (rc = check_slot(slot, "enqueue")) != PTO_OK)
+    if ((rc = check_up(r, "enqueue")) != PTO_OK || (rc = device_check_slot(slot, "enqueue")) != PTO_OK)
         goto out;
     if ((rc = take_streams(r, x, slot)) != PTO_OK)
         goto out;

@@ -12,46 +12,20 @@
 #include "arch/arch.h"
 #include "common/alloc_table.h"
 #include "common/chip_callable.h"
+#include "common/device_resources.h"
 #include "common/library_cache.h"
 #include "common/env.h"
 #include "common/last_error.h"
 #include "device/pto_device_abi.h"
 #include "platform/runner.h"
+#include "platform/runner_resources.h"
 #include "platform/sim/sim_device_pool.h"
 #include "platform/sim/sim_image.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* Device allocations are aligned like a real device's GM allocations. */
 #define SIM_DEVICE_ALIGNMENT 64
-#define SIM_BANKS PTO_PIPELINE_MAX_DEPTH
-#define SIM_SLOTS PTO_PIPELINE_MAX_DEPTH
 #define SIM_MAX_DEVICE_THREADS 64
-
-typedef struct SimArena {
-    void *base;
-    size_t size;
-} SimArena;
-
-typedef struct SimBank {
-    SimArena gm_heap, gm_sm, runtime_arena;
-} SimBank;
-
-typedef struct SimPrebuiltCache {
-    int valid;
-    uint64_t hash;
-    void *key;           /* host copy */
-    size_t key_size;
-    void *image;
-} SimPrebuiltCache;
-
-typedef struct SimUpload {
-    void *dev;           /* the uploaded copy, kernels resolved */
-    size_t size;
-    uint64_t hash;       /* of the caller's bytes */
-    uint32_t refs;
-    uint32_t library_count;
-    void *libraries[PTO_CALLABLE_MAX_CHILDREN]; /* kernel-library references its children hold */
-} SimUpload;
 
 struct Runner {
     AllocTable memory;
@@ -63,11 +37,7 @@ struct Runner {
     PtoAicpuDlopenCountFn aicpu_dlopen_count; /* NULL: the image loads no libraries */
     size_t aicpu_dlopen_before;   /* loads of AICPU image copies already unloaded */
     SimDevicePool *pool;
-    SimBank banks[SIM_BANKS];
-    SimArena retained[SIM_SLOTS];
-    SimPrebuiltCache prebuilt;
-    SimUpload *uploads;
-    size_t upload_count, upload_cap;
+    DeviceResources resources; /* slots, banks, prebuilt cache, uploads */
     /* user kernel libraries (the device side of the sim, loaded into this
        process like the images) and hbg orchestration libraries (the host side) */
     LibraryCache kernel_libraries, host_libraries;
@@ -104,6 +74,8 @@ static void set_exec_state(SimRunExec *x, uint32_t state)
     __atomic_store_n(&x->state, state, __ATOMIC_RELEASE);
 }
 
+static const DeviceResourceOps SIM_RESOURCE_OPS; /* the platform operations, bound at create */
+
 /* ---- lifetime --------------------------------------------------------------- */
 
 Runner *runner_create(void)
@@ -119,6 +91,7 @@ Runner *runner_create(void)
         goto fail_kernel_libraries;
     if (library_cache_init(&r->host_libraries, "orchestration library") != PTO_OK)
         goto fail_host_libraries;
+    device_resources_init(&r->resources, &SIM_RESOURCE_OPS, r, &r->lock);
     return r;
 
 fail_host_libraries:
@@ -148,6 +121,7 @@ void runner_destroy(Runner *r)
         sim_device_pool_wait(r->pool, UINT64_MAX, 0);
     alloc_table_drain(&r->memory, release_allocation, NULL);
     alloc_table_destroy(&r->memory);
+    device_resources_forget(&r->resources); /* host records kept without an initialized device */
     library_cache_destroy(&r->host_libraries);
     library_cache_destroy(&r->kernel_libraries);
     pthread_mutex_destroy(&r->lock);
@@ -215,12 +189,6 @@ out:
     return rc;
 }
 
-static void drop_prebuilt_cache(Runner *r)
-{
-    free(r->prebuilt.key);
-    memset(&r->prebuilt, 0, sizeof r->prebuilt);
-}
-
 int runner_finalize(Runner *r)
 {
     pthread_mutex_lock(&r->lock);
@@ -236,12 +204,7 @@ int runner_finalize(Runner *r)
     r->pool = NULL;
     /* a device reset: every device allocation goes, the runner's and the user's */
     alloc_table_drain(&r->memory, release_allocation, NULL);
-    memset(r->banks, 0, sizeof r->banks);
-    memset(r->retained, 0, sizeof r->retained);
-    drop_prebuilt_cache(r);
-    free(r->uploads);
-    r->uploads = NULL;
-    r->upload_count = r->upload_cap = 0;
+    device_resources_forget(&r->resources);
     /* no kernel can run any more: the libraries go with the device */
     library_cache_clear(&r->kernel_libraries);
     library_cache_clear(&r->host_libraries);
@@ -305,26 +268,12 @@ static void free_device(Runner *r, void *p)
         free(p);
 }
 
-/* What the runner itself owns at `p`, or NULL. Caller holds r->lock. */
-static const char *runner_owned(const Runner *r, const void *p)
-{
-    for (uint32_t b = 0; b < SIM_BANKS; b++) {
-        const SimBank *bank = &r->banks[b];
-        if (p == bank->gm_heap.base || p == bank->gm_sm.base || p == bank->runtime_arena.base)
-            return "an arena";
-    }
-    for (size_t i = 0; i < r->upload_count; i++)
-        if (p == r->uploads[i].dev)
-            return "a callable upload";
-    return NULL;
-}
-
 int runner_device_free(Runner *r, void *p)
 {
     if (p == NULL)
         return PTO_OK;
     pthread_mutex_lock(&r->lock);
-    const char *owned = runner_owned(r, p);
+    const char *owned = device_resources_owned(&r->resources, (uint64_t)(uintptr_t)p);
     if (owned != NULL) {
         pthread_mutex_unlock(&r->lock);
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "device_free: %p is %s owned by the device context; not freed", p,
@@ -337,9 +286,7 @@ int runner_device_free(Runner *r, void *p)
                         "device_free: %p is not the start of a live allocation of this context; not freed", p);
     }
     /* a freed retained buffer is no longer the slot's */
-    for (uint32_t s = 0; s < SIM_SLOTS; s++)
-        if (r->retained[s].base == p)
-            r->retained[s] = (SimArena){ NULL, 0 };
+    device_resources_forget_retained(&r->resources, (uint64_t)(uintptr_t)p);
     pthread_mutex_unlock(&r->lock);
     free(p);
     return PTO_OK;
@@ -393,219 +340,49 @@ int runner_device_memset(Runner *r, void *dev, int value, size_t n)
     return rc;
 }
 
-/* ---- retained buffers (per slot) ----------------------------------------------- */
+/* ---- slots, banks, the prebuilt cache, callable uploads ------------------------ */
 
-static int check_slot(uint32_t slot, const char *fn)
+/* The runner_* entries for them are platform/runner_resources.c's. */
+DeviceResources *runner_device_resources(Runner *r)
 {
-    if (slot >= SIM_SLOTS)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: pipeline slot %u is outside 0..%u", fn, slot, SIM_SLOTS - 1);
+    return &r->resources;
+}
+
+/* ---- the platform operations device_resources needs ------------------------------ */
+
+static int sim_check_up(void *platform, const char *fn)
+{
+    const Runner *r = platform;
+    if (!r->initialized)
+        return pto_fail(PTO_ERR_WRONG_PHASE, "%s: the device is not initialized (simpler_init)", fn);
     return PTO_OK;
 }
 
-int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)
+static int sim_check_inside(void *platform, const char *fn, uint64_t dev, size_t n)
 {
-    int rc = check_slot(slot, "get_retained_temp_buffer");
-    if (rc != PTO_OK)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    *dev = r->retained[slot].base;
-    *size = r->retained[slot].size;
-    pthread_mutex_unlock(&r->lock);
-    return PTO_OK;
+    return check_inside(platform, fn, (const void *)(uintptr_t)dev, n);
 }
 
-/* Records the slot's buffer (NULL clears it). The caller frees the previous one
- * itself (device_free) if it replaces it; finalize frees the recorded one. */
-int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size)
+static int sim_alloc(void *platform, size_t n, uint64_t *dev)
 {
-    int rc = check_slot(slot, "set_retained_temp_buffer");
-    if (rc != PTO_OK)
-        return rc;
-    if (dev != NULL && (rc = check_inside(r, "set_retained_temp_buffer", dev, size)) != PTO_OK)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    r->retained[slot] = (SimArena){ dev, dev == NULL ? 0 : size };
-    pthread_mutex_unlock(&r->lock);
-    return PTO_OK;
-}
-
-uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot)
-{
-    if (slot >= SIM_SLOTS)
-        return 0;
-    pthread_mutex_lock(&r->lock);
-    uint64_t addr = (uint64_t)(uintptr_t)r->retained[slot].base;
-    pthread_mutex_unlock(&r->lock);
-    return addr;
-}
-
-/* ---- arenas (per bank) ---------------------------------------------------------- */
-
-static int check_bank(uint32_t bank, const char *fn)
-{
-    if (bank >= SIM_BANKS)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: arena bank %u is outside 0..%u", fn, bank, SIM_BANKS - 1);
-    return PTO_OK;
-}
-
-static void release_arena(Runner *r, SimArena *a)
-{
-    free_device(r, a->base);
-    *a = (SimArena){ NULL, 0 };
-}
-
-/* Grows an arena to at least `want` bytes (0 or already large enough: kept). */
-static int grow_arena(Runner *r, SimArena *a, size_t want)
-{
-    if (want == 0 || want <= a->size)
-        return PTO_OK;
-    release_arena(r, a);
-    void *p = runner_device_malloc(r, want);
+    void *p = runner_device_malloc(platform, n);
     if (p == NULL)
         return PTO_ERR_OUT_OF_MEMORY;
-    *a = (SimArena){ p, want };
+    *dev = (uint64_t)(uintptr_t)p;
     return PTO_OK;
 }
 
-int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena)
+static void sim_free(void *platform, uint64_t dev)
 {
-    int rc = check_bank(bank, "setup_static_arena");
-    if (rc != PTO_OK)
-        return rc;
-    pthread_mutex_lock(&r->lock);
-    SimBank *b = &r->banks[bank];
-    /* a prebuilt image lives in bank 0's runtime arena: a new one (even at the
-       same address) leaves the cache stale */
-    if (bank == 0 && runtime_arena > b->runtime_arena.size)
-        drop_prebuilt_cache(r);
-    if ((rc = grow_arena(r, &b->gm_heap, gm_heap)) != PTO_OK || (rc = grow_arena(r, &b->gm_sm, gm_sm)) != PTO_OK ||
-        (rc = grow_arena(r, &b->runtime_arena, runtime_arena)) != PTO_OK) {
-        /* a bank is whole or empty */
-        release_arena(r, &b->gm_heap);
-        release_arena(r, &b->gm_sm);
-        release_arena(r, &b->runtime_arena);
-        if (bank == 0)
-            drop_prebuilt_cache(r);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return rc;
+    free_device(platform, (void *)(uintptr_t)dev);
 }
 
-static void *acquire_arena(Runner *r, uint32_t bank, size_t *size, int which, const char *fn)
+/* Device memory is host memory: the upload is a plain copy. */
+static int sim_copy_to_device(void *platform, uint64_t dev, const void *host, size_t n)
 {
-    if (check_bank(bank, fn) != PTO_OK)
-        return NULL;
-    pthread_mutex_lock(&r->lock);
-    SimBank *b = &r->banks[bank];
-    SimArena *a = which == 0 ? &b->gm_heap : which == 1 ? &b->gm_sm : &b->runtime_arena;
-    void *base = a->base;
-    if (size != NULL)
-        *size = a->size;
-    pthread_mutex_unlock(&r->lock);
-    if (base == NULL)
-        pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: bank %u has none committed (setup_static_arena first)", fn, bank);
-    return base;
-}
-
-void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size)
-{
-    return acquire_arena(r, bank, size, 0, "acquire_pooled_gm_heap");
-}
-
-void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size)
-{
-    return acquire_arena(r, bank, size, 1, "acquire_pooled_gm_sm");
-}
-
-void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size)
-{
-    return acquire_arena(r, bank, size, 2, "acquire_pooled_runtime_arena");
-}
-
-uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank)
-{
-    if (bank >= SIM_BANKS)
-        return 0;
-    pthread_mutex_lock(&r->lock);
-    uint64_t base = (uint64_t)(uintptr_t)r->banks[bank].gm_heap.base;
-    pthread_mutex_unlock(&r->lock);
-    return base;
-}
-
-/* ---- the prebuilt runtime-arena cache (bank 0, one entry) ------------------------ */
-
-static int check_cache_bank(uint32_t bank, const char *fn)
-{
-    if (bank != 0)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the prebuilt runtime-arena cache is bank 0's; bank %u asked",
-                        fn, bank);
+    (void)platform;
+    memcpy((void *)(uintptr_t)dev, host, n);
     return PTO_OK;
-}
-
-int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash, const void *key,
-                                               size_t key_size, void **image)
-{
-    int rc = check_cache_bank(bank, "lookup_prebuilt_runtime_arena_cache");
-    if (rc != PTO_OK)
-        return rc;
-    if (key == NULL && key_size != 0)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "lookup_prebuilt_runtime_arena_cache: NULL key of %zu bytes",
-                        key_size);
-    pthread_mutex_lock(&r->lock);
-    const SimPrebuiltCache *c = &r->prebuilt;
-    int hit = c->valid && c->hash == hash && c->key_size == key_size &&
-              (key_size == 0 || memcmp(c->key, key, key_size) == 0);
-    *image = hit ? c->image : NULL;
-    pthread_mutex_unlock(&r->lock);
-    return hit;
-}
-
-int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash, const void *key,
-                                              size_t key_size, void *image)
-{
-    int rc = check_cache_bank(bank, "mark_prebuilt_runtime_arena_cached");
-    if (rc != PTO_OK)
-        return rc;
-    if (key == NULL && key_size != 0)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "mark_prebuilt_runtime_arena_cached: NULL key of %zu bytes",
-                        key_size);
-    if ((rc = check_inside(r, "mark_prebuilt_runtime_arena_cached", image, 0)) != PTO_OK)
-        return rc;
-    void *copy = NULL;
-    if (key_size > 0) {
-        if ((copy = malloc(key_size)) == NULL)
-            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "mark_prebuilt_runtime_arena_cached: out of host memory");
-        memcpy(copy, key, key_size);
-    }
-    pthread_mutex_lock(&r->lock);
-    drop_prebuilt_cache(r);
-    r->prebuilt = (SimPrebuiltCache){ 1, hash, copy, key_size, image };
-    pthread_mutex_unlock(&r->lock);
-    return PTO_OK;
-}
-
-/* ---- callable uploads ------------------------------------------------------------- */
-
-/* Same bytes as an uploaded copy, ignoring the resolved_addr fields the upload
-   patched. */
-static int same_callable(const SimUpload *u, const ChipCallableView *v)
-{
-    const uint8_t *dev = u->dev;
-    uint32_t from = 0;
-    for (uint32_t i = 0; i < v->header.child_count; i++) {
-        uint32_t at = chip_callable_resolved_addr_offset(v, i);
-        if (memcmp(dev + from, v->bytes + from, at - from) != 0)
-            return 0;
-        from = at + (uint32_t)sizeof(uint64_t);
-    }
-    return memcmp(dev + from, v->bytes + from, v->header.total_size - from) == 0;
-}
-
-static void release_libraries(Runner *r, SimUpload *u)
-{
-    for (uint32_t i = 0; i < u->library_count; i++)
-        library_cache_release(&r->kernel_libraries, u->libraries[i]);
-    u->library_count = 0;
 }
 
 /* A built-in's address: dlsym of pto_kernel_<name> in this runner's AICore copy. */
@@ -623,16 +400,17 @@ static void *builtin_kernel(Runner *r, const ChipCallableView *v, uint32_t i, co
     return fn;
 }
 
-/* A library kernel's address: its image loaded once per content (a reference
-   recorded in `u`), its entry symbol resolved there. */
-static void *library_kernel(Runner *r, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c, SimUpload *u)
+/* A library kernel's address: its image loaded once per content (the
+   reference handed back in *library), its entry symbol resolved there. */
+static void *library_kernel(Runner *r, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c,
+                            void **library)
 {
     void *handle;
     if (library_cache_acquire(&r->kernel_libraries, v->bytes + c->image.offset, c->image.size, &handle) != PTO_OK) {
         pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): %s", i, c->func_id, pto_last_error());
         return NULL;
     }
-    u->libraries[u->library_count++] = handle;
+    *library = handle;
     char why[256];
     const char *name = chip_callable_blob(v, c->name);
     void *fn = library_cache_symbol(handle, name, c->name.size, why, sizeof why);
@@ -642,101 +420,29 @@ static void *library_kernel(Runner *r, const ChipCallableView *v, uint32_t i, co
     return fn;
 }
 
-/* Writes each child's kernel address into the uploaded copy. On failure the
-   library references taken so far are released. */
-static int resolve_kernels(Runner *r, const ChipCallableView *v, uint8_t *dev, SimUpload *u)
+static uint64_t sim_resolve_kernel(void *platform, const ChipCallableView *v, uint32_t i, const ChipCallableChild *c,
+                                   void **library)
 {
-    for (uint32_t i = 0; i < v->header.child_count; i++) {
-        ChipCallableChild c;
-        chip_callable_child(v, i, &c);
-        void *fn = c.source_kind == PTO_KERNEL_LIBRARY ? library_kernel(r, v, i, &c, u) : builtin_kernel(r, v, i, &c);
-        if (fn == NULL) {
-            release_libraries(r, u);
-            return PTO_ERR_BAD_CALLABLE;
-        }
-        uint64_t addr = (uint64_t)(uintptr_t)fn;
-        memcpy(dev + chip_callable_resolved_addr_offset(v, i), &addr, sizeof addr);
-    }
-    return PTO_OK;
+    Runner *r = platform;
+    void *fn = c->source_kind == PTO_KERNEL_LIBRARY ? library_kernel(r, v, i, c, library) : builtin_kernel(r, v, i, c);
+    return (uint64_t)(uintptr_t)fn;
 }
 
-static int add_upload(Runner *r, SimUpload u)
+static void sim_release_library(void *platform, void *library)
 {
-    if (r->upload_count == r->upload_cap) {
-        size_t cap = r->upload_cap ? r->upload_cap * 2 : 8;
-        SimUpload *grown = realloc(r->uploads, cap * sizeof *grown);
-        if (grown == NULL)
-            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "upload_chip_callable_buffer: out of host memory");
-        r->uploads = grown;
-        r->upload_cap = cap;
-    }
-    r->uploads[r->upload_count++] = u;
-    return PTO_OK;
+    Runner *r = platform;
+    library_cache_release(&r->kernel_libraries, library);
 }
 
-int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev)
-{
-    ChipCallableView v;
-    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    if (chip_callable_decode(callable, &v, msg, sizeof msg) != PTO_OK)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "upload_chip_callable_buffer: %s", msg);
-    if (size != v.header.total_size)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "upload_chip_callable_buffer: %zu bytes given, total_size is %u",
-                        size, v.header.total_size);
-    pthread_mutex_lock(&r->lock);
-    int rc = PTO_OK;
-    if (!r->initialized) {
-        rc = pto_fail(PTO_ERR_WRONG_PHASE, "upload_chip_callable_buffer: the device is not initialized (simpler_init)");
-        goto out;
-    }
-    for (size_t i = 0; i < r->upload_count; i++) {
-        SimUpload *u = &r->uploads[i];
-        if (u->hash == hash && u->size == size && same_callable(u, &v)) {
-            u->refs++;
-            *dev = u->dev;
-            goto out;
-        }
-    }
-    uint8_t *copy = runner_device_malloc(r, size);
-    if (copy == NULL) {
-        rc = PTO_ERR_OUT_OF_MEMORY;
-        goto out;
-    }
-    memcpy(copy, callable, size);
-    SimUpload u = { .dev = copy, .size = size, .hash = hash, .refs = 1 };
-    if ((rc = resolve_kernels(r, &v, copy, &u)) != PTO_OK) {
-        free_device(r, copy);
-        goto out;
-    }
-    if ((rc = add_upload(r, u)) != PTO_OK) {
-        release_libraries(r, &u);
-        free_device(r, copy);
-        goto out;
-    }
-    *dev = copy;
-out:
-    pthread_mutex_unlock(&r->lock);
-    return rc;
-}
-
-int runner_release_chip_callable_buffer(Runner *r, void *dev)
-{
-    pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < r->upload_count; i++) {
-        SimUpload *u = &r->uploads[i];
-        if (u->dev != dev)
-            continue;
-        if (--u->refs == 0) {
-            release_libraries(r, u);
-            free_device(r, u->dev);
-            r->uploads[i] = r->uploads[--r->upload_count];
-        }
-        pthread_mutex_unlock(&r->lock);
-        return PTO_OK;
-    }
-    pthread_mutex_unlock(&r->lock);
-    return pto_fail(PTO_ERR_INVALID_ARGUMENT, "release_chip_callable_buffer: %p is not an uploaded callable", dev);
-}
+static const DeviceResourceOps SIM_RESOURCE_OPS = {
+    .check_up = sim_check_up,
+    .check_inside = sim_check_inside,
+    .alloc = sim_alloc,
+    .free = sim_free,
+    .copy_to_device = sim_copy_to_device,
+    .resolve_kernel = sim_resolve_kernel,
+    .release_library = sim_release_library,
+};
 
 /* ---- host libraries ------------------------------------------------------------------ */
 

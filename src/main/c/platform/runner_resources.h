@@ -1,0 +1,15 @@
+/*
+ * The runner_* entries for slots, banks, the prebuilt cache and callable
+ * uploads are the same on every platform: platform/runner_resources.c
+ * forwards them to the DeviceResources each runner embeds
+ * (common/device_resources.h). A runner only hands that out.
+ */
+#ifndef PTORUN_RUNNER_RESOURCES_H
+#define PTORUN_RUNNER_RESOURCES_H
+
+#include "common/device_resources.h"
+#include "platform/runner.h"
+
+DeviceResources *runner_device_resources(Runner *r);
+
+#endif
