@@ -44,7 +44,7 @@ typedef struct HostApiOps {
                                        uint64_t hash, void **dev);
     /* drop one reference taken by upload_chip_callable_buffer */
     int (*release_chip_callable_buffer)(void *runner, void *dev);
-    /* ([3/8]) load a host-side shared library from bytes (an hbg orchestration
+    /* load a host-side shared library from bytes (an hbg orchestration
        library) once per content per device context, refcounted; *handle is its
        dlopen handle. Counted by get_host_dlopen_count. */
     int (*load_host_library)(void *runner, const void *image, size_t size, void **handle);

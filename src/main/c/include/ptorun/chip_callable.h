@@ -39,12 +39,12 @@ typedef enum PtoCoreType { PTO_CORE_AIC = 0, PTO_CORE_AIV = 1 } PtoCoreType;
 
 typedef enum PtoKernelSource {
     PTO_KERNEL_BUILTIN = 0,   /* name is a built-in kernel of the AICore image */
-    PTO_KERNEL_LIBRARY = 1    /* image is a kernel library, name its entry symbol ([3/8]) */
+    PTO_KERNEL_LIBRARY = 1    /* image is a kernel library, name its entry symbol */
 } PtoKernelSource;
 
 typedef enum PtoOrchestrationKind {
     PTO_ORCH_PROGRAM = 0,     /* orchestration is program bytecode */
-    PTO_ORCH_LIBRARY = 1      /* orchestration is a library image + entry symbol ([3/8]) */
+    PTO_ORCH_LIBRARY = 1      /* orchestration is a library image + entry symbol */
 } PtoOrchestrationKind;
 
 typedef struct PtoBlobRef {
@@ -91,10 +91,10 @@ typedef struct ChipCallableChild {
 
 typedef enum PtoOpcode {
     PTO_OP_SUBMIT = 1,        /* PtoSubmitInsn + param_count x PtoProgramParam */
-    PTO_OP_ALLOC_TENSOR = 2,  /* PtoAllocInsn: a run-scoped local tensor ([3/8]) */
-    PTO_OP_LOOP = 3,          /* PtoLoopInsn: repeat until the matching END_LOOP ([3/8]) */
+    PTO_OP_ALLOC_TENSOR = 2,  /* PtoAllocInsn: a run-scoped local tensor */
+    PTO_OP_LOOP = 3,          /* PtoLoopInsn: repeat until the matching END_LOOP */
     PTO_OP_END_LOOP = 4,      /* head only */
-    PTO_OP_SCOPE_BEGIN = 5,   /* head only ([3/8]) */
+    PTO_OP_SCOPE_BEGIN = 5,   /* head only */
     PTO_OP_SCOPE_END = 6      /* head only */
 } PtoOpcode;
 
