@@ -259,34 +259,38 @@ class WorkerE2ETest {
         return ChipWorkerE2ETest.heavy(n, tasks);
     }
 
+    /**
+     * Depth 2 against depth 1 on one library, by structure rather than wall clock (a
+     * wall-clock comparison failed 1 in 3 on the shared 2-core build machine): with depth 1
+     * no prepare overlaps a predecessor's execution; with depth 2 the Worker stages
+     * successors during their predecessor's execution.
+     */
     @Test
-    void depthTwoThroughputExceedsDepthOneForAHeavyPrepareCallable() throws Exception {
+    void depthTwoOverlapsPreparesWithExecutionAndDepthOneNever() throws Exception {
         Variant v = Variant.parse("a2a3/sim/hbg");
-        long[] elapsed = new long[3];
+        int[] overlapped = new int[3];
         for (int depth = 1; depth <= 2; depth++) {
-            try (Worker w = Worker.builder().variant(v).pipelineDepth(depth).background(true).build()) {
-                w.register(HEAVY, heavyPrepare(4096, 3000)).get(60, TimeUnit.SECONDS);
-                List<RunTicket> tickets = new ArrayList<>();
+            try (Worker w = Worker.builder().variant(v).pipelineDepth(depth).build()) {
+                w.register(HEAVY, heavyPrepare(4096, 3000));
                 float[] x = random(4096, 1);
                 float[] y = random(4096, 2);
-                // warm up both slots
-                for (int i = 0; i < 2; i++) {
+                List<RunTicket> tickets = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
                     tickets.add(w.enqueue(HEAVY, TaskArgs.of(Tensor.of(x), Tensor.of(y), Tensor.of(filled(4096))),
                             CallConfig.DEFAULT));
                 }
-                w.drain();
-                long start = System.nanoTime();
-                for (int i = 0; i < 24; i++) {
-                    tickets.add(w.enqueue(HEAVY, TaskArgs.of(Tensor.of(x), Tensor.of(y), Tensor.of(filled(4096))),
-                            CallConfig.DEFAULT));
+                assertThat(w.drain().failed()).isZero();
+                for (int i = 1; i < tickets.size(); i++) {
+                    RunTimings pred = resultOf(tickets.get(i - 1)).timings();
+                    RunTimings succ = resultOf(tickets.get(i)).timings();
+                    if (succ.prepareStart() < pred.executionEnd()) {
+                        overlapped[depth]++;
+                    }
                 }
-                DrainReport r = w.drain();
-                elapsed[depth] = System.nanoTime() - start;
-                assertThat(r.failed()).isZero();
             }
         }
-        assertThat(elapsed[2]).as("depth 2 (%d ns) is faster than depth 1 (%d ns)", elapsed[2], elapsed[1])
-                .isLessThan(elapsed[1]);
+        assertThat(overlapped[1]).as("depth 1 never prepares during execution").isZero();
+        assertThat(overlapped[2]).as("depth 2 stages successors during execution").isPositive();
     }
 
     // ---- back-pressure -------------------------------------------------------------------------------
