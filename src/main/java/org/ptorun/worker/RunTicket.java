@@ -1,0 +1,132 @@
+package org.ptorun.worker;
+
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import org.ptorun.AcceptanceWord;
+import org.ptorun.CallConfig;
+import org.ptorun.NativeRun;
+import org.ptorun.PipelineSlotLease;
+import org.ptorun.TaskArgs;
+
+/**
+ * One enqueued run: its identity, its chip, its launch acceptance and its result.
+ *
+ * <p>{@link #result()} completes on the thread that drove the run (a dispatcher thread,
+ * or the thread in {@link Worker#poll()} / {@link Worker#drain()}): normally with a
+ * {@link RunResult}, exceptionally with the run's {@code PtoRunException} (a
+ * {@code ChipPoisonedException} when its chip was poisoned before it ran), or cancelled
+ * by {@link Worker#close()} under {@link ShutdownPolicy#CANCEL_QUEUED}. Attach
+ * continuations with the {@code ...Async(fn, executor)} methods so that user code never
+ * runs on (and never stalls) the thread that drives the chip.
+ */
+public final class RunTicket {
+
+    private final long runId;
+    private final long dispatchId;
+    private final int deviceId;
+    private final CompletableFuture<RunResult> result = new CompletableFuture<>();
+
+    // set at enqueue, read by the chip's driver
+    final int callableId;
+    final CallConfig config;
+    TaskArgs args;
+    final long enqueuedAt;
+
+    // owned by the thread driving the chip (under the chip's drive lock)
+    NativeRun run;
+    PipelineSlotLease lease;
+    long prepareStart;
+    long prepareEnd;
+    long launchStart;
+    long launchEnd;
+    long executionEnd;
+    long finalizeStart;
+    long finalizeEnd;
+    boolean launched;
+    long launchOrdinal;
+    long pollMark;
+
+    // read by any thread
+    private volatile AcceptanceWord word;
+    private volatile boolean finished;
+    private volatile boolean acceptedAtFinish;
+
+    RunTicket(long runId, long dispatchId, int deviceId, int callableId, TaskArgs args, CallConfig config,
+              long enqueuedAt) {
+        this.runId = runId;
+        this.dispatchId = dispatchId;
+        this.deviceId = deviceId;
+        this.callableId = callableId;
+        this.args = args;
+        this.config = config;
+        this.enqueuedAt = enqueuedAt;
+    }
+
+    /** The run id the chip sees: the Worker assigns it, equal to the dispatch id. */
+    public long runId() {
+        return runId;
+    }
+
+    /** The run's place in the Worker's dispatch order: 1, 2, 3, ... across every chip. */
+    public long dispatchId() {
+        return dispatchId;
+    }
+
+    /** The device id of the chip the run was assigned to. */
+    public int deviceId() {
+        return deviceId;
+    }
+
+    /**
+     * The acceptance word the run captured at prepare; empty before prepare. The word is
+     * the Worker's and is reused for a later run once this one is finalized: read
+     * {@link #isAccepted()} rather than the word after that.
+     */
+    public Optional<AcceptanceWord> acceptanceWord() {
+        return finished ? Optional.empty() : Optional.ofNullable(word);
+    }
+
+    /**
+     * True once the run crossed its launch marker; stays as it was at finalize (a run
+     * that failed before the marker is never accepted).
+     */
+    public boolean isAccepted() {
+        AcceptanceWord w = word;
+        if (w == null) {
+            return false;
+        }
+        boolean now = !finished && w.isAccepted();
+        // the word is reset for a later run only after finished is set: re-check
+        return finished ? acceptedAtFinish : now;
+    }
+
+    /** True once the run's future is complete. */
+    public boolean isDone() {
+        return result.isDone();
+    }
+
+    /** The run's outcome; see the class comment for the thread it completes on. */
+    public CompletableFuture<RunResult> result() {
+        return result;
+    }
+
+    AcceptanceWord word() {
+        return word;
+    }
+
+    void capturedWord(AcceptanceWord w) {
+        this.word = w;
+    }
+
+    /** The run no longer holds its word: remember whether it was accepted. */
+    void finish(boolean accepted) {
+        this.acceptedAtFinish = accepted;
+        this.finished = true;
+        this.args = null;
+    }
+
+    @Override
+    public String toString() {
+        return "RunTicket[run_id=" + runId + " dispatch_id=" + dispatchId + " device=" + deviceId + "]";
+    }
+}

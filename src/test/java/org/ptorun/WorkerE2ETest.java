@@ -1,0 +1,465 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.ptorun.SimE2E.assertBitExact;
+import static org.ptorun.SimE2E.filled;
+import static org.ptorun.SimE2E.random;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.internal.EmulatedDriver;
+import org.ptorun.internal.ProcessEnvironment;
+import org.ptorun.worker.ChipHealth;
+import org.ptorun.worker.DrainReport;
+import org.ptorun.worker.RunResult;
+import org.ptorun.worker.RunTicket;
+import org.ptorun.worker.RunTimings;
+import org.ptorun.worker.ShutdownPolicy;
+import org.ptorun.worker.Worker;
+
+/**
+ * The Worker end to end: many runs from many threads over two chips with golden outputs,
+ * dispatch order per chip, launch acceptance, pipelining, back-pressure, failure isolation,
+ * close mid-flight and registration behind runs in flight. No timing threshold: overlap is
+ * asserted from the order of recorded phase boundaries.
+ */
+class WorkerE2ETest {
+
+    private static final int CHAIN = 1;
+    private static final int HEAVY = 2;
+    private static final int FAULT = 3;
+    private static final int N = 64;
+    private static final EmulatedDriver DRIVER = EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+
+    private Worker worker;
+
+    static List<Variant> allVariants() {
+        return SimE2E.allVariants();
+    }
+
+    static List<Variant> onboard() {
+        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
+    }
+
+    static List<Variant> hbg() {
+        return Variant.all().stream().filter(v -> v.runtime() == Variant.RuntimeKind.HBG).toList();
+    }
+
+    @AfterEach
+    void tearDown() {
+        DRIVER.disarm();
+        if (worker != null) {
+            worker.close();
+        }
+    }
+
+    /** One run of the chain with its inputs and output. */
+    private record Job(RunTicket ticket, float[] a, float[] b, float[] f) {
+        void assertGolden() {
+            assertBitExact(f, ChipWorkerE2ETest.reference(a, b));
+        }
+    }
+
+    private static Job enqueueChain(Worker w, long seed) throws InterruptedException {
+        float[] a = random(N, seed);
+        float[] b = random(N, seed + 1_000_003);
+        float[] f = filled(N);
+        return new Job(w.enqueue(CHAIN, ChipWorkerE2ETest.chainArgs(a, b, f), CallConfig.DEFAULT), a, b, f);
+    }
+
+    private static RunResult resultOf(RunTicket t) {
+        return t.result().join();
+    }
+
+    // ---- many runs, many threads, two chips -----------------------------------------------------
+
+    /** 10 000 on a2a3/sim/hbg; 2 000 on the other seven libraries to keep the build's time bounded. */
+    private static int runCount(Variant v) {
+        return v.equals(Variant.parse("a2a3/sim/hbg")) ? 10_000 : 2_000;
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void runsFromEightThreadsAcrossTwoChipsAllCompleteGoldenInDispatchOrderPerChip(Variant variant)
+            throws Exception {
+        worker = Worker.builder().variant(variant).devices(0, 1).queueCapacity(64).background(true).build();
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        int total = runCount(variant);
+        int threads = 8;
+        ConcurrentLinkedQueue<Job> jobs = new ConcurrentLinkedQueue<>();
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        List<Thread> producers = new ArrayList<>();
+        for (int p = 0; p < threads; p++) {
+            int producer = p;
+            Thread t = new Thread(() -> {
+                try {
+                    for (int i = producer; i < total; i += threads) {
+                        jobs.add(enqueueChain(worker, i));
+                    }
+                } catch (Throwable e) {
+                    error.set(e);
+                }
+            });
+            producers.add(t);
+            t.start();
+        }
+        for (Thread t : producers) {
+            t.join();
+        }
+        assertThat(error.get()).isNull();
+        DrainReport report = worker.drain();
+        assertThat(report.failed()).as("failures: %s", report.failures()).isZero();
+        assertThat(report.succeeded()).isEqualTo(total);
+        assertThat(jobs).hasSize(total);
+        for (Job job : jobs) {
+            assertThat(job.ticket().isDone()).isTrue();
+            job.assertGolden();
+            assertThat(job.ticket().isAccepted()).as("accepted %s", job.ticket()).isTrue();
+        }
+        assertThat(jobs.stream().map(j -> j.ticket().dispatchId()).distinct().count()).isEqualTo(total);
+        Map<Integer, List<RunResult>> perChip = jobs.stream().map(j -> resultOf(j.ticket()))
+                .collect(Collectors.groupingBy(RunResult::deviceId));
+        assertThat(perChip.keySet()).containsExactlyInAnyOrder(0, 1);
+        for (List<RunResult> results : perChip.values()) {
+            results.sort(Comparator.comparingLong(RunResult::launchOrdinal));
+            for (int i = 1; i < results.size(); i++) {
+                assertThat(results.get(i).launchOrdinal()).isEqualTo(results.get(i - 1).launchOrdinal() + 1);
+                assertThat(results.get(i).dispatchId()).as("launch order = dispatch order")
+                        .isGreaterThan(results.get(i - 1).dispatchId());
+            }
+        }
+        assertThat(worker.health()).extracting(ChipHealth::healthy).containsOnly(true);
+        assertThat(worker.health()).extracting(ChipHealth::outstanding).containsOnly(0L);
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void callerDrivenPollAdvancesRunsWithoutBlockingAndDrainFinishesThem(Variant variant) throws Exception {
+        worker = Worker.builder().variant(variant).devices(0, 1).queueCapacity(16).build();
+        assertThat(worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N))).as("idle: registered at once").isDone();
+        assertThat(worker.poll()).as("nothing to do").isZero();
+        List<Job> jobs = new ArrayList<>();
+        for (int i = 0; i < 16; i++) {
+            jobs.add(enqueueChain(worker, i));
+        }
+        assertThat(jobs).noneMatch(j -> j.ticket().isDone());
+        assertThat(worker.poll()).as("the first runs were prepared and launched").isPositive();
+        DrainReport report = worker.drain();
+        assertThat(report.succeeded()).isEqualTo(16);
+        for (Job job : jobs) {
+            job.assertGolden();
+            assertThat(job.ticket().isAccepted()).isTrue();
+        }
+        assertThat(worker.drain().succeeded()).as("each run is reported by one drain").isZero();
+    }
+
+    // ---- acceptance -------------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aRunRefusedAtLaunchFailsOnlyItsFutureAndItsWordIsNeverSet(Variant variant) throws Exception {
+        worker = Worker.builder().variant(variant).build();
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        Job first = enqueueChain(worker, 1);
+        worker.drain();
+        first.assertGolden();
+        assertThat(first.ticket().isAccepted()).isTrue();
+
+        Job refused = enqueueChain(worker, 2);
+        DRIVER.inject(EmulatedDriver.Fault.LAUNCH, 0);
+        DrainReport report = worker.drain();
+        assertThat(report.failed()).isEqualTo(1);
+        assertThat(refused.ticket().isAccepted()).as("failed before the marker").isFalse();
+        assertThatThrownBy(() -> refused.ticket().result().join()).isInstanceOf(CompletionException.class)
+                .cause().isInstanceOf(PtoRunException.class).hasMessageContaining("run_id=2");
+        assertThat(refused.f()).containsOnly(SimE2E.SENTINEL);
+
+        Job after = enqueueChain(worker, 3);
+        assertThat(worker.drain().succeeded()).isEqualTo(1);
+        after.assertGolden();
+        assertThat(after.ticket().isAccepted()).as("the reused word is fresh and set again").isTrue();
+        assertThat(worker.health().get(0).healthy()).isTrue();
+    }
+
+    @ParameterizedTest
+    @MethodSource("simVariantsForEnqueueFault")
+    void aSimRunFailingBeforeTheMarkerIsNeverAccepted(Variant variant) throws Exception {
+        ProcessEnvironment.set("PTORUN_SIM_FAIL_ENQUEUE_AFTER", "1");
+        try {
+            worker = Worker.builder().variant(variant).build();
+        } finally {
+            ProcessEnvironment.unset("PTORUN_SIM_FAIL_ENQUEUE_AFTER");
+        }
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        Job ok = enqueueChain(worker, 1);
+        Job failing = enqueueChain(worker, 2);
+        Job again = enqueueChain(worker, 3);
+        DrainReport report = worker.drain();
+        assertThat(report.succeeded()).isEqualTo(2);
+        assertThat(report.failed()).isEqualTo(1);
+        assertThat(report.failures().get(0).ticket()).isSameAs(failing.ticket());
+        ok.assertGolden();
+        again.assertGolden();
+        assertThat(ok.ticket().isAccepted()).isTrue();
+        assertThat(again.ticket().isAccepted()).isTrue();
+        assertThat(failing.ticket().isAccepted()).isFalse();
+        assertThat(failing.f()).containsOnly(SimE2E.SENTINEL);
+    }
+
+    static List<Variant> simVariantsForEnqueueFault() {
+        return SimE2E.simVariants();
+    }
+
+    // ---- pipelining ------------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("hbg")
+    void onHbgTheSuccessorIsPreparedWhileThePredecessorExecutes(Variant variant) throws Exception {
+        worker = Worker.builder().variant(variant).build();
+        assertThat(worker.pipelineDepth()).isEqualTo(2);
+        int big = 1 << 20;
+        worker.register(HEAVY, ChipWorkerE2ETest.heavy(big, 64));
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        float[] x = random(big, 1);
+        float[] y = random(big, 2);
+        RunTicket predecessor = worker.enqueue(HEAVY, TaskArgs.of(Tensor.of(x), Tensor.of(y),
+                Tensor.of(filled(big))), CallConfig.DEFAULT);
+        Job successor = enqueueChain(worker, 3);
+        worker.poll(); // prepares and launches the predecessor, then stages the successor behind it
+        assertThat(successor.ticket().isAccepted()).as("staged, not launched").isFalse();
+        worker.drain();
+        RunTimings p = resultOf(predecessor).timings();
+        RunTimings s = resultOf(successor.ticket()).timings();
+        assertThat(s.prepareStart()).as("successor prepare starts after the predecessor launched")
+                .isGreaterThanOrEqualTo(p.launchEnd());
+        assertThat(s.prepareEnd()).as("and ends before the predecessor was seen complete")
+                .isLessThanOrEqualTo(p.executionEnd());
+        assertThat(s.launchStart()).as("launched only after the predecessor's finalize")
+                .isGreaterThanOrEqualTo(p.finalizeEnd());
+        successor.assertGolden();
+    }
+
+    /** Many small tasks: an hbg prepare (host orchestration) as heavy as the execution. */
+    private static org.ptorun.callable.ChipCallable heavyPrepare(int n, int tasks) {
+        return ChipWorkerE2ETest.heavy(n, tasks);
+    }
+
+    /**
+     * Depth 2 against depth 1 on one library, by structure rather than wall clock (a
+     * wall-clock comparison failed 1 in 3 on the shared 2-core build machine): with depth 1
+     * no prepare overlaps a predecessor's execution; with depth 2 the Worker stages
+     * successors during their predecessor's execution.
+     */
+    @Test
+    void depthTwoOverlapsPreparesWithExecutionAndDepthOneNever() throws Exception {
+        Variant v = Variant.parse("a2a3/sim/hbg");
+        int[] overlapped = new int[3];
+        for (int depth = 1; depth <= 2; depth++) {
+            try (Worker w = Worker.builder().variant(v).pipelineDepth(depth).build()) {
+                w.register(HEAVY, heavyPrepare(4096, 3000));
+                float[] x = random(4096, 1);
+                float[] y = random(4096, 2);
+                List<RunTicket> tickets = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    tickets.add(w.enqueue(HEAVY, TaskArgs.of(Tensor.of(x), Tensor.of(y), Tensor.of(filled(4096))),
+                            CallConfig.DEFAULT));
+                }
+                assertThat(w.drain().failed()).isZero();
+                for (int i = 1; i < tickets.size(); i++) {
+                    RunTimings pred = resultOf(tickets.get(i - 1)).timings();
+                    RunTimings succ = resultOf(tickets.get(i)).timings();
+                    if (succ.prepareStart() < pred.executionEnd()) {
+                        overlapped[depth]++;
+                    }
+                }
+            }
+        }
+        assertThat(overlapped[1]).as("depth 1 never prepares during execution").isZero();
+        assertThat(overlapped[2]).as("depth 2 stages successors during execution").isPositive();
+    }
+
+    // ---- back-pressure -------------------------------------------------------------------------------
+
+    @Test
+    void aFullQueueBlocksEnqueueEmptiesTryEnqueueAndAnInterruptAdmitsNothing() throws Exception {
+        worker = Worker.builder().variant(Variant.parse("a2a3/sim/hbg")).queueCapacity(2).build();
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        enqueueChain(worker, 1);
+        enqueueChain(worker, 2);
+        TaskArgs args = ChipWorkerE2ETest.chainArgs(random(N, 3), random(N, 4), filled(N));
+        assertThat(worker.tryEnqueue(CHAIN, args, CallConfig.DEFAULT)).isEmpty();
+        assertThat(worker.enqueue(CHAIN, args, CallConfig.DEFAULT, 1, TimeUnit.MILLISECONDS)).isEmpty();
+
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread blocked = new Thread(() -> {
+            try {
+                worker.enqueue(CHAIN, args, CallConfig.DEFAULT);
+            } catch (Throwable e) {
+                thrown.set(e);
+            }
+        });
+        blocked.start();
+        awaitParked(blocked);
+        blocked.interrupt();
+        blocked.join();
+        assertThat(thrown.get()).isInstanceOf(InterruptedException.class);
+
+        AtomicReference<RunTicket> admitted = new AtomicReference<>();
+        CountDownLatch done = new CountDownLatch(1);
+        Thread waiter = new Thread(() -> {
+            try {
+                admitted.set(worker.enqueue(CHAIN, args, CallConfig.DEFAULT));
+            } catch (Throwable e) {
+                thrown.set(e);
+            } finally {
+                done.countDown();
+            }
+        });
+        waiter.start();
+        awaitParked(waiter);
+        assertThat(admitted.get()).as("still blocked while the queue is full").isNull();
+        worker.poll(); // the chip takes a run: room for one
+        assertThat(done.await(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(admitted.get().dispatchId()).as("the interrupted enqueue consumed nothing").isEqualTo(3);
+        DrainReport report = worker.drain();
+        assertThat(report.succeeded()).isEqualTo(3);
+        assertThat(report.failed()).isZero();
+    }
+
+    private static void awaitParked(Thread t) throws InterruptedException {
+        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+            assertThat(t.isAlive()).isTrue();
+            Thread.sleep(1);
+        }
+    }
+
+    // ---- failure isolation ---------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void aKernelFaultFailsOnlyItsOwnFuture(Variant variant) throws Exception {
+        worker = Worker.builder().variant(variant).background(true).build();
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        worker.register(FAULT, ChipWorkerE2ETest.faultyVadd(N)).get(60, TimeUnit.SECONDS);
+        Job before = enqueueChain(worker, 1);
+        RunTicket faulty = worker.enqueue(FAULT, TaskArgs.of(Tensor.of(random(N, 1)), Tensor.of(random(N, 2)),
+                Tensor.of(filled(N))), CallConfig.DEFAULT);
+        Job after = enqueueChain(worker, 3);
+        DrainReport report = worker.drain();
+        assertThat(report.failed()).isEqualTo(1);
+        assertThat(report.failures().get(0).cause()).isInstanceOf(KernelFaultException.class);
+        assertThatThrownBy(() -> faulty.result().get()).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(KernelFaultException.class);
+        before.assertGolden();
+        after.assertGolden();
+        assertThat(worker.health().get(0).healthy()).isTrue();
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aLostDeviceOnOneChipPoisonsThatChipOnlyAndFailsItsQueuedRunsFast(Variant variant) throws Exception {
+        worker = Worker.builder().variant(variant).devices(0, 1).build();
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        DRIVER.inject(EmulatedDriver.Fault.DEVICE_LOST, 0);
+        List<Job> jobs = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            jobs.add(enqueueChain(worker, i)); // alternate: chip 0, chip 1, chip 0, chip 1
+        }
+        assertThat(jobs).extracting(j -> j.ticket().deviceId()).containsExactly(0, 1, 0, 1);
+        DrainReport report = worker.drain(); // chip 0 is driven first: its prepare meets the lost device
+        assertThat(report.failed()).isEqualTo(2);
+        assertThat(report.succeeded()).isEqualTo(2);
+        assertThatThrownBy(() -> jobs.get(2).ticket().result().join()).cause()
+                .isInstanceOf(ChipPoisonedException.class).hasMessageContaining("dispatch_id=3");
+        assertThat(jobs.get(0).ticket().result()).isCompletedExceptionally();
+        jobs.get(1).assertGolden();
+        jobs.get(3).assertGolden();
+        List<ChipHealth> health = worker.health();
+        assertThat(health.get(0).healthy()).isFalse();
+        assertThat(health.get(1).healthy()).isTrue();
+        List<Job> later = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            later.add(enqueueChain(worker, 10 + i));
+        }
+        assertThat(later).extracting(j -> j.ticket().deviceId()).containsOnly(1);
+        assertThat(worker.drain().succeeded()).isEqualTo(6);
+        later.forEach(Job::assertGolden);
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void closeMidFlightCompletesEveryFutureAndReturnsDeviceMemoryToItsBaseline(Variant variant) throws Exception {
+        for (ShutdownPolicy policy : ShutdownPolicy.values()) {
+            EmulatedDriver.Stats baseline = DRIVER.stats();
+            Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).queueCapacity(64)
+                    .shutdownPolicy(policy).build();
+            w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+            List<Job> jobs = new ArrayList<>();
+            for (int i = 0; i < 60; i++) {
+                jobs.add(enqueueChain(w, i));
+            }
+            w.close();
+            w.close(); // idempotent
+            assertThat(DRIVER.stats()).as("driver accounting after close (%s)", policy).isEqualTo(baseline);
+            int cancelled = 0;
+            for (Job job : jobs) {
+                assertThat(job.ticket().isDone()).as("%s done after close (%s)", job.ticket(), policy).isTrue();
+                if (job.ticket().result().isCancelled()) {
+                    cancelled++;
+                    assertThat(job.f()).containsOnly(SimE2E.SENTINEL);
+                } else {
+                    job.assertGolden();
+                }
+            }
+            if (policy == ShutdownPolicy.DRAIN) {
+                assertThat(cancelled).isZero();
+            }
+            assertThatThrownBy(() -> w.enqueue(CHAIN, new TaskArgs(), CallConfig.DEFAULT))
+                    .isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    // ---- registration --------------------------------------------------------------------------------
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void registeringWhileRunsAreInFlightDoesNotDisturbThem(Variant variant) throws Exception {
+        worker = Worker.builder().variant(variant).build();
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
+        List<Job> jobs = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            jobs.add(enqueueChain(worker, i));
+        }
+        worker.poll();
+        var registration = worker.register(HEAVY, ChipWorkerE2ETest.heavy(N, 2));
+        Job behind = enqueueChain(worker, 9);
+        worker.drain();
+        assertThat(registration).isCompleted();
+        jobs.forEach(Job::assertGolden);
+        behind.assertGolden();
+        float[] x = random(N, 1);
+        float[] y = random(N, 2);
+        float[] z = filled(N);
+        RunTicket t = worker.enqueue(HEAVY, TaskArgs.of(Tensor.of(x), Tensor.of(y), Tensor.of(z)), CallConfig.DEFAULT);
+        worker.drain();
+        assertThat(t.result()).isCompleted();
+        for (int i = 0; i < N; i++) {
+            assertThat(z[i]).isEqualTo(x[i] + y[i]);
+        }
+    }
+}
