@@ -2,8 +2,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/last_error.h"
 #include "device/pto_builtin_kernels.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -682,4 +684,19 @@ int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, Pt
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i, PtoProgramParam *out)
 {
     memcpy(out, view->program + insn->offset + sizeof(PtoSubmitInsn) + (size_t)i * sizeof *out, sizeof *out);
+}
+
+int chip_callable_private_copy(const void *callable, uint32_t total_size, uint8_t **bytes, ChipCallableView *view)
+{
+    *bytes = malloc(total_size);
+    if (*bytes == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_callable: out of host memory");
+    memcpy(*bytes, callable, total_size);
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    if (chip_callable_decode(*bytes, view, msg, sizeof msg) != PTO_OK || view->header.total_size != total_size) {
+        free(*bytes);
+        *bytes = NULL;
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the callable changed while it was being registered");
+    }
+    return PTO_OK;
 }

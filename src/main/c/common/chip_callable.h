@@ -43,6 +43,13 @@ typedef struct ChipCallableView {
  * msg (msg_size bytes, NUL-terminated; CHIP_CALLABLE_MESSAGE_BYTES suffice). */
 int chip_callable_decode(const void *callable, ChipCallableView *view, char *msg, size_t msg_size);
 
+/* A private copy of a callable already validated in the caller's memory (total_size
+ * bytes), decoded again so every later step reads only the copy: *bytes (malloc'ed,
+ * the caller frees it) and *view over it. PTO_ERR_BAD_CALLABLE if the copy no longer
+ * decodes to the same size (the caller's bytes changed meanwhile), PTO_ERR_OUT_OF_MEMORY;
+ * *bytes is NULL on failure. */
+int chip_callable_private_copy(const void *callable, uint32_t total_size, uint8_t **bytes, ChipCallableView *view);
+
 /* Child `index` (< child_count) of a decoded callable, copied out (the callable
  * bytes need not be aligned). */
 void chip_callable_child(const ChipCallableView *view, uint32_t index, ChipCallableChild *out);

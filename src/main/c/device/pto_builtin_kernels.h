@@ -29,11 +29,27 @@
  * PTO_ERR_KERNEL_FAULT naming the task, its func_id and this code). A refusing
  * kernel has written nothing. */
 #define PTO_KERNEL_OK 0
+#include <stdint.h>
+
 #define PTO_KERNEL_ERR_PARAM_COUNT 1    /* wrong number of parameters */
 #define PTO_KERNEL_ERR_VIEW_TOO_SMALL 2 /* an input view is smaller than the output needs */
 #define PTO_KERNEL_ERR_BAD_SIZE 3       /* an f32 view whose byte size is not a multiple of 4 */
 #define PTO_KERNEL_ERR_MISALIGNED 4     /* an f32 view whose address is not 4-byte aligned */
 #define PTO_KERNEL_ERR_BAD_SCALAR 5     /* a scalar parameter is out of range (0 columns, sizes that overflow) */
 #define PTO_KERNEL_ERR_CORE_TYPE 6      /* the kernel runs on the other core type (gemm_tile: AIC only) */
+
+/* What a built-in kernel's refusal code means, for the runtimes' failure messages. */
+static inline const char *pto_kernel_code_meaning(int32_t code)
+{
+    switch (code) {
+    case PTO_KERNEL_ERR_PARAM_COUNT: return "wrong parameter count";
+    case PTO_KERNEL_ERR_VIEW_TOO_SMALL: return "a view is too small";
+    case PTO_KERNEL_ERR_BAD_SIZE: return "a view size is not a multiple of the element size";
+    case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
+    case PTO_KERNEL_ERR_BAD_SCALAR: return "a scalar parameter is out of range";
+    case PTO_KERNEL_ERR_CORE_TYPE: return "the kernel cannot run on this core type";
+    default: return "kernel-specific code";
+    }
+}
 
 #endif

@@ -102,14 +102,12 @@ static void destroy_callable(RuntimeCallable *c)
 static int copy_callable(const void *callable, uint32_t total_size, RuntimeCallable **out)
 {
     RuntimeCallable *c = calloc(1, sizeof *c);
-    if (c == NULL || (c->bytes = malloc(total_size)) == NULL)
+    if (c == NULL)
         goto oom;
-    memcpy(c->bytes, callable, total_size);
-    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    /* decode the copy: it is what every later step reads */
-    if (chip_callable_decode(c->bytes, &c->view, msg, sizeof msg) != PTO_OK || c->view.header.total_size != total_size) {
+    int rc = chip_callable_private_copy(callable, total_size, &c->bytes, &c->view);
+    if (rc != PTO_OK) {
         destroy_callable(c);
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the callable changed while it was being registered");
+        return rc;
     }
     for (uint32_t b = 0; b < PTO_PIPELINE_MAX_DEPTH; b++) {
         HbgWorkspace *ws = calloc(1, sizeof *ws);
@@ -521,19 +519,6 @@ static int copy_back(const HostApi *api, const HbgWorkspace *ws)
     return PTO_OK;
 }
 
-static const char *kernel_code_meaning(int32_t code)
-{
-    switch (code) {
-    case PTO_KERNEL_ERR_PARAM_COUNT: return "wrong parameter count";
-    case PTO_KERNEL_ERR_VIEW_TOO_SMALL: return "a view is too small";
-    case PTO_KERNEL_ERR_BAD_SIZE: return "a view size is not a multiple of the element size";
-    case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
-    case PTO_KERNEL_ERR_BAD_SCALAR: return "a scalar parameter is out of range";
-    case PTO_KERNEL_ERR_CORE_TYPE: return "the kernel cannot run on this core type";
-    default: return "kernel-specific code";
-    }
-}
-
 /* The failed run's error, named from the device's status block. */
 static int describe_failure(const HostApi *api, const HbgRun *h, int execution_rc)
 {
@@ -552,7 +537,7 @@ static int describe_failure(const HostApi *api, const HbgRun *h, int execution_r
                         (unsigned long long)s.task_id, s.func_id, (int)c.name.size,
                         child >= 0 ? chip_callable_blob(&h->callable->view, c.name) : "", s.kernel_code,
                         c.source_kind == PTO_KERNEL_LIBRARY ? "the kernel library's own code"
-                                                            : kernel_code_meaning(s.kernel_code),
+                                                            : pto_kernel_code_meaning(s.kernel_code),
                         s.core_id, (unsigned long long)s.tasks_completed,
                         h->task_count);
     }

@@ -116,14 +116,12 @@ static void destroy_callable(RuntimeCallable *c)
 static int copy_callable(const void *callable, uint32_t total_size, RuntimeCallable **out)
 {
     RuntimeCallable *c = calloc(1, sizeof *c);
-    if (c == NULL || (c->bytes = malloc(total_size)) == NULL)
+    if (c == NULL)
         goto oom;
-    memcpy(c->bytes, callable, total_size);
-    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    /* decode the copy: it is what every later step reads */
-    if (chip_callable_decode(c->bytes, &c->view, msg, sizeof msg) != PTO_OK || c->view.header.total_size != total_size) {
+    int rc = chip_callable_private_copy(callable, total_size, &c->bytes, &c->view);
+    if (rc != PTO_OK) {
         destroy_callable(c);
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the callable changed while it was being registered");
+        return rc;
     }
     for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++)
         if ((c->workspaces[s] = calloc(1, sizeof *c->workspaces[s])) == NULL)
@@ -466,17 +464,6 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
     return rc;
 }
 
-static const char *kernel_code_meaning(int32_t code)
-{
-    switch (code) {
-    case PTO_KERNEL_ERR_PARAM_COUNT: return "wrong parameter count";
-    case PTO_KERNEL_ERR_VIEW_TOO_SMALL: return "a view is too small";
-    case PTO_KERNEL_ERR_BAD_SIZE: return "a view size is not a multiple of the element size";
-    case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
-    default: return "kernel-specific code";
-    }
-}
-
 /* The failed run's error, named from the device's status and work blocks. */
 static int describe_failure(const HostApi *api, const TrbRunState *h, int execution_rc)
 {
@@ -499,7 +486,7 @@ static int describe_failure(const HostApi *api, const TrbRunState *h, int execut
                         "submitted task(s) completed",
                         (unsigned long long)s->task_id, s->func_id, (int)c.name.size,
                         child >= 0 ? chip_callable_blob(v, c.name) : "", s->kernel_code,
-                        kernel_code_meaning(s->kernel_code), s->core_id, done, submitted);
+                        pto_kernel_code_meaning(s->kernel_code), s->core_id, done, submitted);
     }
     case PTO_ERR_TIMEOUT:
         return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout: %llu of %llu submitted task(s) completed", done,
