@@ -2,6 +2,9 @@
  * each forwards to the runner's DeviceResources. */
 #include "platform/runner_resources.h"
 
+#include "common/last_error.h"
+#include "ptorun/pto_runtime_c_api.h"
+
 int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)
 {
     return device_resources_get_retained(runner_device_resources(r), slot, dev, size);
@@ -62,4 +65,22 @@ int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t s
 int runner_release_chip_callable_buffer(Runner *r, void *dev)
 {
     return device_resources_release_callable(runner_device_resources(r), dev);
+}
+
+int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle)
+{
+    *handle = NULL;
+    if (!runner_initialized(r))
+        return pto_fail(PTO_ERR_WRONG_PHASE, "load_host_library: the device is not initialized (simpler_init)");
+    return library_cache_acquire(runner_host_libraries(r), image, size, handle);
+}
+
+int runner_release_host_library(Runner *r, void *handle)
+{
+    return library_cache_release(runner_host_libraries(r), handle);
+}
+
+size_t runner_host_dlopen_count(Runner *r)
+{
+    return library_cache_loads(runner_host_libraries(r));
 }

@@ -446,22 +446,9 @@ static const DeviceResourceOps SIM_RESOURCE_OPS = {
 
 /* ---- host libraries ------------------------------------------------------------------ */
 
-int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle)
+LibraryCache *runner_host_libraries(Runner *r)
 {
-    *handle = NULL;
-    if (!runner_initialized(r))
-        return pto_fail(PTO_ERR_WRONG_PHASE, "load_host_library: the device is not initialized (simpler_init)");
-    return library_cache_acquire(&r->host_libraries, image, size, handle);
-}
-
-int runner_release_host_library(Runner *r, void *handle)
-{
-    return library_cache_release(&r->host_libraries, handle);
-}
-
-size_t runner_host_dlopen_count(Runner *r)
-{
-    return library_cache_loads(&r->host_libraries);
+    return &r->host_libraries;
 }
 
 /* ---- counters ---------------------------------------------------------------------- */
