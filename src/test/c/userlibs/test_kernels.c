@@ -7,7 +7,11 @@
  * Compiled with -ffp-contract=off: a*x + y is one multiply and one add, each
  * rounded, exactly as the Java reference computes it.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdint.h>
+#include <string.h>
+#include <time.h>
 
 #include "ptorun/pto_export.h"
 #include "ptorun/pto_kernel.h"
@@ -19,7 +23,8 @@ enum {
     SAXPY_ERR_VIEW_TOO_SMALL = 2,
     SAXPY_ERR_BAD_SIZE = 3,
     SAXPY_ERR_MISALIGNED = 4,
-    ALWAYS_FAIL_CODE = 7
+    ALWAYS_FAIL_CODE = 7,
+    PACED_COPY_ERR_ARGS = 8
 };
 
 /* saxpy(IN x, INOUT y, SCALAR a): y[i] = a * x[i] + y[i] for n = bytes(y) / 4
@@ -56,4 +61,18 @@ PTO_EXPORT int32_t always_fail(const uint64_t *args, uint32_t nargs, const PtoKe
     (void)nargs;
     (void)k;
     return ALWAYS_FAIL_CODE;
+}
+
+/* paced_copy(IN x, OUT z, SCALAR execute_us): sleeps execute_us (without burning CPU,
+   so a run's execution takes a known time whatever the machine's load), then z = x. */
+PTO_EXPORT int32_t paced_copy(const uint64_t *args, uint32_t nargs, const PtoKernelContext *k)
+{
+    if (nargs != 3 || k->arg_sizes[0] < k->arg_sizes[1])
+        return PACED_COPY_ERR_ARGS;
+    uint64_t us = args[2];
+    struct timespec t = {.tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000L};
+    while (nanosleep(&t, &t) != 0) {
+    }
+    memcpy((void *)(uintptr_t)args[1], (const void *)(uintptr_t)args[0], k->arg_sizes[1]);
+    return 0;
 }

@@ -5,15 +5,20 @@
  * the run's arguments with every tensor's addr already a device address.
  * Only include/ptorun headers: a user library sees nothing else.
  *
- * The callable that embeds it binds func_id 0 to the built-in vadd.
+ * The callable that embeds it binds func_id 0 to the built-in vadd (and, for
+ * paced_copy, func_id 1 to the kernel library's paced_copy).
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdint.h>
+#include <time.h>
 
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_export.h"
 #include "ptorun/pto_orchestration.h"
 
 #define VADD_FUNC_ID 0u
+#define PACED_COPY_FUNC_ID 1u
 
 enum {
     ORCH_ERR_ARGS = 2,           /* not the three tensors this entry expects */
@@ -61,4 +66,29 @@ PTO_EXPORT int failing_orchestration(const PtoOrchApi *api, void *orch, const Ch
         return ORCH_ERR_ARGS;
     int rc = submit_accumulate(api, orch, &args->tensors[1], &args->tensors[2]);
     return rc != 0 ? rc : ORCH_FAILING_CODE;
+}
+
+/* Sleeps without burning CPU, so the pace of a run does not depend on the machine's load. */
+static void sleep_us(uint64_t us)
+{
+    struct timespec t = {.tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000L};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
+
+/* paced_copy(x IN, z OUT, SCALAR prepare_us, SCALAR execute_us): a run with a known
+   pace. The orchestration itself takes prepare_us (hbg runs it in prepare, so the
+   prepare is that heavy), then submits one task of func_id 1 (the kernel library's
+   paced_copy: sleeps execute_us, then z = x). */
+PTO_EXPORT int paced_copy(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    if (args->tensor_count != 2 || args->scalar_count != 2 || args->tensors[0].size < args->tensors[1].size)
+        return ORCH_ERR_ARGS;
+    sleep_us(args->scalars[0]);
+    PtoTaskParam p[3] = {
+        {.direction = PTO_ARG_IN, .value = args->tensors[0].addr, .bytes = args->tensors[1].size},
+        {.direction = PTO_ARG_OUT, .value = args->tensors[1].addr, .bytes = args->tensors[1].size},
+        {.direction = PTO_ARG_SCALAR, .value = args->scalars[1]},
+    };
+    return api->submit(orch, PACED_COPY_FUNC_ID, p, 3);
 }

@@ -44,7 +44,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Progress is made either by the caller ({@link #poll()}, {@link #drain()}) or by one
  * background dispatcher thread per chip ({@link Builder#background(boolean)}), which
- * parks while its chip has nothing to do. Thread-safe: any thread may call any method.
+ * parks while its chip has nothing to do. A run enqueued while its chip's driver waits in
+ * the library on the executing run is prepared at once by the enqueuing thread, so that
+ * it is staged during that execution. Thread-safe: any thread may call any method.
  */
 public final class Worker implements AutoCloseable {
 
@@ -147,24 +149,31 @@ public final class Worker implements AutoCloseable {
      * its result is complete; the tensors' data must stay untouched until the result is
      * complete.
      *
+     * <p>When the chosen chip waits on its executing run and can take a successor, this
+     * thread prepares the run before returning (see the class comment); a prepare failure
+     * goes to the run's future, never to the caller.
+     *
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      * @throws ChipPoisonedException when every chip is poisoned
      * @throws IllegalStateException after close
      */
     public RunTicket enqueue(int callableId, TaskArgs args, CallConfig config) throws InterruptedException {
         checkRunArguments(args, config);
+        RunTicket t;
         admission.lockInterruptibly();
         try {
             while (true) {
                 checkOpenLocked();
                 if (queued < queueCapacity) {
-                    return admitLocked(callableId, args, config);
+                    t = admitLocked(callableId, args, config);
+                    break;
                 }
                 notFull.await();
             }
         } finally {
             admission.unlock();
         }
+        return admitted(t);
     }
 
     /**
@@ -177,12 +186,14 @@ public final class Worker implements AutoCloseable {
             throws InterruptedException {
         checkRunArguments(args, config);
         long nanos = unit.toNanos(timeout);
+        RunTicket t;
         admission.lockInterruptibly();
         try {
             while (true) {
                 checkOpenLocked();
                 if (queued < queueCapacity) {
-                    return Optional.of(admitLocked(callableId, args, config));
+                    t = admitLocked(callableId, args, config);
+                    break;
                 }
                 if (nanos <= 0) {
                     return Optional.empty();
@@ -192,18 +203,44 @@ public final class Worker implements AutoCloseable {
         } finally {
             admission.unlock();
         }
+        return Optional.of(admitted(t));
     }
 
     /** Enqueues a run if the queue has room; never waits. */
     public Optional<RunTicket> tryEnqueue(int callableId, TaskArgs args, CallConfig config) {
         checkRunArguments(args, config);
+        RunTicket t;
         admission.lock();
         try {
             checkOpenLocked();
-            return queued < queueCapacity ? Optional.of(admitLocked(callableId, args, config)) : Optional.empty();
+            if (queued >= queueCapacity) {
+                return Optional.empty();
+            }
+            t = admitLocked(callableId, args, config);
         } finally {
             admission.unlock();
         }
+        return Optional.of(admitted(t));
+    }
+
+    /**
+     * After admission: when the run's chip is parked waiting on its executing run, stage
+     * the new run as its successor on this thread (no lock is waited for). Otherwise the
+     * chip's driver takes it; without this, a run enqueued while the dispatcher waits in
+     * the library would be prepared only after the executing run completed.
+     */
+    private RunTicket admitted(RunTicket t) {
+        Lane lane = laneOf(t);
+        if (lane.awaiting && lane.drive.tryLock()) {
+            try {
+                if (lane.awaiting) {
+                    lane.advance();
+                }
+            } finally {
+                lane.drive.unlock();
+            }
+        }
+        return t;
     }
 
     private static void checkRunArguments(TaskArgs args, CallConfig config) {
@@ -368,12 +405,17 @@ public final class Worker implements AutoCloseable {
 
     /** One entry per chip, in the order of the builder's device ids. */
     public List<ChipHealth> health() {
+        long[] memory = new long[lanes.length];
+        for (int i = 0; i < lanes.length; i++) {
+            memory[i] = lanes[i].committedDeviceMemory(); // a native query: outside the admission lock
+        }
         admission.lock();
         try {
             List<ChipHealth> out = new ArrayList<>(lanes.length);
-            for (Lane lane : lanes) {
+            for (int i = 0; i < lanes.length; i++) {
+                Lane lane = lanes[i];
                 out.add(new ChipHealth(lane.chip.deviceId(), !lane.poisoned && lane.chip.isHealthy(),
-                        lane.outstanding, lane.succeeded, lane.failed));
+                        lane.outstanding, lane.succeeded, lane.failed, memory[i]));
             }
             return out;
         } finally {
@@ -395,13 +437,14 @@ public final class Worker implements AutoCloseable {
         return lanes[0].pool.depth();
     }
 
-    /** Bytes of device memory committed on all chips now (0 for a closed chip). */
+    /**
+     * Bytes of device memory committed on all chips now; for a chip the Worker closed, what
+     * was committed after its last run was finalized, just before the chip was closed.
+     */
     public long committedDeviceMemory() {
         long sum = 0;
         for (Lane lane : lanes) {
-            if (!lane.chip.isClosed()) {
-                sum += lane.chip.committedDeviceMemory();
-            }
+            sum += lane.committedDeviceMemory();
         }
         return sum;
     }
@@ -609,7 +652,10 @@ public final class Worker implements AutoCloseable {
         final ArrayDeque<Object> queue = new ArrayDeque<>();
         final Condition work = admission.newCondition();
         final ReentrantLock drive = new ReentrantLock();
+        final Condition awaitEnded = drive.newCondition();
         volatile boolean poisoned;
+        /** A thread waits in the library on {@link #active} without holding drive (written holding drive). */
+        volatile boolean awaiting;
         Thread dispatcher;
 
         // guarded by admission
@@ -623,6 +669,8 @@ public final class Worker implements AutoCloseable {
         boolean stagingRefused; // the chip refused the successor: stage nothing until active is finalized
         boolean didWork;
         long launches;
+
+        long committedAtClose; // guarded by this Lane's monitor
 
         Lane(ChipWorker chip, int requestedDepth) {
             this.chip = chip;
@@ -684,7 +732,7 @@ public final class Worker implements AutoCloseable {
                     continue;
                 }
                 if (active != null) {
-                    if (!isComplete(active)) {
+                    if (awaiting || !isComplete(active)) {
                         if (successor == null && pipelined && !stagingRefused && !active.config.hasDiagnostics()
                                 && !poisoned) {
                             Object next = takeHead(this, true);
@@ -741,16 +789,34 @@ public final class Worker implements AutoCloseable {
             return 1;
         }
 
-        /** Parks until the active run's execution ended. Holding drive. */
+        /**
+         * Parks in the library until the active run's execution ended. Holding drive, which
+         * is released meanwhile so that another thread can stage the successor (the active
+         * run itself belongs to the awaiting thread: {@link #advance} leaves it alone). A
+         * second thread arriving here waits for the first one instead of awaiting the same
+         * run twice.
+         */
         void awaitActive() {
+            if (awaiting) {
+                awaitEnded.awaitUninterruptibly();
+                return;
+            }
             RunTicket t = active;
+            long end;
+            awaiting = true;
+            drive.unlock();
             try {
                 chip.await(t.run);
             } catch (RuntimeException e) {
                 // finalize reports the run's failure
+            } finally {
+                end = System.nanoTime();
+                drive.lock();
+                awaiting = false;
+                awaitEnded.signalAll();
             }
             if (t.executionEnd == 0) {
-                t.executionEnd = System.nanoTime();
+                t.executionEnd = end;
             }
         }
 
@@ -933,11 +999,24 @@ public final class Worker implements AutoCloseable {
                     + " dispatch_id=" + t.dispatchId() + " was not launched", PtoError.POISONED.code(), "", null);
         }
 
+        /** Now, or as it was just before the Worker closed the chip. */
+        long committedDeviceMemory() {
+            synchronized (this) {
+                if (chip.isClosed()) {
+                    return committedAtClose;
+                }
+                return chip.committedDeviceMemory();
+            }
+        }
+
         void closeChip() {
-            try {
-                chip.close();
-            } catch (RuntimeException e) {
-                LOG.warn("closing device {} failed", chip.deviceId(), e);
+            synchronized (this) { // health() must not query the chip while it closes
+                try {
+                    committedAtClose = chip.isClosed() ? 0 : chip.committedDeviceMemory();
+                    chip.close();
+                } catch (RuntimeException e) {
+                    LOG.warn("closing device {} failed", chip.deviceId(), e);
+                }
             }
             for (AcceptanceWord w : words) {
                 try {
