@@ -890,8 +890,9 @@ public final class Worker implements AutoCloseable {
         }
 
         private void launch(RunTicket t) {
-            if (t.word().isAccepted()) {
-                throw new IllegalStateException("acceptance word set before the launch of " + t.run.identity());
+            if (t.word().isAccepted()) { // the library broke the contract: do not launch, and say so
+                abandon(t, new IllegalStateException("acceptance word set before the launch of " + t.run.identity()));
+                return;
             }
             t.launchStart = System.nanoTime();
             try {
