@@ -380,6 +380,63 @@ class WorkerE2ETest {
         }
     }
 
+    // ---- continuations ---------------------------------------------------------------------------
+
+    /**
+     * User code never runs on a thread that drives a chip: continuations attached before
+     * completion — the future's own non-async methods, {@code allOf} over it, another
+     * future's combinator — run on the callback executor, in background and caller-driven
+     * mode alike; attached after completion they run on the attaching thread. Cancelling
+     * the future does not touch the run.
+     */
+    @Test
+    void continuationsNeverRunOnTheThreadDrivingTheChip() throws Exception {
+        java.util.concurrent.ExecutorService callbacks = java.util.concurrent.Executors.newSingleThreadExecutor(
+                r -> new Thread(r, "test-callbacks"));
+        try {
+            for (boolean background : new boolean[] {true, false}) {
+                try (Worker w = Worker.builder().variant(Variant.parse("a2a3/sim/hbg")).background(background)
+                        .callbackExecutor(callbacks).build()) {
+                    ConcurrentLinkedQueue<String> ran = new ConcurrentLinkedQueue<>();
+                    java.util.concurrent.CompletableFuture<Void> registered = w.register(PACED, paced());
+                    AtomicReference<String> registeredOn = new AtomicReference<>();
+                    // before completion: the callback thread; after (always so in caller-driven mode,
+                    // where register() applies it itself): this thread — never a dispatcher
+                    registered.thenRun(() -> registeredOn.set(Thread.currentThread().getName()));
+                    registered.get(60, TimeUnit.SECONDS);
+                    PacedJob job = enqueuePaced(w, 1, 0, 50_000);
+                    PacedJob cancelledByUser = enqueuePaced(w, 2, 0, 0);
+                    java.util.concurrent.CompletableFuture<RunResult> f = job.ticket().result();
+                    f.thenApply(r -> ran.add("thenApply " + Thread.currentThread().getName()));
+                    f.whenComplete((r, e) -> ran.add("whenComplete " + Thread.currentThread().getName()));
+                    f.exceptionally(e -> null).thenRun(() -> ran.add("derived " + Thread.currentThread().getName()));
+                    java.util.concurrent.CompletableFuture.allOf(f)
+                            .thenRun(() -> ran.add("allOf " + Thread.currentThread().getName()));
+                    new java.util.concurrent.CompletableFuture<Integer>().completeAsync(() -> 1, callbacks)
+                            .thenCombine(f, (a, b) -> ran.add("combined " + Thread.currentThread().getName()));
+                    assertThat(cancelledByUser.ticket().result().cancel(true)).isTrue();
+                    assertThat(w.drain().succeeded()).as("background=%s", background).isEqualTo(2);
+                    f.join();
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                    while (ran.size() < 5 && System.nanoTime() < deadline) {
+                        Thread.sleep(1); // the continuations run on the callback thread
+                    }
+                    assertThat(registeredOn.get()).isIn("test-callbacks", Thread.currentThread().getName());
+                    assertThat(ran).as("background=%s", background).hasSize(5)
+                            .allMatch(entry -> entry.endsWith(" test-callbacks"), "ran on the callback executor");
+                    f.thenRun(() -> ran.add("late " + Thread.currentThread().getName()));
+                    assertThat(ran).contains("late " + Thread.currentThread().getName());
+                    job.assertGolden();
+                    cancelledByUser.assertGolden();
+                    assertThat(cancelledByUser.ticket().isDone()).isTrue();
+                    assertThat(cancelledByUser.ticket().isAccepted()).as("the run went on").isTrue();
+                }
+            }
+        } finally {
+            callbacks.shutdownNow();
+        }
+    }
+
     // ---- back-pressure -------------------------------------------------------------------------------
 
     @Test

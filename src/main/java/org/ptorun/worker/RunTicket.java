@@ -2,6 +2,7 @@ package org.ptorun.worker;
 
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.CallConfig;
 import org.ptorun.NativeRun;
@@ -11,20 +12,22 @@ import org.ptorun.TaskArgs;
 /**
  * One enqueued run: its identity, its chip, its launch acceptance and its result.
  *
- * <p>{@link #result()} completes on the thread that drove the run (a dispatcher thread,
- * or the thread in {@link Worker#poll()} / {@link Worker#drain()}): normally with a
- * {@link RunResult}, exceptionally with the run's {@code PtoRunException} (a
- * {@code ChipPoisonedException} when its chip was poisoned before it ran), or cancelled
- * by {@link Worker#close()} under {@link ShutdownPolicy#CANCEL_QUEUED}. Attach
- * continuations with the {@code ...Async(fn, executor)} methods so that user code never
- * runs on (and never stalls) the thread that drives the chip.
+ * <p>{@link #result()} completes normally with a {@link RunResult}, exceptionally with the
+ * run's {@code PtoRunException} (a {@code ChipPoisonedException} when its chip was poisoned
+ * before it ran), or cancelled by {@link Worker#close()} under
+ * {@link ShutdownPolicy#CANCEL_QUEUED}. User code never runs on the thread that drives the
+ * chip: continuations attached before completion run on the Worker's callback executor
+ * ({@link Worker.Builder#callbackExecutor}), and when anything depends on the future at
+ * completion (also through {@code CompletableFuture.allOf}) the completion itself is
+ * handed to that executor; with no dependents it completes on the driving thread at no
+ * cost. Completing or cancelling the future yourself does not affect the run.
  */
 public final class RunTicket {
 
     private final long runId;
     private final long dispatchId;
     private final int deviceId;
-    private final CompletableFuture<RunResult> result = new CompletableFuture<>();
+    private final WorkerFuture<RunResult> result;
 
     // set at enqueue, read by the chip's driver
     final int callableId;
@@ -52,7 +55,8 @@ public final class RunTicket {
     private volatile boolean acceptedAtFinish;
 
     RunTicket(long runId, long dispatchId, int deviceId, int callableId, TaskArgs args, CallConfig config,
-              long enqueuedAt) {
+              long enqueuedAt, Executor callbacks) {
+        this.result = new WorkerFuture<>(callbacks);
         this.runId = runId;
         this.dispatchId = dispatchId;
         this.deviceId = deviceId;
@@ -100,13 +104,17 @@ public final class RunTicket {
         return finished ? acceptedAtFinish : now;
     }
 
-    /** True once the run's future is complete. */
+    /** True once the Worker finished the run (its future is complete or being completed). */
     public boolean isDone() {
-        return result.isDone();
+        return finished;
     }
 
     /** The run's outcome; see the class comment for the thread it completes on. */
     public CompletableFuture<RunResult> result() {
+        return result;
+    }
+
+    WorkerFuture<RunResult> future() {
         return result;
     }
 

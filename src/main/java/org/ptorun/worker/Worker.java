@@ -7,6 +7,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
@@ -60,6 +63,7 @@ public final class Worker implements AutoCloseable {
     private final boolean background;
     private final ShutdownPolicy shutdownPolicy;
     private final ChipSelection selection;
+    private final Executor callbacks;
 
     /** Guards admission: every lane's queue, the counters, the close state. Never held across a native call. */
     private final ReentrantLock admission = new ReentrantLock();
@@ -84,6 +88,7 @@ public final class Worker implements AutoCloseable {
         this.background = b.background;
         this.shutdownPolicy = b.shutdownPolicy;
         this.selection = b.selection;
+        this.callbacks = b.callbacks;
         this.lanes = new Lane[chips.size()];
         for (int i = 0; i < lanes.length; i++) {
             lanes[i] = new Lane(chips.get(i), b.pipelineDepth);
@@ -136,7 +141,16 @@ public final class Worker implements AutoCloseable {
         if (!background) {
             poll();
         }
-        return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new));
+        WorkerFuture<Void> registered = new WorkerFuture<>(callbacks);
+        CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).whenComplete((v, failure) -> {
+            if (failure == null) {
+                registered.deliver(null);
+            } else {
+                registered.deliverFailure(failure instanceof CompletionException
+                        && failure.getCause() != null ? failure.getCause() : failure);
+            }
+        });
+        return registered;
     }
 
     // ---- admission ----------------------------------------------------------------------------
@@ -258,7 +272,7 @@ public final class Worker implements AutoCloseable {
         Lane lane = selectLocked();
         long dispatchId = nextDispatchId++;
         RunTicket t = new RunTicket(dispatchId, dispatchId, lane.chip.deviceId(), callableId, args, config,
-                System.nanoTime());
+                System.nanoTime(), callbacks);
         lane.queue.add(t);
         lane.outstanding++;
         queued++;
@@ -549,9 +563,9 @@ public final class Worker implements AutoCloseable {
             RunTicket t = (RunTicket) item;
             t.finish(false);
             if (cause == null) {
-                t.result().cancel(false);
+                t.future().deliverCancellation();
             } else {
-                t.result().completeExceptionally(cause);
+                t.future().deliverFailure(cause);
             }
             runFinished(laneOf(t), t, cause != null ? cause : new CancellationException("the Worker closed"));
         }
@@ -951,15 +965,15 @@ public final class Worker implements AutoCloseable {
             }
             Throwable outcome;
             if (succeeded) {
-                t.result().complete(new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
+                t.future().deliver(new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
                         t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, t.executionEnd, t.finalizeStart,
                         t.finalizeEnd)));
                 outcome = null;
             } else if (failure == null) {
-                t.result().cancel(false);
+                t.future().deliverCancellation();
                 outcome = new CancellationException("the Worker closed before the run launched");
             } else {
-                t.result().completeExceptionally(failure);
+                t.future().deliverFailure(failure);
                 outcome = failure;
             }
             runFinished(this, t, outcome);
@@ -1041,8 +1055,19 @@ public final class Worker implements AutoCloseable {
         private ShutdownPolicy shutdownPolicy = ShutdownPolicy.DRAIN;
         private ChipSelection selection = ChipSelection.LEAST_OUTSTANDING;
         private int pipelineDepth = 2;
+        private Executor callbacks = ForkJoinPool.commonPool();
 
         private Builder() {
+        }
+
+        /**
+         * Where continuations of the Worker's futures run when they were attached before
+         * completion (default: {@link ForkJoinPool#commonPool()}); never the thread driving
+         * a chip. See {@link RunTicket#result()}.
+         */
+        public Builder callbackExecutor(Executor executor) {
+            this.callbacks = Objects.requireNonNull(executor, "executor");
+            return this;
         }
 
         public Builder variant(Variant variant) {
