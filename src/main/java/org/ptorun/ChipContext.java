@@ -203,6 +203,8 @@ final class ChipContext {
         checkAcceptance(acceptance);
         NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
         Slot slot = slots[run.slot()];
+        RunEvents.Prepare event = new RunEvents.Prepare();
+        event.begin();
         admit(slot, run, permitsOverlap(config), true);
         int rc = PtoError.FAILED.code();
         String message = null;
@@ -216,6 +218,8 @@ final class ChipContext {
         } finally {
             Reference.reachabilityFence(args);
             Reference.reachabilityFence(acceptance);
+            event.callableId = callableId;
+            event.commitFor(this, run, rc);
             if (rc == 0) {
                 synchronized (phaseLock) {
                     slot.phase = Phase.PREPARED;
@@ -244,9 +248,13 @@ final class ChipContext {
             slot.phase = Phase.LAUNCHING;
             slot.inCall = true;
         }
+        RunEvents.Launch event = new RunEvents.Launch();
+        event.begin();
         int rc;
         try {
             rc = api.launchRun(ctx, slot.storage.address());
+            slot.launchedAt = System.nanoTime();
+            event.commitFor(this, run, rc);
         } catch (RuntimeException | Error e) {
             synchronized (phaseLock) {
                 slot.phase = Phase.PREPARED;
@@ -268,6 +276,9 @@ final class ChipContext {
         // Did the run end (it failed before the marker, or finished), or was the launch
         // refused before it started (claim busy, poisoned)? Only the library knows.
         boolean ended = api.pollRun(ctx, slot.storage.address()) == POLL_COMPLETE;
+        if (ended) {
+            completed(slot, run, rc);
+        }
         synchronized (phaseLock) {
             if (ended) {
                 slot.phase = Phase.REAPED;
@@ -310,6 +321,7 @@ final class ChipContext {
             }
         }
         if (rc == POLL_COMPLETE) {
+            completed(slot, run, 0);
             if (LOG.isDebugEnabled()) {
                 LOG.debug("reaped {} (poll)", run.identity());
             }
@@ -345,6 +357,7 @@ final class ChipContext {
                 slot.inCall = false;
             }
         }
+        completed(slot, run, rc);
         if (LOG.isDebugEnabled()) {
             LOG.debug("reaped {} (await): {}", run.identity(), PtoError.nameOf(rc));
         }
@@ -372,12 +385,15 @@ final class ChipContext {
         String waitMessage = slot.waitMessage;
         int rc = PtoError.FAILED.code();
         String message = null;
+        RunEvents.Finalize event = new RunEvents.Finalize();
+        event.begin();
         try {
             if (previous == Phase.LAUNCHED) {
                 waitRc = api.waitRun(ctx, slot.storage.address());
                 if (waitRc != 0) {
                     waitMessage = lastError();
                 }
+                completed(slot, run, waitRc);
             }
             rc = api.finalizeRun(ctx, slot.storage.address());
             if (rc != 0) {
@@ -391,6 +407,7 @@ final class ChipContext {
             synchronized (phaseLock) {
                 slot.empty();
             }
+            event.commitFor(this, run, rc != 0 ? rc : waitRc);
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("finalized {}: {}", run.identity(), PtoError.nameOf(rc != 0 ? rc : waitRc));
@@ -444,6 +461,15 @@ final class ChipContext {
         }
         if (rc != 0) {
             throw failure("run of callable " + callableId, rc, message, run);
+        }
+    }
+
+    /** The run was seen complete (REAPED): its Completion event. */
+    private void completed(Slot slot, NativeRun run, int code) {
+        RunEvents.Completion event = new RunEvents.Completion();
+        if (event.shouldCommit()) {
+            event.sinceLaunch = System.nanoTime() - slot.launchedAt;
+            event.commitFor(this, run, code);
         }
     }
 
@@ -952,6 +978,7 @@ final class ChipContext {
         boolean inCall;
         long leaseGeneration;
         long runEpoch;
+        long launchedAt; // System.nanoTime() when launch returned: written and read by the run's callers
         int waitResult;
         String waitMessage;
         boolean permitsSuccessor;

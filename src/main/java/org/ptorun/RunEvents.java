@@ -1,0 +1,94 @@
+package org.ptorun;
+
+import jdk.jfr.Category;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+import jdk.jfr.Timespan;
+
+/**
+ * JDK Flight Recorder events of a native run's phases (design/java-api.md, Logging and
+ * observability): {@code org.ptorun.Prepare}, {@code org.ptorun.Launch} and
+ * {@code org.ptorun.Finalize} span their call; {@code org.ptorun.Completion} marks the
+ * moment the run was seen complete, with the time since its launch returned. Every
+ * event carries the run's identity. Disabled (the default without a recording) they
+ * cost a few branches: the JIT removes the event objects.
+ */
+final class RunEvents {
+
+    private RunEvents() {
+    }
+
+    /** The identity every run event carries. */
+    @Category({"ptorun", "Run"})
+    @StackTrace(false)
+    abstract static class RunEvent extends Event {
+        @Label("Variant")
+        String variant;
+
+        @Label("Device Id")
+        int deviceId;
+
+        @Label("Pipeline Slot")
+        int slot;
+
+        @Label("Run Id")
+        long runId;
+
+        @Label("Dispatch Id")
+        long dispatchId;
+
+        @Label("Run Epoch")
+        @Description("Process-unique epoch of the run (0 for an unleased blocking run)")
+        long runEpoch;
+
+        @Label("Result")
+        @Description("OK, or the name of the native error code")
+        String result;
+
+        /** Commits if the recording wants it; the fields are filled only then. */
+        final void commitFor(ChipContext chip, NativeRun run, int code) {
+            if (shouldCommit()) {
+                variant = chip.variant().toString();
+                deviceId = chip.deviceId();
+                slot = run.slot();
+                runId = run.runId();
+                dispatchId = run.dispatchId();
+                runEpoch = run.runEpoch();
+                result = code == 0 ? "OK" : PtoError.nameOf(code);
+                commit();
+            }
+        }
+    }
+
+    @Name("org.ptorun.Prepare")
+    @Label("Native Run Prepare")
+    static final class Prepare extends RunEvent {
+        @Label("Callable Id")
+        int callableId;
+    }
+
+    @Name("org.ptorun.Launch")
+    @Label("Native Run Launch")
+    @Description("From the launch call until the run crossed its launch marker (or failed before it)")
+    static final class Launch extends RunEvent {
+    }
+
+    @Name("org.ptorun.Completion")
+    @Label("Native Run Completion")
+    @Description("The run was seen complete (poll, await or finalize)")
+    static final class Completion extends RunEvent {
+        @Label("Since Launch")
+        @Description("From the end of the launch call to the moment the run was seen complete")
+        @Timespan(Timespan.NANOSECONDS)
+        long sinceLaunch;
+    }
+
+    @Name("org.ptorun.Finalize")
+    @Label("Native Run Finalize")
+    @Description("Drain, copy-back and release of the run")
+    static final class Finalize extends RunEvent {
+    }
+}
