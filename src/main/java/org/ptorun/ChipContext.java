@@ -203,8 +203,7 @@ final class ChipContext {
         checkAcceptance(acceptance);
         NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
         Slot slot = slots[run.slot()];
-        RunEvents.Prepare event = new RunEvents.Prepare();
-        event.begin();
+        RunEvents.Prepare event = RunEvents.beginPrepare();
         admit(slot, run, permitsOverlap(config), true);
         int rc = PtoError.FAILED.code();
         String message = null;
@@ -218,8 +217,10 @@ final class ChipContext {
         } finally {
             Reference.reachabilityFence(args);
             Reference.reachabilityFence(acceptance);
-            event.callableId = callableId;
-            event.commitFor(this, run, rc);
+            if (event != null) {
+                event.callableId = callableId;
+                event.commitFor(this, run, rc);
+            }
             if (rc == 0) {
                 synchronized (phaseLock) {
                     slot.phase = Phase.PREPARED;
@@ -248,13 +249,12 @@ final class ChipContext {
             slot.phase = Phase.LAUNCHING;
             slot.inCall = true;
         }
-        RunEvents.Launch event = new RunEvents.Launch();
-        event.begin();
+        RunEvents.Launch event = RunEvents.beginLaunch();
         int rc;
         try {
             rc = api.launchRun(ctx, slot.storage.address());
             slot.launchedAt = System.nanoTime();
-            event.commitFor(this, run, rc);
+            RunEvents.commit(event, this, run, rc);
         } catch (RuntimeException | Error e) {
             synchronized (phaseLock) {
                 slot.phase = Phase.PREPARED;
@@ -385,8 +385,7 @@ final class ChipContext {
         String waitMessage = slot.waitMessage;
         int rc = PtoError.FAILED.code();
         String message = null;
-        RunEvents.Finalize event = new RunEvents.Finalize();
-        event.begin();
+        RunEvents.Finalize event = RunEvents.beginFinalize();
         try {
             if (previous == Phase.LAUNCHED) {
                 waitRc = api.waitRun(ctx, slot.storage.address());
@@ -407,7 +406,7 @@ final class ChipContext {
             synchronized (phaseLock) {
                 slot.empty();
             }
-            event.commitFor(this, run, rc != 0 ? rc : waitRc);
+            RunEvents.commit(event, this, run, rc != 0 ? rc : waitRc);
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("finalized {}: {}", run.identity(), PtoError.nameOf(rc != 0 ? rc : waitRc));
@@ -466,8 +465,8 @@ final class ChipContext {
 
     /** The run was seen complete (REAPED): its Completion event. */
     private void completed(Slot slot, NativeRun run, int code) {
-        RunEvents.Completion event = new RunEvents.Completion();
-        if (event.shouldCommit()) {
+        RunEvents.Completion event = RunEvents.completion();
+        if (event != null) {
             event.sinceLaunch = System.nanoTime() - slot.launchedAt;
             event.commitFor(this, run, code);
         }
