@@ -678,6 +678,125 @@ TEST(query_from_another_thread_races_drain_safely)
     runner_destroy(r);
 }
 
+/* ---- runner_execute: the caller runs the first participation ---------------- */
+
+static struct {
+    pthread_t ran_on[MAX_TASKS];
+    volatile int32_t *word;   /* the acceptance word of the run in progress */
+    int32_t word_seen;        /* what the first kernel saw in it */
+} inline_run;
+
+static int32_t thread_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
+{
+    (void)args, (void)nargs;
+    inline_run.ran_on[ctx->task_id] = pthread_self();
+    if (ctx->task_id == 0)
+        inline_run.word_seen = *inline_run.word;
+    return 0;
+}
+
+static int32_t slow_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
+{
+    (void)args, (void)nargs;
+    inline_run.ran_on[ctx->task_id] = pthread_self();
+    pthread_mutex_lock(&k.lock);
+    k.ran[ctx->task_id]++;
+    pthread_mutex_unlock(&k.lock);
+    sleep_ms(30);
+    return 0;
+}
+
+TEST(execute_runs_a_short_run_on_the_calling_thread_after_the_marker)
+{
+    Runner *r = test_sim_runner();
+    HandTask t[2] = { { thread_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                      { thread_kernel, PTO_CORE_AIC, 2, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 4, 10000, &g), 0);
+    volatile int32_t word = 0;
+    LaunchSignal s;
+    launch_signal_init(&s, &word, 9);
+    inline_run.word = &word;
+    inline_run.word_seen = 0;
+    RunExec exec;
+    CHECK_EQ_INT(runner_execute(r, &exec, 0, &g.launch, &s), PTO_OK);
+    /* no device thread was needed: both tasks ran here, after the marker */
+    CHECK(pthread_equal(inline_run.ran_on[0], pthread_self()));
+    CHECK(pthread_equal(inline_run.ran_on[1], pthread_self()));
+    CHECK_EQ_INT(inline_run.word_seen, 9);
+    CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(status_of(&g)->tasks_completed, 2);
+    launch_signal_destroy(&s);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+TEST(execute_times_a_run_out_on_the_device_while_the_caller_runs_it)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    /* a chain on one AICPU thread: every task runs on the caller, so only the
+     * device's own deadline check can stop it */
+    HandTask t[4] = { { slow_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+                      { slow_kernel, PTO_CORE_AIV, 2, { 2, -1, -1, -1 } },
+                      { slow_kernel, PTO_CORE_AIV, 3, { 3, -1, -1, -1 } },
+                      { slow_kernel, PTO_CORE_AIV, 4, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 4, 1, 1, 50, &g), 0);
+    RunExec exec;
+    CHECK_EQ_INT(runner_execute(r, &exec, 0, &g.launch, NULL), PTO_ERR_TIMEOUT);
+    CHECK_CONTAINS(pto_last_error(), "exceeded its timeout of 50 ms");
+    CHECK(pthread_equal(inline_run.ran_on[0], pthread_self()));
+    CHECK_EQ_INT(k.ran[3], 0);
+    CHECK(status_of(&g)->tasks_completed >= 2 && status_of(&g)->tasks_completed <= 3);
+    CHECK_EQ_INT(status_of(&g)->error_code, PTO_ERR_TIMEOUT);
+    free_graph(r, &g);
+    /* the device is usable again */
+    reset_kernels();
+    CHECK_EQ_INT(build_graph(r, t + 3, 1, 1, 1, 10000, &g), 0);
+    CHECK_EQ_INT(runner_execute(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(k.ran[0], 1);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
+typedef struct Execution {
+    Runner *r;
+    HandGraph *g;
+    int rc;
+} Execution;
+
+static void *execute_in_thread(void *arg)
+{
+    Execution *e = arg;
+    RunExec exec;
+    e->rc = runner_execute(e->r, &exec, 0, &e->g->launch, NULL);
+    return NULL;
+}
+
+TEST(execute_hands_parallel_work_to_device_threads)
+{
+    Runner *r = test_sim_runner();
+    reset_kernels();
+    /* two independent tasks that only return together: the caller's
+     * participation blocks in one, so a device thread must run the other */
+    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, NO_CONSUMERS },
+                      { blocking_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
+    HandGraph g;
+    CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
+    Execution e = { r, &g, -1 };
+    pthread_t th;
+    pthread_create(&th, NULL, execute_in_thread, &e);
+    wait_blocked(2);
+    release_kernels();
+    pthread_join(th, NULL);
+    CHECK_EQ_INT(e.rc, PTO_OK);
+    CHECK_EQ_INT(k.ran[0], 1);
+    CHECK_EQ_INT(k.ran[1], 1);
+    free_graph(r, &g);
+    runner_destroy(r);
+}
+
 static void *release_soon(void *arg)
 {
     (void)arg;

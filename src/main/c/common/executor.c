@@ -68,10 +68,7 @@ static void finish_job(ExecutorJob *job, int rc)
 static void run_job(ExecutorJob *job)
 {
     pto_clear_error();
-    int rc = runner_enqueue(job->runner, job->exec, job->slot, job->launch, job->signal);
-    if (rc == PTO_OK)
-        rc = runner_drain(job->runner, job->exec);
-    finish_job(job, rc);
+    finish_job(job, runner_execute(job->runner, job->exec, job->slot, job->launch, job->signal));
 }
 
 static void *executor_thread(void *arg)

@@ -106,7 +106,12 @@ typedef struct PtoDeviceStatus {
                                  nothing more; the value is the error it records when
                                  tasks are left (the sim writes PTO_ERR_TIMEOUT) */
     uint32_t finished;        /* 1 once the run has ended */
-    uint64_t reserved[3];
+    uint64_t deadline_ns;     /* host -> device: 0, or a CLOCK_MONOTONIC instant after
+                                 which the executor acts as on stop_request =
+                                 PTO_ERR_TIMEOUT (the sim sets it: its first
+                                 participation may run on the thread that would
+                                 otherwise time the run out) */
+    uint64_t reserved[2];
 } PtoDeviceStatus;
 
 /* ---- the argument block ---------------------------------------------------- */

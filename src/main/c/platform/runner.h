@@ -115,4 +115,11 @@ int runner_query(Runner *r, RunExec *exec);
  * device's result (0, or the first error the device reported). */
 int runner_drain(Runner *r, RunExec *exec);
 
+/* The executor's job: runner_enqueue, then (on success) runner_drain, on the
+ * calling thread. A platform may do more on that thread than the two calls would
+ * — the sim runs the run's first device participation on it, so a short run
+ * costs no hand-off to a device thread and none back — but the marker, the
+ * rollback and the result are exactly those of enqueue then drain. */
+int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal);
+
 #endif

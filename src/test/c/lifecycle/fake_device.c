@@ -254,6 +254,12 @@ int runner_drain(Runner *r, RunExec *exec)
     return PTO_OK;
 }
 
+int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+{
+    int rc = runner_enqueue(r, exec, slot, launch, signal);
+    return rc == PTO_OK ? runner_drain(r, exec) : rc;
+}
+
 /* ======================= runtime (runtime/runtime.h) ======================== */
 
 struct RuntimeCallable {

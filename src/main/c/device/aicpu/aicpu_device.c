@@ -6,6 +6,7 @@
  */
 #include "device/aicpu/aicpu_device.h"
 
+#include "common/spin_wait.h"
 #include "device/aicpu/aicpu_work.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_export.h"
@@ -68,8 +69,13 @@ void aicpu_record_error(AicpuDevice *d, int32_t code, int32_t kernel_code, uint6
 
 void aicpu_check_stop_request(AicpuDevice *d, int work_left)
 {
-    int32_t reason = __atomic_load_n(&d->args->status.stop_request, __ATOMIC_ACQUIRE);
-    if (reason != 0 && !d->stopping && work_left)
+    if (d->stopping || !work_left)
+        return;
+    const PtoDeviceStatus *s = &d->args->status;
+    int32_t reason = __atomic_load_n(&s->stop_request, __ATOMIC_ACQUIRE);
+    if (reason == 0 && s->deadline_ns != 0 && pto_monotonic_ns() >= s->deadline_ns)
+        reason = PTO_ERR_TIMEOUT;
+    if (reason != 0)
         aicpu_record_error(d, reason, 0, 0, 0, 0);
 }
 

@@ -981,3 +981,11 @@ int runner_drain(Runner *r, RunExec *exec)
     pthread_mutex_unlock(&r->lock);
     return rc;
 }
+
+/* The driver runs the whole launch on its own threads: nothing to do here beyond
+ * the two calls. */
+int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+{
+    int rc = runner_enqueue(r, exec, slot, launch, signal);
+    return rc == PTO_OK ? runner_drain(r, exec) : rc;
+}

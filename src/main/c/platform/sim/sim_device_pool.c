@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/last_error.h"
+#include "common/spin_wait.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define MAX_PARTICIPATIONS 32u
@@ -29,6 +31,7 @@ struct SimDevicePool {
     uint32_t pending;             /* granted, not yet started */
     int closed;                   /* a participation returned DONE: start no more */
     int finished;                 /* closed and none running */
+    _Atomic uint64_t finished_id; /* the last finished launch, read without the lock by waiters' spin */
     PtoAicpuHooks hooks;
 };
 
@@ -43,8 +46,27 @@ static void maybe_finish(SimDevicePool *p)
     if (p->closed && p->running_mask == 0 && !p->finished) {
         p->finished = 1;
         p->pending = 0;
+        atomic_store_explicit(&p->finished_id, p->launch_id, memory_order_release);
         pthread_cond_broadcast(&p->done_cond);
     }
+}
+
+/* Runs participation `index` (already marked running) of the current launch;
+ * called and returns with the lock held, which it drops around the entry. */
+static void participate(SimDevicePool *p, uint32_t index)
+{
+    PtoAicpuEntryFn entry = p->entry;
+    uint64_t args_dev = p->args_dev;
+    uint32_t n = p->participations;
+    pthread_mutex_unlock(&p->lock);
+
+    int32_t rc = entry(args_dev, index, n, &p->hooks);
+
+    pthread_mutex_lock(&p->lock);
+    p->running_mask &= ~(1u << index);
+    if (rc != PTO_AICPU_IDLE)
+        p->closed = 1;
+    maybe_finish(p);
 }
 
 static void *device_thread(void *arg)
@@ -62,21 +84,17 @@ static void *device_thread(void *arg)
         p->pending--;
         uint32_t index = lowest_free_index(p->running_mask);
         p->running_mask |= 1u << index;
-        PtoAicpuEntryFn entry = p->entry;
-        uint64_t args_dev = p->args_dev;
-        uint32_t n = p->participations;
-        pthread_mutex_unlock(&p->lock);
-
-        int32_t rc = entry(args_dev, index, n, &p->hooks);
-
-        pthread_mutex_lock(&p->lock);
-        p->running_mask &= ~(1u << index);
-        if (rc != PTO_AICPU_IDLE)
-            p->closed = 1;
-        maybe_finish(p);
+        participate(p, index);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
+}
+
+void sim_device_pool_run_first(SimDevicePool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    participate(p, 0);
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* PtoAicpuHooks.request_threads: grants what idle threads and free indices allow. */
@@ -170,7 +188,7 @@ uint32_t sim_device_pool_thread_count(const SimDevicePool *p)
 }
 
 int sim_device_pool_launch(SimDevicePool *p, PtoAicpuEntryFn entry, uint64_t args_dev, uint32_t participations,
-                           uint64_t *launch_id)
+                           int caller_runs_first, uint64_t *launch_id)
 {
     if (participations < 1 || participations > MAX_PARTICIPATIONS)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "sim device: %u AICPU threads requested, 1..%u supported",
@@ -185,12 +203,17 @@ int sim_device_pool_launch(SimDevicePool *p, PtoAicpuEntryFn entry, uint64_t arg
     p->entry = entry;
     p->args_dev = args_dev;
     p->participations = participations;
-    p->running_mask = 0;
     p->closed = 0;
     p->finished = 0;
-    p->pending = 1;
     *launch_id = p->launch_id;
-    pthread_cond_signal(&p->work_cond);
+    if (caller_runs_first) {
+        p->running_mask = 1u; /* index 0, the caller's */
+        p->pending = 0;
+    } else {
+        p->running_mask = 0;
+        p->pending = 1;
+        pthread_cond_signal(&p->work_cond);
+    }
     pthread_mutex_unlock(&p->lock);
     return PTO_OK;
 }
@@ -216,8 +239,25 @@ static struct timespec deadline_after(uint32_t ms)
     return t;
 }
 
+typedef struct LaunchRef {
+    SimDevicePool *pool;
+    uint64_t launch_id;
+} LaunchRef;
+
+static int launch_finished(const void *arg)
+{
+    const LaunchRef *ref = arg;
+    return atomic_load_explicit(&ref->pool->finished_id, memory_order_acquire) >= ref->launch_id;
+}
+
 int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_ms)
 {
+    /* a launch ending within the spin budget costs no sleep/wake pair */
+    if (launch_id != UINT64_MAX) {
+        LaunchRef ref = {p, launch_id};
+        if (pto_spin_until(launch_finished, &ref))
+            return PTO_OK;
+    }
     struct timespec deadline = deadline_after(timeout_ms);
     int rc = PTO_OK;
     pthread_mutex_lock(&p->lock);

@@ -1,9 +1,10 @@
 /* The simulated device's threads: a small pool of persistent OS threads (one
  * per online CPU by default) that run the AICPU entry's participations of one
  * launch at a time, parked on a condition variable when there is nothing to
- * run. A launch starts with one participation (one wake); the executor asks
- * for more through PtoAicpuHooks when it has parallel work, and the thread
- * that ends the launch wakes its waiter (one wake). */
+ * run. A launch starts with one participation, run by a device thread (one
+ * wake) or by the launching thread itself (none); the executor asks for more
+ * through PtoAicpuHooks when it has parallel work, and the thread that ends the
+ * launch wakes its waiter unless the waiter's bounded spin catches it. */
 #ifndef PTORUN_SIM_DEVICE_POOL_H
 #define PTORUN_SIM_DEVICE_POOL_H
 
@@ -23,9 +24,15 @@ uint32_t sim_device_pool_thread_count(const SimDevicePool *p);
 
 /* Starts a launch of `participations` (1..32) logical AICPU threads of `entry`
  * on args_dev and returns its id. PTO_ERR_BUSY (message recorded) while the
- * previous launch has not finished. The work is handed over when this returns. */
+ * previous launch has not finished. The work is handed over when this returns:
+ * its first participation to a device thread, or, with caller_runs_first, to
+ * the caller, who must then call sim_device_pool_run_first. */
 int sim_device_pool_launch(SimDevicePool *p, PtoAicpuEntryFn entry, uint64_t args_dev, uint32_t participations,
-                           uint64_t *launch_id);
+                           int caller_runs_first, uint64_t *launch_id);
+
+/* Runs the current launch's first participation on the calling thread (after a
+ * launch with caller_runs_first): a short run ends here with no thread woken. */
+void sim_device_pool_run_first(SimDevicePool *p);
 
 /* Non-zero once the launch has finished (never blocks). */
 int sim_device_pool_finished(SimDevicePool *p, uint64_t launch_id);

@@ -16,6 +16,7 @@
 #include "common/library_cache.h"
 #include "common/env.h"
 #include "common/last_error.h"
+#include "common/spin_wait.h"
 #include "device/pto_device_abi.h"
 #include "platform/runner.h"
 #include "platform/runner_resources.h"
@@ -502,9 +503,10 @@ static int check_launch(Runner *r, const DeviceLaunch *launch)
                         sizeof(PtoAicpuArgs));
 }
 
-int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+/* runner_enqueue; with caller_runs_first the launch's first participation waits
+ * for this thread (sim_device_pool_run_first) instead of a device thread. */
+static int enqueue(Runner *r, RunExec *exec, const DeviceLaunch *launch, LaunchSignal *signal, int caller_runs_first)
 {
-    (void)slot; /* the sim has no per-slot streams */
     SimRunExec *x = sim_exec(exec);
     memset(x, 0, sizeof *x);
     int rc;
@@ -517,7 +519,10 @@ int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
     } else if ((rc = check_launch(r, launch)) == PTO_OK) {
         if (r->fail_enqueue_after > 0)
             r->fail_enqueue_after--;
-        rc = sim_device_pool_launch(r->pool, r->aicpu_entry, launch->args_dev, launch->aicpu_threads, &x->launch_id);
+        PtoAicpuArgs *args = (PtoAicpuArgs *)(uintptr_t)launch->args_dev;
+        args->status.deadline_ns = pto_monotonic_ns() + (uint64_t)launch->timeout_ms * 1000000u;
+        rc = sim_device_pool_launch(r->pool, r->aicpu_entry, launch->args_dev, launch->aicpu_threads,
+                                    caller_runs_first, &x->launch_id);
     }
     pthread_mutex_unlock(&r->lock);
     if (rc != PTO_OK) {
@@ -533,6 +538,22 @@ int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
     if (signal != NULL)
         launch_signal_publish(signal);
     return PTO_OK;
+}
+
+int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+{
+    (void)slot; /* the sim has no per-slot streams */
+    return enqueue(r, exec, launch, signal, 0);
+}
+
+int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+{
+    (void)slot;
+    int rc = enqueue(r, exec, launch, signal, 1);
+    if (rc != PTO_OK)
+        return rc;
+    sim_device_pool_run_first(r->pool);
+    return runner_drain(r, exec);
 }
 
 int runner_query(Runner *r, RunExec *exec)
