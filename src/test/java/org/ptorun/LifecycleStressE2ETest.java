@@ -175,7 +175,7 @@ class LifecycleStressE2ETest {
             float[] fa = random(N, 77);
             float[] fb = random(N, 78);
             float[] ff = filled(N);
-            NativeRun foreign = other.prepare(CHAIN, ChipWorkerE2ETest.chainArgs(fa, fb, ff), CallConfig.DEFAULT,
+            NativeRun foreign = other.prepare(CHAIN, ChipWorkerE2ETest.chainArgs(fa, fb, ff), STRESS_CONFIG,
                     PipelineSlotLease.of(0, 1), 1_000_000, 1_000_000, null);
 
             long start = System.nanoTime();
@@ -198,9 +198,10 @@ class LifecycleStressE2ETest {
             stress.assertEveryRefusalWasExercised(chip.supportsConcurrentPrepare());
 
             System.out.printf("ptorun: %s ChipWorker stress, seed %d: %d runs from %d threads in %.2f s"
-                            + " (%d abandoned, %d steps on a thread other than the previous step's);"
+                            + " (%d staged behind a running predecessor, %d abandoned,"
+                            + " %d steps on a thread other than the previous step's);"
                             + " refusals %s; native threads %s%n",
-                    variant, seed, stress.total, THREADS, elapsed / 1e9, stress.abandoned.get(),
+                    variant, seed, stress.total, THREADS, elapsed / 1e9, stress.staged.get(), stress.abandoned.get(),
                     stress.threadChanges.get(), stress.refusalCounts(), warm.counts());
 
             NativeRun finalizedToken = stress.lastToken;
@@ -213,8 +214,8 @@ class LifecycleStressE2ETest {
             assertThatThrownBy(() -> chip.prepare(CHAIN, ChipWorkerE2ETest.chainArgs(fa, fb, filled(N)),
                     CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 1, 1, null))
                     .isExactlyInstanceOf(IllegalStateException.class);
-            assertThat(NativeThreads.now().minus(before).total()).as("native threads of the chips left after close (ptorun threads before: %s)", before)
-                    .isZero();
+            assertThat(NativeThreads.now().minus(before).total())
+                    .as("native threads of the chips left after close (ptorun threads before: %s)", before).isZero();
             if (variant.platform() == Variant.Platform.ONBOARD) {
                 assertThat(DRIVER.stats()).as("emulated driver accounting after close").isEqualTo(driverBefore);
             }
@@ -398,6 +399,8 @@ class LifecycleStressE2ETest {
         final List<Thread> threads = new ArrayList<>();
         final AtomicLongArray refusals = new AtomicLongArray(Refusal.values().length);
         final AtomicInteger abandoned = new AtomicInteger();
+        /** Runs prepared while their predecessor was launched: staged successors. */
+        final AtomicInteger staged = new AtomicInteger();
         final AtomicInteger threadChanges = new AtomicInteger();
         final AtomicLongArray stepsPerThread = new AtomicLongArray(THREADS * Step.values().length);
         final CountDownLatch done = new CountDownLatch(1);
@@ -500,6 +503,9 @@ class LifecycleStressE2ETest {
                 }
             }
             if (canStart()) {
+                if (!inFlight.isEmpty()) {
+                    staged.incrementAndGet();
+                }
                 StressRun r = new StressRun(started++, Plan.draw(plans.split()));
                 inFlight.addLast(r);
                 dispatch(r);
@@ -737,6 +743,11 @@ class LifecycleStressE2ETest {
         }
 
         void assertEveryRefusalWasExercised(boolean staging) {
+            if (staging) {
+                assertThat(staged.get()).as("successors staged while their predecessor ran").isPositive();
+            } else {
+                assertThat(staged.get()).as("no staging without a concurrent prepare").isZero();
+            }
             for (Refusal r : Refusal.values()) {
                 if (r == Refusal.EARLY_SUCCESSOR_LAUNCH && !staging) {
                     assertThat(refusals.get(r.ordinal())).as("%s without staging", r).isZero();
@@ -945,13 +956,12 @@ class LifecycleStressE2ETest {
         static final String EMULATED_DRIVER = "ptorun-emudrv";
         static final List<String> NAMES = List.of(EXECUTOR, SIM_DEVICE, EMULATED_DRIVER);
         /**
-         * The emulated driver's threads per device at most: its 64 participation threads
-         * (emudrv.h EMU_MAX_PARTICIPATION_THREADS, all started by the device's first launch)
-         * and one engine per stream with work at once — a launch puts work on two streams
-         * (AICore and AICPU, platform/onboard launch_both) and launches of a chip never
-         * overlap (the execution claim).
+         * The emulated driver's threads per device at most (emudrv.h): 64 participation
+         * threads (EMU_MAX_PARTICIPATION_THREADS, all started by the device's first launch)
+         * and 64 stream engines (EMU_MAX_ENGINES, started when more streams have work than
+         * engines are idle; in practice two or three).
          */
-        static final int EMULATED_DRIVER_PER_DEVICE = 64 + 2;
+        static final int EMULATED_DRIVER_PER_DEVICE = 64 + 64;
 
         static NativeThreads now() {
             Map<String, Set<Long>> byName = new TreeMap<>();
@@ -984,10 +994,10 @@ class LifecycleStressE2ETest {
          * warm-up: the executor and sim device threads are exactly the same threads (they
          * start with the context and live as long as it). The emulated driver starts its
          * threads on demand — participation threads at a device's first launch, a stream
-         * engine whenever more streams have work than engines idle — so the warm-up may
-         * have needed one engine fewer than the stress: every thread of the baseline is
-         * still there (none ended or was replaced) and the count stays within the
-         * driver's bound per device.
+         * engine whenever more streams have work than engines are idle — and keeps them
+         * until the device closes, so the stress may have needed an engine the warm-up did
+         * not: every thread of the baseline is still there (none ended or was replaced)
+         * and the count stays within the driver's caps per device.
          */
         void assertSameAs(NativeThreads baseline, int devices, String when) {
             assertThat(ids(EXECUTOR)).as("%s: executor threads (baseline %s)", when, baseline)
