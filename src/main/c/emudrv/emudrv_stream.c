@@ -26,6 +26,10 @@
 
 /* ---- threads ------------------------------------------------------------- */
 
+/* what /proc/self/task/<tid>/comm shows for engines and participation threads alike,
+ * so tests and operators can count the driver's threads */
+#define EMU_THREAD_NAME "ptorun-emudrv"
+
 static void *engine_main(void *arg);
 static void *participation_main(void *arg);
 
@@ -33,6 +37,8 @@ static int spawn(PtoDrvDevice *dev, void *(*main)(void *), pthread_t *slot)
 {
     if (pthread_create(slot, NULL, main, dev) != 0)
         return -1;
+    /* named here, not by the thread itself, so the name is set when spawn returns */
+    pthread_setname_np(*slot, EMU_THREAD_NAME);
     atomic_fetch_add(&emu_counters.threads, 1);
     return 0;
 }

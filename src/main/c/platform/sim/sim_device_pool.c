@@ -12,6 +12,8 @@
 #include "ptorun/pto_runtime_c_api.h"
 
 #define MAX_PARTICIPATIONS 32u
+/* what /proc/self/task/<tid>/comm shows, so tests and operators can count them */
+#define SIM_DEVICE_THREAD_NAME "ptorun-simdev"
 
 struct SimDevicePool {
     pthread_mutex_t lock;         /* guards everything below */
@@ -148,6 +150,8 @@ int sim_device_pool_create(uint32_t threads, SimDevicePool **out)
             return pto_fail(PTO_ERR_FAILED, "sim device: cannot start device thread %u of %u", i, threads);
         }
         p->thread_count = i + 1;
+        /* named here, not by the thread itself, so the name is set when create returns */
+        pthread_setname_np(p->threads[i], SIM_DEVICE_THREAD_NAME);
     }
     *out = p;
     return PTO_OK;

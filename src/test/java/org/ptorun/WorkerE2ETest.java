@@ -47,11 +47,11 @@ import org.ptorun.worker.Worker;
  */
 class WorkerE2ETest {
 
-    private static final int CHAIN = 1;
+    static final int CHAIN = 1;
     private static final int HEAVY = 2;
     private static final int FAULT = 3;
-    private static final int PACED = 4;
-    private static final int N = 64;
+    static final int PACED = 4;
+    static final int N = 64;
     private static final EmulatedDriver DRIVER = EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
 
     private Worker worker;
@@ -77,13 +77,13 @@ class WorkerE2ETest {
     }
 
     /** One run of the chain with its inputs and output. */
-    private record Job(RunTicket ticket, float[] a, float[] b, float[] f) {
+    record Job(RunTicket ticket, float[] a, float[] b, float[] f) {
         void assertGolden() {
             assertBitExact(f, ChipWorkerE2ETest.reference(a, b));
         }
     }
 
-    private static Job enqueueChain(Worker w, long seed) throws InterruptedException {
+    static Job enqueueChain(Worker w, long seed) throws InterruptedException {
         float[] a = random(N, seed);
         float[] b = random(N, seed + 1_000_003);
         float[] f = filled(N);
@@ -265,7 +265,7 @@ class WorkerE2ETest {
      * Sleeping rather than computing keeps the pace independent of the machine's load,
      * so comparing two configurations measured in the same run is meaningful.
      */
-    private static ChipCallable paced() {
+    static ChipCallable paced() {
         return ChipCallable.builder()
                 .signature(IN, OUT, SCALAR, SCALAR)
                 .child(1, CoreType.AIV, Kernel.fromLibrary(SimE2E.kernelLibrary(), "paced_copy"))
@@ -273,13 +273,13 @@ class WorkerE2ETest {
                 .build();
     }
 
-    private record PacedJob(RunTicket ticket, float[] x, float[] z) {
+    record PacedJob(RunTicket ticket, float[] x, float[] z) {
         void assertGolden() {
             assertBitExact(z, x);
         }
     }
 
-    private static PacedJob enqueuePaced(Worker w, long seed, long prepareMicros, long executeMicros)
+    static PacedJob enqueuePaced(Worker w, long seed, long prepareMicros, long executeMicros)
             throws InterruptedException {
         float[] x = random(N, seed);
         float[] z = filled(N);
