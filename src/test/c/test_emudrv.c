@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/pto_device_abi.h"
 #include "ptest.h"
@@ -788,6 +789,25 @@ TEST(emudrv_a_stream_per_run_costs_no_thread_per_run)
             CHECK(stats_now().threads <= threads);
     }
     CHECK_EQ_INT(API->close_device(dev), PTO_DRV_OK);
+}
+
+TEST(emudrv_a_wide_core_launch_starts_no_more_threads_than_cpus)
+{
+    PtoEmuStats base = stats_now();
+    PtoDrvDevice *dev = open_dev(25);
+    Images im = load_images(dev);
+    PtoDrvStream *s = new_stream(dev);
+    uint64_t a = dev_alloc(dev, 64);
+    /* 64 independent core calls: the launch completes only once every one returned */
+    for (int round = 0; round < 20; round++)
+        CHECK_EQ_INT(API->launch(s, im.aicore, PTO_AICORE_ENTRY_SYMBOL, a, 64), PTO_DRV_OK);
+    CHECK_EQ_INT(API->stream_synchronize(s, 10000), PTO_DRV_OK);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* one engine for the stream, and participation threads up to the CPUs */
+    CHECK(stats_now().threads - base.threads <= (uint64_t)(cpus < 1 ? 1 : cpus) + 1);
+    CHECK_EQ_INT(API->stream_destroy(s), PTO_DRV_OK);
+    CHECK_EQ_INT(API->close_device(dev), PTO_DRV_OK);
+    CHECK_STATS(stats_now(), base);
 }
 
 TEST(emudrv_an_idle_driver_burns_no_cpu)

@@ -126,6 +126,7 @@ struct PtoDrvDevice {
     uint32_t engine_count, engines_idle;
     EmuOp *job_head, *job_tail;
     uint32_t parts_unclaimed;
+    uint32_t threads_wanted;        /* sum of threads_to_wake over the launches in progress */
     pthread_t part_threads[EMU_MAX_PARTICIPATION_THREADS];
     uint32_t part_thread_count, part_threads_idle;
 };

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "device/pto_device_abi.h"
 #include "emudrv/emudrv.h"
@@ -135,6 +136,20 @@ static int execute_transfer(PtoDrvDevice *dev, EmuOp *op)
     return op->fail;
 }
 
+/* How many participation threads a launch wakes. AICPU participations run at
+   once (idle ones park inside the executor until the run ends); core entries
+   are independent calls, so more threads than CPUs would only queue for them —
+   the woken threads take the remaining cores in turn. Waking exactly these
+   (never broadcasting) keeps a launch from stirring every idle thread. */
+static uint32_t threads_to_wake(const EmuOp *op)
+{
+    if (op->aicpu)
+        return op->block_dim;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t limit = cpus < 1 ? 1u : (uint32_t)cpus;
+    return op->block_dim < limit ? op->block_dim : limit;
+}
+
 /* A launch (dev->lock held): waits for its image to be free, hands block_dim
    participations to the participation threads and waits for all to return.
    Returns the error the stream takes (0 none). */
@@ -162,7 +177,11 @@ static int execute_launch(PtoDrvDevice *dev, PtoDrvStream *s, EmuOp *op)
         dev->job_head = op;
     dev->job_tail = op;
     dev->parts_unclaimed += op->block_dim;
-    while (dev->part_threads_idle < dev->parts_unclaimed && dev->part_thread_count < EMU_MAX_PARTICIPATION_THREADS &&
+    /* threads busy with another launch come back for this one when done, so
+       the pool only grows to what the launches in progress want together */
+    uint32_t wake = threads_to_wake(op);
+    dev->threads_wanted += wake;
+    while (dev->part_thread_count < dev->threads_wanted && dev->part_thread_count < EMU_MAX_PARTICIPATION_THREADS &&
            spawn(dev, participation_main, &dev->part_threads[dev->part_thread_count]) == 0)
         dev->part_thread_count++;
     if (dev->part_thread_count == 0) {
@@ -170,14 +189,17 @@ static int execute_launch(PtoDrvDevice *dev, PtoDrvStream *s, EmuOp *op)
            the only job, since any other job would have a thread */
         dev->job_head = dev->job_tail = NULL;
         dev->parts_unclaimed = 0;
+        dev->threads_wanted -= wake;
         img->busy = 0;
         pthread_cond_broadcast(&dev->launch_cond);
         return PTO_DRV_ERR_STREAM;
     }
     op->started = 1;
-    pthread_cond_broadcast(&dev->part_cond);
+    for (uint32_t i = 0; i < wake; i++)
+        pthread_cond_signal(&dev->part_cond);
     while (op->parts_left > 0)
         pthread_cond_wait(&dev->launch_cond, &dev->lock);
+    dev->threads_wanted -= wake;
     img->busy = 0;
     pthread_cond_broadcast(&dev->launch_cond);
     return op->core_failed ? PTO_DRV_ERR_STREAM : op->fail;
