@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/chip_callable.h"
+#include "common/last_error.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "test_callable.h"
@@ -591,4 +592,47 @@ TEST(builtin_kernel_names_are_known_exactly)
     CHECK(!pto_builtin_kernel_known("vad", 3));
     CHECK(!pto_builtin_kernel_known("vaddx", 5));
     CHECK(!pto_builtin_kernel_known("malloc", 6));
+}
+
+/* Found by the fuzz target (src/test/fuzz, docs/hardening.md): a caller that
+   grows the header's total_size between registration's validation and its
+   private copy made the decoder trust the new size and read past the copy,
+   which holds only the validated bytes (a heap overflow under the asan target).
+   Here the changed header also moves the program past those bytes. The copy
+   must be refused for its changed total_size before it is decoded. The
+   regression input is corpus/chip_callable/regress-private-copy-total-size-grew. */
+TEST(private_copy_refuses_a_total_size_changed_after_validation)
+{
+    uint32_t size;
+    uint8_t *valid = base_callable(&size);
+    ChipCallableView v;
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    CHECK_EQ_INT(chip_callable_decode(valid, &v, msg, sizeof msg), PTO_OK);
+
+    uint8_t *changed = malloc(size); /* exactly the validated bytes, as the caller holds them */
+    memcpy(changed, valid, size);
+    ChipCallableHeader h;
+    memcpy(&h, changed, sizeof h);
+    h.orchestration.offset = (size + 7u) & ~7u;
+    h.orchestration.size = 64;
+    h.total_size = h.orchestration.offset + h.orchestration.size;
+    memcpy(changed, &h, sizeof h);
+
+    uint8_t *copy = changed; /* must come back NULL */
+    ChipCallableView copy_view;
+    CHECK_EQ_INT(chip_callable_private_copy(changed, size, &copy, &copy_view), PTO_ERR_BAD_CALLABLE);
+    CHECK(copy == NULL);
+    CHECK_EQ_INT(copy_view.header.total_size, 0);
+    CHECK_CONTAINS(pto_last_error(), "total_size changed");
+
+    /* the unchanged bytes still copy */
+    CHECK_EQ_INT(chip_callable_private_copy(valid, size, &copy, &copy_view), PTO_OK);
+    CHECK(copy != NULL && memcmp(copy, valid, size) == 0);
+    CHECK_EQ_INT(copy_view.header.total_size, size);
+    free(copy);
+    /* too few bytes for a header: refused without reading any */
+    CHECK_EQ_INT(chip_callable_private_copy(valid, 8, &copy, &copy_view), PTO_ERR_BAD_CALLABLE);
+    CHECK(copy == NULL);
+    free(changed);
+    free(valid);
 }

@@ -688,12 +688,30 @@ void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn
 
 int chip_callable_private_copy(const void *callable, uint32_t total_size, uint8_t **bytes, ChipCallableView *view)
 {
+    memset(view, 0, sizeof *view);
+    *bytes = NULL;
+    if (total_size < sizeof(ChipCallableHeader))
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: %u bytes cannot hold the %zu-byte header",
+                        total_size, sizeof(ChipCallableHeader));
     *bytes = malloc(total_size);
     if (*bytes == NULL)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_callable: out of host memory");
     memcpy(*bytes, callable, total_size);
+    /* The decoder trusts the header's total_size. If the caller changed it after
+       validation, the copy holds fewer bytes than it claims: decoding it would
+       read past the copy, so such a copy is refused before it is decoded. */
+    uint32_t copied_total;
+    memcpy(&copied_total, *bytes + offsetof(ChipCallableHeader, total_size), sizeof copied_total);
+    if (copied_total != total_size) {
+        free(*bytes);
+        *bytes = NULL;
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "register_callable: the callable's total_size changed from %u to %u while it was being "
+                        "registered",
+                        total_size, copied_total);
+    }
     char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    if (chip_callable_decode(*bytes, view, msg, sizeof msg) != PTO_OK || view->header.total_size != total_size) {
+    if (chip_callable_decode(*bytes, view, msg, sizeof msg) != PTO_OK) {
         free(*bytes);
         *bytes = NULL;
         return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the callable changed while it was being registered");
