@@ -561,6 +561,64 @@ TEST(decoder_checks_program_nesting_and_locals)
     }
 }
 
+/* Found by fuzz_chip_callable's differential invariant (registration accepts
+   => the interpreter runs the program): a local allocated only inside a LOOP of
+   count 0 and used after it was accepted, and every run then refused it ("uses
+   local tensor 0 before its ALLOC_TENSOR has executed"). Registration now
+   refuses it, as the Java Program builder does; a use that never runs either
+   stays fine. Regression input: corpus/chip_callable/regress-local-allocated-in-zero-trip-loop. */
+static void local_allocated_only_in_a_zero_trip_loop(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 0);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+static void local_of_a_zero_trip_loop_used_only_inside_it(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 0);
+    tcb_alloc(b, 0, 64);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_of_a_zero_trip_loop_used_in_another(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 0);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_loop(b, 5);
+    tcb_loop(b, 0);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_of_a_running_loop_used_after_it(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 2);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+
+TEST(decoder_refuses_a_local_whose_alloc_never_runs_before_a_use_that_does)
+{
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    CHECK_EQ_INT(decode_program(local_allocated_only_in_a_zero_trip_loop, msg), PTO_ERR_BAD_CALLABLE);
+    CHECK_CONTAINS(msg, "instruction 5 param 0 uses local tensor 0, whose ALLOC_TENSOR (instruction 3) is inside a "
+                        "LOOP of count 0 and never runs");
+    CHECK_EQ_INT(decode_program(local_of_a_zero_trip_loop_used_only_inside_it, msg), PTO_OK);
+    CHECK_EQ_INT(decode_program(local_of_a_zero_trip_loop_used_in_another, msg), PTO_OK);
+    CHECK_EQ_INT(decode_program(local_of_a_running_loop_used_after_it, msg), PTO_OK);
+}
+
 TEST(decoder_limits_names_to_128_bytes)
 {
     TestCallableBuilder b;
