@@ -390,9 +390,9 @@ static void check_acceptance(const uint8_t *bytes, uint32_t n, const ChipCallabl
    bytes any more: it may read n bytes of them and nothing past its own copy. */
 static void check_private_copy_of_changed_bytes(const uint8_t *data, size_t size)
 {
-    if (size < HEADER_BYTES || size > PADDED_LIMIT)
+    if (size == 0 || size > PADDED_LIMIT)
         return;
-    uint32_t n = (uint32_t)size;
+    uint32_t n = (uint32_t)size; /* fewer than a header's bytes must be refused unread */
     uint8_t *bytes = malloc(n);
     FUZZ_CHECK(bytes != NULL, "out of memory%s", "");
     memcpy(bytes, data, n);
