@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/chip_callable.h"
+#include "common/last_error.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "test_callable.h"
@@ -560,6 +561,64 @@ TEST(decoder_checks_program_nesting_and_locals)
     }
 }
 
+/* Found by fuzz_chip_callable's differential invariant (registration accepts
+   => the interpreter runs the program): a local allocated only inside a LOOP of
+   count 0 and used after it was accepted, and every run then refused it ("uses
+   local tensor 0 before its ALLOC_TENSOR has executed"). Registration now
+   refuses it, as the Java Program builder does; a use that never runs either
+   stays fine. Regression input: corpus/chip_callable/regress-local-allocated-in-zero-trip-loop. */
+static void local_allocated_only_in_a_zero_trip_loop(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 0);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+static void local_of_a_zero_trip_loop_used_only_inside_it(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 0);
+    tcb_alloc(b, 0, 64);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_of_a_zero_trip_loop_used_in_another(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 0);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_loop(b, 5);
+    tcb_loop(b, 0);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void local_of_a_running_loop_used_after_it(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_loop(b, 2);
+    tcb_alloc(b, 0, 64);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
+}
+
+TEST(decoder_refuses_a_local_whose_alloc_never_runs_before_a_use_that_does)
+{
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    CHECK_EQ_INT(decode_program(local_allocated_only_in_a_zero_trip_loop, msg), PTO_ERR_BAD_CALLABLE);
+    CHECK_CONTAINS(msg, "instruction 5 param 0 uses local tensor 0, whose ALLOC_TENSOR (instruction 3) is inside a "
+                        "LOOP of count 0 and never runs");
+    CHECK_EQ_INT(decode_program(local_of_a_zero_trip_loop_used_only_inside_it, msg), PTO_OK);
+    CHECK_EQ_INT(decode_program(local_of_a_zero_trip_loop_used_in_another, msg), PTO_OK);
+    CHECK_EQ_INT(decode_program(local_of_a_running_loop_used_after_it, msg), PTO_OK);
+}
+
 TEST(decoder_limits_names_to_128_bytes)
 {
     TestCallableBuilder b;
@@ -591,4 +650,47 @@ TEST(builtin_kernel_names_are_known_exactly)
     CHECK(!pto_builtin_kernel_known("vad", 3));
     CHECK(!pto_builtin_kernel_known("vaddx", 5));
     CHECK(!pto_builtin_kernel_known("malloc", 6));
+}
+
+/* Found by the fuzz target (src/test/fuzz, docs/hardening.md): a caller that
+   grows the header's total_size between registration's validation and its
+   private copy made the decoder trust the new size and read past the copy,
+   which holds only the validated bytes (a heap overflow under the asan target).
+   Here the changed header also moves the program past those bytes. The copy
+   must be refused for its changed total_size before it is decoded. The
+   regression input is corpus/chip_callable/regress-private-copy-total-size-grew. */
+TEST(private_copy_refuses_a_total_size_changed_after_validation)
+{
+    uint32_t size;
+    uint8_t *valid = base_callable(&size);
+    ChipCallableView v;
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    CHECK_EQ_INT(chip_callable_decode(valid, &v, msg, sizeof msg), PTO_OK);
+
+    uint8_t *changed = malloc(size); /* exactly the validated bytes, as the caller holds them */
+    memcpy(changed, valid, size);
+    ChipCallableHeader h;
+    memcpy(&h, changed, sizeof h);
+    h.orchestration.offset = (size + 7u) & ~7u;
+    h.orchestration.size = 64;
+    h.total_size = h.orchestration.offset + h.orchestration.size;
+    memcpy(changed, &h, sizeof h);
+
+    uint8_t *copy = changed; /* must come back NULL */
+    ChipCallableView copy_view;
+    CHECK_EQ_INT(chip_callable_private_copy(changed, size, &copy, &copy_view), PTO_ERR_BAD_CALLABLE);
+    CHECK(copy == NULL);
+    CHECK_EQ_INT(copy_view.header.total_size, 0);
+    CHECK_CONTAINS(pto_last_error(), "total_size changed");
+
+    /* the unchanged bytes still copy */
+    CHECK_EQ_INT(chip_callable_private_copy(valid, size, &copy, &copy_view), PTO_OK);
+    CHECK(copy != NULL && memcmp(copy, valid, size) == 0);
+    CHECK_EQ_INT(copy_view.header.total_size, size);
+    free(copy);
+    /* too few bytes for a header: refused without reading any */
+    CHECK_EQ_INT(chip_callable_private_copy(valid, 8, &copy, &copy_view), PTO_ERR_BAD_CALLABLE);
+    CHECK(copy == NULL);
+    free(changed);
+    free(valid);
 }

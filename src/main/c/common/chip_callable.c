@@ -285,12 +285,25 @@ typedef struct ProgramWalk {
     Nesting nest;
     uint64_t loop_count[PTO_PROGRAM_MAX_LOOP_DEPTH]; /* trip counts of the open loops, outermost first */
     uint8_t allocated[PTO_PROGRAM_MAX_LOCALS]; /* local id -> allocated earlier in the text */
+    /* local id -> the instruction index of its ALLOC_TENSOR when a LOOP of count 0
+       encloses it (it never runs), else NO_ALLOC_SKIPPED */
+    uint32_t alloc_skipped[PTO_PROGRAM_MAX_LOCALS];
     uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
     /* the SCOPE_BEGIN (instruction index) whose end frees the local; NO_SCOPE: the run's end */
     uint32_t local_scope[PTO_PROGRAM_MAX_LOCALS];
 } ProgramWalk;
 
 #define NO_SCOPE UINT32_MAX
+#define NO_ALLOC_SKIPPED UINT32_MAX
+
+/* Non-zero when an enclosing LOOP has count 0: the instruction never runs. */
+static int never_runs(const ProgramWalk *w)
+{
+    for (uint32_t d = 0; d < w->nest.loops; d++)
+        if (w->loop_count[d] == 0)
+            return 1;
+    return 0;
+}
 
 /* Position in the nesting stack of the innermost open SCOPE_BEGIN, or -1. */
 static int innermost_scope(const Nesting *n)
@@ -395,6 +408,13 @@ static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *
             if (!w->allocated[p->index])
                 return fail(d, "instruction %u param %u uses local tensor %u before its ALLOC_TENSOR", insn, i,
                             p->index);
+            /* the run executes this use but never that ALLOC_TENSOR: every run would
+               refuse it, so registration does (a use that never runs is fine) */
+            if (w->alloc_skipped[p->index] != NO_ALLOC_SKIPPED && !never_runs(w))
+                return fail(d,
+                            "instruction %u param %u uses local tensor %u, whose ALLOC_TENSOR (instruction %u) is "
+                            "inside a LOOP of count 0 and never runs",
+                            insn, i, p->index, w->alloc_skipped[p->index]);
             if (w->local_scope[p->index] != NO_SCOPE && !scope_open(&w->nest, w->local_scope[p->index]))
                 return fail(d,
                             "instruction %u param %u uses local tensor %u after the scope that frees it (SCOPE_BEGIN "
@@ -516,6 +536,7 @@ static int note_alloc(Decoder *d, ProgramWalk *w, const PtoAllocInsn *a, uint32_
                         "run; allocate it outside the repeated scope",
                         index, a->local_id, n->insn[scope], n->insn[k]);
     w->allocated[a->local_id] = 1;
+    w->alloc_skipped[a->local_id] = never_runs(w) ? index : NO_ALLOC_SKIPPED;
     w->local_bytes[a->local_id] = a->bytes;
     w->local_scope[a->local_id] = scope >= 0 ? n->insn[scope] : NO_SCOPE;
     return PTO_OK;
@@ -688,12 +709,30 @@ void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn
 
 int chip_callable_private_copy(const void *callable, uint32_t total_size, uint8_t **bytes, ChipCallableView *view)
 {
+    memset(view, 0, sizeof *view);
+    *bytes = NULL;
+    if (total_size < sizeof(ChipCallableHeader))
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: %u bytes cannot hold the %zu-byte header",
+                        total_size, sizeof(ChipCallableHeader));
     *bytes = malloc(total_size);
     if (*bytes == NULL)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_callable: out of host memory");
     memcpy(*bytes, callable, total_size);
+    /* The decoder trusts the header's total_size. If the caller changed it after
+       validation, the copy holds fewer bytes than it claims: decoding it would
+       read past the copy, so such a copy is refused before it is decoded. */
+    uint32_t copied_total;
+    memcpy(&copied_total, *bytes + offsetof(ChipCallableHeader, total_size), sizeof copied_total);
+    if (copied_total != total_size) {
+        free(*bytes);
+        *bytes = NULL;
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "register_callable: the callable's total_size changed from %u to %u while it was being "
+                        "registered",
+                        total_size, copied_total);
+    }
     char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    if (chip_callable_decode(*bytes, view, msg, sizeof msg) != PTO_OK || view->header.total_size != total_size) {
+    if (chip_callable_decode(*bytes, view, msg, sizeof msg) != PTO_OK) {
         free(*bytes);
         *bytes = NULL;
         return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: the callable changed while it was being registered");

@@ -46,8 +46,9 @@ int chip_callable_decode(const void *callable, ChipCallableView *view, char *msg
 /* A private copy of a callable already validated in the caller's memory (total_size
  * bytes), decoded again so every later step reads only the copy: *bytes (malloc'ed,
  * the caller frees it) and *view over it. PTO_ERR_BAD_CALLABLE if the copy no longer
- * decodes to the same size (the caller's bytes changed meanwhile), PTO_ERR_OUT_OF_MEMORY;
- * *bytes is NULL on failure. */
+ * decodes to the same size (the caller's bytes changed meanwhile; a changed total_size
+ * is refused before the copy is decoded, so nothing past total_size is ever read),
+ * PTO_ERR_OUT_OF_MEMORY; *bytes is NULL and *view zeroed on failure. */
 int chip_callable_private_copy(const void *callable, uint32_t total_size, uint8_t **bytes, ChipCallableView *view);
 
 /* Child `index` (< child_count) of a decoded callable, copied out (the callable

@@ -1,0 +1,120 @@
+#include "fuzz_orch.h"
+
+#include <string.h>
+
+#include "common/last_error.h"
+#include "fuzz_common.h"
+
+void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCallableView *view,
+                    uint64_t submit_budget, uint64_t alloc_limit)
+{
+    memset(o, 0, sizeof *o);
+    o->args = args;
+    o->view = view;
+    o->submit_budget = submit_budget;
+    o->alloc_limit = alloc_limit;
+}
+
+/* [value, value + bytes) inside r; computed without wrap-around. */
+static int inside(const FuzzRange *r, uint64_t value, uint64_t bytes)
+{
+    unsigned __int128 end = (unsigned __int128)value + bytes;
+    return value >= r->addr && end <= (unsigned __int128)r->addr + r->bytes;
+}
+
+static int view_is_known(const FuzzOrch *o, uint64_t value, uint64_t bytes)
+{
+    for (int32_t i = 0; i < o->args->tensor_count; i++) {
+        FuzzRange r = { o->args->tensors[i].addr, o->args->tensors[i].size };
+        if (inside(&r, value, bytes))
+            return 1;
+    }
+    for (uint32_t i = 0; i < o->local_count; i++)
+        if (inside(&o->locals[i], value, bytes))
+            return 1;
+    return 0;
+}
+
+static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+{
+    FuzzOrch *o = orch;
+    FUZZ_CHECK(n <= PTO_MAX_TASK_PARAMS, "submit with %u params", n);
+    FUZZ_CHECK(n == 0 || params != NULL, "submit with %u params and a NULL array", n);
+    if (o->view != NULL)
+        FUZZ_CHECK(chip_callable_child_of(o->view, func_id) >= 0, "submit of func_id %u, not a child", func_id);
+    for (uint32_t i = 0; i < n; i++) {
+        const PtoTaskParam *p = &params[i];
+        FUZZ_CHECK(p->direction <= PTO_ARG_INOUT, "param %u has direction %u", i, p->direction);
+        FUZZ_CHECK(p->reserved == 0, "param %u reserved %u", i, p->reserved);
+        if (p->direction == PTO_ARG_SCALAR)
+            FUZZ_CHECK(p->bytes == 0, "scalar param %u carries %llu bytes", i, (unsigned long long)p->bytes);
+        else
+            FUZZ_CHECK(view_is_known(o, p->value, p->bytes),
+                       "param %u (func_id %u) view [0x%llx, +%llu) lies in no argument tensor and no local", i,
+                       func_id, (unsigned long long)p->value, (unsigned long long)p->bytes);
+    }
+    if (o->submitted == o->submit_budget) {
+        o->budget_hit = 1;
+        return pto_fail(PTO_ERR_CAPACITY, "fuzz: submit budget of %llu tasks reached",
+                        (unsigned long long)o->submit_budget);
+    }
+    o->submitted++;
+    return PTO_OK;
+}
+
+static uint64_t fake_alloc_tensor(void *orch, uint64_t bytes)
+{
+    FuzzOrch *o = orch;
+    /* each local id is allocated at most once per run */
+    FUZZ_CHECK(o->local_count < PTO_PROGRAM_MAX_LOCALS, "more than %u alloc_tensor calls in one run",
+               PTO_PROGRAM_MAX_LOCALS);
+    if (bytes > o->alloc_limit) {
+        o->alloc_refused = 1;
+        pto_fail(PTO_ERR_OUT_OF_MEMORY, "fuzz: %llu bytes refused", (unsigned long long)bytes);
+        return 0;
+    }
+    FuzzRange *r = &o->locals[o->local_count];
+    r->addr = FUZZ_LOCAL_BASE + o->local_count * FUZZ_LOCAL_STRIDE;
+    r->bytes = bytes;
+    o->local_count++;
+    return r->addr;
+}
+
+static int fake_scope_begin(void *orch)
+{
+    FuzzOrch *o = orch;
+    o->scope_depth++;
+    FUZZ_CHECK(o->scope_depth <= PTO_PROGRAM_MAX_SCOPE_DEPTH, "scopes nested %u deep", o->scope_depth);
+    return PTO_OK;
+}
+
+static int fake_scope_end(void *orch)
+{
+    FuzzOrch *o = orch;
+    FUZZ_CHECK(o->scope_depth > 0, "scope_end without an open scope%s", "");
+    o->scope_depth--;
+    return PTO_OK;
+}
+
+static int fake_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
+{
+    (void)orch, (void)dev_addr, (void)dst, (void)n;
+    FUZZ_CHECK(0, "the program interpreter called read_tensor%s", "");
+    return PTO_ERR_FAILED;
+}
+
+static int fake_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint64_t n)
+{
+    (void)orch, (void)dev_addr, (void)src, (void)n;
+    FUZZ_CHECK(0, "the program interpreter called write_tensor%s", "");
+    return PTO_ERR_FAILED;
+}
+
+const PtoOrchApi fuzz_orch_api = {
+    .submit = fake_submit,
+    .alloc_tensor = fake_alloc_tensor,
+    .scope_begin = fake_scope_begin,
+    .scope_end = fake_scope_end,
+    .read_tensor = fake_read_tensor,
+    .write_tensor = fake_write_tensor,
+};

@@ -1,0 +1,53 @@
+/*
+ * A recording PtoOrchApi for the fuzz targets that run the program interpreter
+ * (pto_program_orchestrate). It checks every call the interpreter makes:
+ * each tensor parameter is a view inside one of the run's argument tensors or
+ * inside a local the interpreter allocated through it, scalars carry no bytes,
+ * directions are known, scopes never close more than they opened, and (with a
+ * decoded callable) every func_id is a child of it. read_tensor/write_tensor
+ * abort: the interpreter never calls them.
+ *
+ * Work is bounded: submit returns PTO_ERR_CAPACITY once `submit_budget` tasks
+ * were accepted (the interpreter must hand that code back unchanged), and an
+ * alloc_tensor of more than `alloc_limit` bytes returns 0.
+ */
+#ifndef PTORUN_FUZZ_ORCH_H
+#define PTORUN_FUZZ_ORCH_H
+
+#include <stdint.h>
+
+#include "common/chip_callable.h"
+#include "ptorun/pto_orchestration.h"
+
+/* Where the fake hands out local tensors: far above any argument tensor the
+   targets place (so a view of a local is never mistaken for an argument's). */
+#define FUZZ_LOCAL_BASE 0x4000000000000000ull
+#define FUZZ_LOCAL_STRIDE 0x1000ull
+
+typedef struct FuzzRange {
+    uint64_t addr, bytes;
+} FuzzRange;
+
+typedef struct FuzzOrch {
+    /* set by the target */
+    const ChipStorageTaskArgs *args;
+    const ChipCallableView *view;     /* NULL: func_ids are not checked */
+    uint64_t submit_budget;
+    uint64_t alloc_limit;
+    /* recorded */
+    uint64_t submitted;
+    int budget_hit;                   /* submit returned PTO_ERR_CAPACITY */
+    int alloc_refused;                /* alloc_tensor returned 0 */
+    uint32_t local_count;
+    FuzzRange locals[PTO_PROGRAM_MAX_LOCALS];
+    uint32_t scope_depth;
+} FuzzOrch;
+
+/* The api table over a FuzzOrch passed as `orch`. */
+extern const PtoOrchApi fuzz_orch_api;
+
+/* Ready for one interpreter run. */
+void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCallableView *view,
+                    uint64_t submit_budget, uint64_t alloc_limit);
+
+#endif
