@@ -104,6 +104,7 @@ int hbg_graph_add_range(HbgGraph *g, uint64_t lo, uint64_t hi)
     c->lo = lo;
     c->hi = hi;
     c->writers.count = c->readers.count = 0;
+    c->writers.max_len = c->readers.max_len = 0;
     return PTO_OK;
 }
 
@@ -175,12 +176,27 @@ static void sort_deps(HbgGraph *g)
     }
 }
 
+/* The first item of the sorted list starting at or after `at`. */
+static uint32_t first_from(const HbgAccessList *list, uint64_t at)
+{
+    uint32_t a = 0, b = list->count;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (list->items[mid].lo < at)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
 /* Every access in `list` overlapping [lo, hi) becomes a producer of `task`. */
 static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
 {
-    for (uint32_t i = 0; i < list->count; i++) {
+    uint64_t from = lo > list->max_len ? lo - list->max_len : 0;
+    for (uint32_t i = first_from(list, from); i < list->count && list->items[i].lo < hi; i++) {
         const HbgAccess *a = &list->items[i];
-        if (a->lo < hi && lo < a->hi) {
+        if (lo < a->hi) {
             int rc = add_dep(g, a->task, task);
             if (rc != PTO_OK)
                 return rc;
@@ -189,21 +205,38 @@ static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t l
     return PTO_OK;
 }
 
+/* Removes the accesses lying inside [lo, hi): a write there supersedes them. */
 static void drop_covered(HbgAccessList *list, uint64_t lo, uint64_t hi)
 {
-    uint32_t out = 0;
-    for (uint32_t i = 0; i < list->count; i++)
-        if (!(list->items[i].lo >= lo && list->items[i].hi <= hi))
+    uint32_t begin = first_from(list, lo), out = begin, i = begin;
+    for (; i < list->count && list->items[i].lo < hi; i++)
+        if (list->items[i].hi > hi)
             list->items[out++] = list->items[i];
-    list->count = out;
+    if (out == i)
+        return;
+    memmove(&list->items[out], &list->items[i], (size_t)(list->count - i) * sizeof *list->items);
+    list->count -= i - out;
+    if (list->count == 0)
+        list->max_len = 0;
 }
 
+/* Inserts in lo order (after equal los: the order among them does not matter,
+ * dependencies are sets). Submissions usually go up the addresses: an append. */
 static int record_access(HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
 {
     int rc = RESERVE(list->items, list->cap, (uint64_t)list->count + 1);
-    if (rc == PTO_OK)
-        list->items[list->count++] = (HbgAccess){ lo, hi, task };
-    return rc;
+    if (rc != PTO_OK)
+        return rc;
+    uint32_t at = list->count;
+    if (at > 0 && list->items[at - 1].lo > lo) {
+        at = first_from(list, lo + 1);
+        memmove(&list->items[at + 1], &list->items[at], (size_t)(list->count - at) * sizeof *list->items);
+    }
+    list->items[at] = (HbgAccess){ lo, hi, task };
+    list->count++;
+    if (hi - lo > list->max_len)
+        list->max_len = hi - lo;
+    return PTO_OK;
 }
 
 static int is_tensor(uint32_t direction)

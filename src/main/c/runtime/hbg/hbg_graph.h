@@ -31,9 +31,13 @@ typedef struct HbgAccess {
     uint32_t task;
 } HbgAccess;
 
+/* Sorted by lo; max_len bounds hi - lo over the items, so the items that can
+ * overlap [lo, hi) all start in [lo - max_len, hi): a binary search finds them
+ * without scanning the list (tiles of one tensor: O(log n) per access). */
 typedef struct HbgAccessList {
     HbgAccess *items;
     uint32_t count, cap;
+    uint64_t max_len;
 } HbgAccessList;
 
 typedef struct HbgAliasClass {
