@@ -1,0 +1,93 @@
+package org.ptorun.bench;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import org.ptorun.ChipWorker;
+import org.ptorun.HostRuntime;
+import org.ptorun.Variant;
+
+/**
+ * P6, a soak rather than a JMH benchmark: {@code runs} trivial runs (one {@code noop}
+ * task) through one {@link ChipWorker}, after a warm-up of {@code runs / 10}.
+ * <ul>
+ *   <li>resident memory: {@code VmRSS} of /proc/self/status after the warm-up, then
+ *       every 1/20 of the runs; reports the final and the largest growth;</li>
+ *   <li>committed device memory: read after every finalize and compared with the value
+ *       after the first one (arenas are committed by the first run and kept); reports
+ *       how many reads differed.</li>
+ * </ul>
+ * Run it in a JVM whose heap cannot grow ({@code -Xms = -Xmx}, {@code -XX:+AlwaysPreTouch}),
+ * so resident-memory growth means native memory (BenchSuite does). Prints one line
+ * {@code P6 key=value ...} that BenchSuite reads.
+ *
+ * <pre>java ... org.ptorun.bench.TrivialRunSoak [runs] [variant]</pre>
+ */
+public final class TrivialRunSoak {
+
+    private static final int SAMPLES = 20;
+
+    private TrivialRunSoak() {
+    }
+
+    public static void main(String[] args) {
+        long runs = args.length > 0 ? Long.parseLong(args[0]) : 1_000_000L;
+        Variant variant = args.length > 1 ? Variant.parse(args[1]) : Variant.DEFAULT;
+        if (runs < SAMPLES) {
+            throw new IllegalArgumentException("the soak needs at least " + SAMPLES + " runs, got " + runs);
+        }
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            TrivialRun run = new TrivialRun(chip);
+            run.cycle();
+            long committedBaseline = chip.committedDeviceMemory();
+            long committedDeviations = 0;
+            long committedWorst = committedBaseline;
+            for (long i = 1; i < runs / 10; i++) {
+                run.cycle();
+                long committed = chip.committedDeviceMemory();
+                if (committed != committedBaseline) {
+                    committedDeviations++;
+                    committedWorst = Math.max(committedWorst, committed);
+                }
+            }
+            System.gc();
+            long rssBaseline = residentKiB();
+            long rssMaxGrowth = 0;
+            long t0 = System.nanoTime();
+            long perSample = runs / SAMPLES;
+            for (int s = 0; s < SAMPLES; s++) {
+                for (long i = 0; i < perSample; i++) {
+                    run.cycle();
+                    long committed = chip.committedDeviceMemory();
+                    if (committed != committedBaseline) {
+                        committedDeviations++;
+                        committedWorst = Math.max(committedWorst, committed);
+                    }
+                }
+                rssMaxGrowth = Math.max(rssMaxGrowth, residentKiB() - rssBaseline);
+            }
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            long rssGrowth = residentKiB() - rssBaseline;
+            System.out.printf(Locale.ROOT, "P6 variant=%s runs=%d warmup=%d seconds=%.1f rssBaselineKiB=%d"
+                            + " rssGrowthKiB=%d rssMaxGrowthKiB=%d committedBaseline=%d committedDeviations=%d"
+                            + " committedWorst=%d%n", variant, perSample * SAMPLES, runs / 10, seconds, rssBaseline,
+                    rssGrowth, rssMaxGrowth, committedBaseline, committedDeviations, committedWorst);
+        }
+    }
+
+    /** VmRSS of this process, KiB. */
+    static long residentKiB() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmRSS:")) {
+                    return Long.parseLong(line.substring(6).trim().split("\\s+")[0]);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        throw new IllegalStateException("no VmRSS in /proc/self/status");
+    }
+}
