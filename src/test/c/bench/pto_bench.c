@@ -46,7 +46,7 @@ PTO_EXPORT const char *pto_bench_last_error(void)
 
 /* The exported functions the cycle needs, resolved from the library Java loaded. */
 typedef struct Contract {
-    const char *(*last_error)(void);
+    const char *(*simpler_last_error)(void);
     void *(*create_device_context)(void);
     void (*destroy_device_context)(void *);
     int (*simpler_init)(void *, int, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t,
@@ -105,7 +105,7 @@ PTO_EXPORT PtoBenchCycle *pto_bench_cycle_open(const char *library_path, const u
         free(c);
         return NULL;
     }
-    RESOLVE(last_error);
+    RESOLVE(simpler_last_error);
     RESOLVE(create_device_context);
     RESOLVE(destroy_device_context);
     RESOLVE(simpler_init);
@@ -135,14 +135,14 @@ PTO_EXPORT PtoBenchCycle *pto_bench_cycle_open(const char *library_path, const u
 
     c->ctx = c->api.create_device_context();
     if (c->ctx == NULL) {
-        fail("create_device_context: %s", c->api.last_error());
+        fail("create_device_context: %s", c->api.simpler_last_error());
         goto fail_memory;
     }
     int rc = c->api.simpler_init(c->ctx, 0, aicpu, aicpu_size, aicore, aicore_size, NULL, 0, NULL);
     if (rc == PTO_OK)
         rc = c->api.simpler_register_callable(c->ctx, callable_id, callable);
     if (rc != PTO_OK) {
-        fail("open the device and register the callable (%d): %s", rc, c->api.last_error());
+        fail("open the device and register the callable (%d): %s", rc, c->api.simpler_last_error());
         c->api.destroy_device_context(c->ctx);
         goto fail_memory;
     }
@@ -167,7 +167,7 @@ PTO_EXPORT int pto_bench_cycle_run(PtoBenchCycle *c)
     c->desc.run_epoch = C_DRIVER_EPOCH_BASE + c->runs;
     int rc = c->api.simpler_prepare_run(c->ctx, c->storage, c->callable_id, c->args, &c->config, &c->desc);
     if (rc != PTO_OK) {
-        fail("prepare (%d): %s", rc, c->api.last_error());
+        fail("prepare (%d): %s", rc, c->api.simpler_last_error());
         return rc;
     }
     int run_rc = c->api.simpler_launch_run(c->ctx, c->storage);
@@ -179,10 +179,10 @@ PTO_EXPORT int pto_bench_cycle_run(PtoBenchCycle *c)
             run_rc = polled;
     }
     if (run_rc != PTO_OK)
-        fail("run (%d): %s", run_rc, c->api.last_error());
+        fail("run (%d): %s", run_rc, c->api.simpler_last_error());
     rc = c->api.simpler_finalize_run(c->ctx, c->storage);
     if (rc != PTO_OK) {
-        fail("finalize (%d): %s", rc, c->api.last_error());
+        fail("finalize (%d): %s", rc, c->api.simpler_last_error());
         return rc;
     }
     return run_rc;

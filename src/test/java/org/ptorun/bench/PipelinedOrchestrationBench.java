@@ -4,6 +4,12 @@ import static org.ptorun.callable.Direction.IN;
 import static org.ptorun.callable.Direction.OUT;
 import static org.ptorun.callable.Direction.SCALAR;
 
+import java.io.IOException;
+import java.io.Writer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -19,24 +25,38 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.IterationParams;
+import org.openjdk.jmh.runner.IterationType;
 import org.ptorun.CallConfig;
+import org.ptorun.ChipWorker;
+import org.ptorun.DType;
+import org.ptorun.DeviceBuffer;
+import org.ptorun.HostRuntime;
+import org.ptorun.NativeRun;
+import org.ptorun.PipelineSlotLease;
 import org.ptorun.TaskArgs;
 import org.ptorun.Tensor;
 import org.ptorun.Variant;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
-import org.ptorun.worker.DrainReport;
-import org.ptorun.worker.Worker;
 
 /**
- * P3: runs per second through a background {@link Worker} on an hbg library, depth 2
- * (the next run's prepare — hbg runs the orchestration on the host there — overlaps the
- * current run's execution) vs depth 1. The orchestration is the test library's
- * {@code tiled_vadd}: it computes {@value #TASKS} tiles and submits one {@code vadd}
- * task per tile (c = a + b over {@value #FLOATS} floats), so the host's prepare is real
- * work competing with the execution for the machine's cores — unlike the paced
- * (sleeping) callable of WorkerE2ETest. One operation is one run; an invocation enqueues
- * {@value #BATCH} runs from the benchmark thread and drains them. P3 = depth 2 / depth 1.
+ * P3: runs per second on an hbg library, pipelined at depth 2 (the next run is prepared
+ * on the other slot while the current one executes — hbg runs the orchestration on the
+ * host, in prepare) vs depth 1 (prepare, launch, await, finalize, one after the other),
+ * driven through a {@link ChipWorker} with two slots by the benchmark thread.
+ *
+ * <p>The orchestration is the test library's {@code tiled_vadd}: it computes
+ * {@value #TASKS} tiles and submits one {@code vadd} task per tile (c = a + b over
+ * {@value #FLOATS} floats), so the host's prepare is real work competing with the
+ * execution for the machine's cores — unlike the paced (sleeping) callable of
+ * WorkerE2ETest. The tensors are device buffers (child memory, never staged), so prepare
+ * is the orchestration and its graph; the tile size gives the execution about the weight
+ * of the prepare on a 2-core machine (the overlap can at best hide the shorter of the
+ * two). One operation is one run; an invocation makes {@value #BATCH} runs. P3 = depth 2 /
+ * depth 1. The depth-1 fork also writes its mean prepare and launch-to-complete times to
+ * {@code <ptorun.benchDir>/p3-split.properties}, so the report says how much there was
+ * to overlap.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -47,7 +67,7 @@ import org.ptorun.worker.Worker;
 public class PipelinedOrchestrationBench {
 
     static final int TASKS = 2048;
-    static final int FLOATS = TASKS * 256;
+    static final int FLOATS = TASKS * 2048;
     static final int BATCH = 16;
     private static final int CALLABLE_ID = 1;
     private static final int VADD = 0;
@@ -58,8 +78,14 @@ public class PipelinedOrchestrationBench {
     @Param({"1", "2"})
     public int depth;
 
-    private Worker worker;
-    private final TaskArgs[] args = new TaskArgs[BATCH];
+    private ChipWorker chip;
+    private TaskArgs args;
+    private final PipelineSlotLease[] leases = {PipelineSlotLease.of(0, 1), PipelineSlotLease.of(1, 1)};
+    private long runId;
+    private boolean measuring;
+    private long measuredRuns;
+    private long prepareNanos;
+    private long executionNanos;
 
     static ChipCallable tiledVadd() {
         return ChipCallable.builder()
@@ -70,38 +96,88 @@ public class PipelinedOrchestrationBench {
     }
 
     @Setup(Level.Trial)
-    public void open() throws Exception {
-        worker = Worker.builder().variant(Variant.parse(variant)).devices(0).background(true).pipelineDepth(depth)
-                .queueCapacity(BATCH).build();
-        if (worker.pipelineDepth() != depth) {
-            throw new IllegalStateException(variant + " gives depth " + worker.pipelineDepth() + ", not " + depth);
+    public void open() {
+        chip = ChipWorker.open(HostRuntime.load(Variant.parse(variant)), 0);
+        if (depth == 2 && !chip.supportsConcurrentPrepare()) {
+            throw new IllegalStateException(variant + " cannot prepare a run while another executes");
         }
-        worker.register(CALLABLE_ID, tiledVadd()).get(60, TimeUnit.SECONDS);
-        float[] a = new float[FLOATS];
-        float[] b = new float[FLOATS];
+        chip.registerCallable(CALLABLE_ID, tiledVadd());
+        float[] init = new float[FLOATS];
         for (int i = 0; i < FLOATS; i++) {
-            a[i] = i;
-            b[i] = 0.5f * i;
+            init[i] = i & 1023;
         }
-        for (int r = 0; r < BATCH; r++) {
-            args[r] = TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(new float[FLOATS])).scalar(TASKS);
+        Tensor[] tensors = new Tensor[3];
+        for (int t = 0; t < 3; t++) {
+            DeviceBuffer buffer = chip.malloc(4L * FLOATS);
+            chip.copyTo(buffer, init);
+            tensors[t] = Tensor.of(buffer, DType.F32);
         }
+        // One TaskArgs for every run: prepare writes it off-heap, and the runs share the
+        // device buffers (a and b are read, every run writes the same c in launch order).
+        args = TaskArgs.of(tensors).scalar(TASKS);
+    }
+
+    @Setup(Level.Iteration)
+    public void iteration(IterationParams iteration) {
+        measuring = iteration.getType() == IterationType.MEASUREMENT;
     }
 
     @TearDown(Level.Trial)
-    public void close() {
-        worker.close();
+    public void close() throws IOException {
+        chip.close();
+        if (depth != 1 || measuredRuns == 0) {
+            return;
+        }
+        Properties p = new Properties();
+        p.setProperty("runs", Long.toString(measuredRuns));
+        p.setProperty("prepareMs", String.format(Locale.ROOT, "%.3f", prepareNanos / 1e6 / measuredRuns));
+        p.setProperty("executionMs", String.format(Locale.ROOT, "%.3f", executionNanos / 1e6 / measuredRuns));
+        System.out.println("depth 1 " + variant + ": " + p);
+        String dir = System.getProperty("ptorun.benchDir");
+        if (dir != null) {
+            try (Writer out = Files.newBufferedWriter(Path.of(dir, "p3-split.properties"))) {
+                p.store(out, "PipelinedOrchestrationBench depth 1: mean prepare and launch-to-complete");
+            }
+        }
+    }
+
+    private NativeRun prepare(int slot) {
+        long id = ++runId;
+        return chip.prepare(CALLABLE_ID, args, CallConfig.DEFAULT, leases[slot], id, id, null);
     }
 
     @Benchmark
     @OperationsPerInvocation(BATCH)
-    public void runs() throws InterruptedException {
-        for (TaskArgs a : args) {
-            worker.enqueue(CALLABLE_ID, a, CallConfig.DEFAULT);
+    public void runs() {
+        if (depth == 1) {
+            for (int r = 0; r < BATCH; r++) {
+                long t0 = System.nanoTime();
+                NativeRun run = prepare(0);
+                long t1 = System.nanoTime();
+                chip.launch(run);
+                chip.await(run);
+                long t2 = System.nanoTime();
+                chip.finalize(run);
+                if (measuring) {
+                    prepareNanos += t1 - t0;
+                    executionNanos += t2 - t1;
+                    measuredRuns++;
+                }
+            }
+            return;
         }
-        DrainReport report = worker.drain();
-        if (!report.allSucceeded()) {
-            throw new IllegalStateException("runs failed: " + report.failures());
+        int slot = 0;
+        NativeRun current = prepare(slot);
+        chip.launch(current);
+        for (int r = 1; r < BATCH; r++) {
+            slot ^= 1;
+            NativeRun next = prepare(slot); // while `current` executes
+            chip.await(current);
+            chip.finalize(current);
+            chip.launch(next);
+            current = next;
         }
+        chip.await(current);
+        chip.finalize(current);
     }
 }

@@ -1,5 +1,12 @@
 package org.ptorun.bench;
 
+import java.io.IOException;
+import java.io.Writer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -14,6 +21,8 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.IterationParams;
+import org.openjdk.jmh.runner.IterationType;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
 import org.ptorun.Variant;
@@ -28,7 +37,12 @@ import org.ptorun.Variant;
  *   <li>{@code condvarRoundTrip} — the floor: wake a parked native thread, which wakes
  *       the caller back (pthread condition variables), one JNA call per round trip.</li>
  * </ul>
- * P1 = chipWorkerCycle / cDrivenCycle, P2 = chipWorkerCycle / condvarRoundTrip.
+ * Each runs in a fork of its own, one after the other, so a change of the machine's load
+ * between forks moves the ratios. {@code interleaved} therefore makes the three in turn,
+ * one of each per operation, in one fork, and times each itself ({@code System.nanoTime},
+ * ~25 ns, against cycles of microseconds): its p50s, written to
+ * {@code <ptorun.benchDir>/trivial-<variant>.properties}, are the ones the suite reports —
+ * P1 = ChipWorker / C, P2 = ChipWorker / floor.
  */
 @BenchmarkMode(Mode.SampleTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -76,6 +90,113 @@ public class TrivialRunBench {
         @TearDown(Level.Trial)
         public void close() {
             NativeBench.pto_bench_pingpong_close(pingPong);
+        }
+    }
+
+    /** The three measurements of {@code interleaved}, measurement iterations only. */
+    @State(Scope.Benchmark)
+    public static class Interleaved {
+
+        private static final int CAPACITY = 1 << 18;
+
+        @Param({"a2a3/sim/hbg", "a2a3/sim/trb"})
+        public String variant;
+
+        TrivialRun run;
+        long cDriver;
+        long pingPong;
+        boolean measuring;
+        int rotation;
+        int samples;
+        final long[] chipWorker = new long[CAPACITY];
+        final long[] c = new long[CAPACITY];
+        final long[] floor = new long[CAPACITY];
+
+        @Setup(Level.Trial)
+        public void open() {
+            HostRuntime runtime = HostRuntime.load(Variant.parse(variant));
+            run = new TrivialRun(ChipWorker.open(runtime, 0));
+            cDriver = TrivialRun.openCDriver(runtime);
+            pingPong = NativeBench.pto_bench_pingpong_open();
+            if (pingPong == 0) {
+                throw new IllegalStateException(NativeBench.lastError());
+            }
+        }
+
+        @Setup(Level.Iteration)
+        public void iteration(IterationParams iteration) {
+            measuring = iteration.getType() == IterationType.MEASUREMENT;
+        }
+
+        @TearDown(Level.Trial)
+        public void close() throws IOException {
+            NativeBench.pto_bench_pingpong_close(pingPong);
+            NativeBench.pto_bench_cycle_close(cDriver);
+            run.chip().close();
+            report();
+        }
+
+        private void report() throws IOException {
+            Properties p = new Properties();
+            p.setProperty("variant", variant);
+            p.setProperty("samples", Integer.toString(samples));
+            for (double q : new double[] {50, 90}) {
+                String suffix = "p" + (int) q;
+                p.setProperty("chipWorker." + suffix, micros(chipWorker, q));
+                p.setProperty("c." + suffix, micros(c, q));
+                p.setProperty("floor." + suffix, micros(floor, q));
+            }
+            System.out.println("interleaved " + variant + ": " + p);
+            String dir = System.getProperty("ptorun.benchDir");
+            if (dir != null) {
+                Path file = Path.of(dir, "trivial-" + variant.replace('/', '_') + ".properties");
+                try (Writer out = Files.newBufferedWriter(file)) {
+                    p.store(out, "TrivialRunBench.interleaved, microseconds");
+                }
+            }
+        }
+
+        private String micros(long[] nanos, double percentile) {
+            long[] sorted = Arrays.copyOf(nanos, samples);
+            Arrays.sort(sorted);
+            int index = (int) Math.min(samples - 1, Math.floor(percentile / 100 * samples));
+            return String.format(Locale.ROOT, "%.3f", sorted[index] / 1e3);
+        }
+    }
+
+    /**
+     * One ChipWorker cycle, one C-driven cycle and one floor round trip, each timed. The
+     * order rotates from one operation to the next, because whichever comes second
+     * shares the machine with the first one's threads still winding down (bounded spins
+     * before parking); rotating gives each the same share of every position.
+     */
+    @Benchmark
+    @BenchmarkMode(Mode.AverageTime)
+    public void interleaved(Interleaved s) {
+        long chipWorker = 0;
+        long c = 0;
+        long floor = 0;
+        int first = s.rotation;
+        s.rotation = first == 2 ? 0 : first + 1;
+        for (int k = 0; k < 3; k++) {
+            int which = (first + k) % 3;
+            long t0 = System.nanoTime();
+            if (which == 0) {
+                s.run.cycle();
+                chipWorker = System.nanoTime() - t0;
+            } else if (which == 1) {
+                TrivialRun.cDriverCycle(s.cDriver);
+                c = System.nanoTime() - t0;
+            } else {
+                NativeBench.pto_bench_pingpong_round(s.pingPong);
+                floor = System.nanoTime() - t0;
+            }
+        }
+        if (s.measuring && s.samples < Interleaved.CAPACITY) {
+            int i = s.samples++;
+            s.chipWorker[i] = chipWorker;
+            s.c[i] = c;
+            s.floor[i] = floor;
         }
     }
 

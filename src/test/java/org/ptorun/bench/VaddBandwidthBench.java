@@ -114,7 +114,7 @@ public class VaddBandwidthBench {
             dstAddress = address(dst);
         }
 
-        private static long address(ByteBuffer direct) {
+        static long address(ByteBuffer direct) {
             return com.sun.jna.Pointer.nativeValue(com.sun.jna.Native.getDirectBufferPointer(direct));
         }
     }
