@@ -3,6 +3,7 @@ package org.ptorun.bench;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.Reader;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,6 +18,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Properties;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -106,7 +108,7 @@ public final class BenchSuite {
 
     // ---- JMH: P1-P5 -------------------------------------------------------------------------
 
-    private void runJmh() throws RunnerException {
+    private void runJmh() throws RunnerException, IOException {
         List<String> includes = new ArrayList<>();
         if (parts.contains("P1") || parts.contains("P2") || parts.contains("P8")) {
             includes.add(TrivialRunBench.class.getName());
@@ -122,6 +124,11 @@ public final class BenchSuite {
         }
         if (includes.isEmpty()) {
             return;
+        }
+        // figures the benchmarks write themselves: never report a previous run's
+        for (String file : List.of("trivial-a2a3_sim_hbg.properties", "trivial-a2a3_sim_trb.properties",
+                "p3-split.properties")) {
+            Files.deleteIfExists(dir.resolve(file));
         }
         ChainedOptionsBuilder options = new OptionsBuilder()
                 .jvmArgs(childJvmArgs().toArray(String[]::new))
@@ -213,7 +220,7 @@ public final class BenchSuite {
     private static List<String> childJvmArgs() {
         List<String> args = new ArrayList<>();
         args.add("--enable-native-access=ALL-UNNAMED");
-        for (String p : List.of("ptorun.nativeTestDir", "ptorun.libDir")) {
+        for (String p : List.of("ptorun.nativeTestDir", "ptorun.libDir", "ptorun.benchDir")) {
             String value = System.getProperty(p);
             if (value != null) {
                 args.add("-D" + p + "=" + value);
@@ -259,26 +266,34 @@ public final class BenchSuite {
         List<Row> measured = new ArrayList<>(rows);
         rows.clear();
         List<String> trivialVariants = List.of("a2a3/sim/hbg", "a2a3/sim/trb");
-        Optional<Double> floor = p50("TrivialRunBench.condvarRoundTrip");
+        Optional<Double> forkFloor = p50("TrivialRunBench.condvarRoundTrip");
         for (String v : trivialVariants) {
-            Optional<Double> java = p50("TrivialRunBench.chipWorkerCycle", "variant=" + v);
-            Optional<Double> c = p50("TrivialRunBench.cDrivenCycle", "variant=" + v);
+            Properties interleaved = properties("trivial-" + v.replace('/', '_') + ".properties");
+            Optional<Double> java = micros(interleaved, "chipWorker.p50");
+            Optional<Double> c = micros(interleaved, "c.p50");
+            Optional<Double> floor = micros(interleaved, "floor.p50");
+            Optional<Double> forkJava = p50("TrivialRunBench.chipWorkerCycle", "variant=" + v);
+            Optional<Double> forkC = p50("TrivialRunBench.cDrivenCycle", "variant=" + v);
             if (parts.contains("P1")) {
-                rows.add(ratioRow("P1", v + ": trivial run, full cycle, p50", java, c, "ChipWorker %.1f us / C %.1f us",
-                        1.15, true));
+                rows.add(ratioRow("P1", v + ": trivial run, full cycle, p50, interleaved", java, c,
+                        "ChipWorker %.1f us / C %.1f us" + separateForks(forkJava, forkC), 1.15, true));
             }
             if (parts.contains("P2")) {
-                rows.add(ratioRow("P2", v + ": the same cycle vs one condvar round trip, p50", java, floor,
-                        "ChipWorker %.1f us / floor %.1f us", 3.0, true));
+                rows.add(ratioRow("P2", v + ": the same cycle vs one condvar round trip, p50, interleaved", java,
+                        floor, "ChipWorker %.1f us / floor %.1f us" + separateForks(forkJava, forkFloor), 3.0, true));
             }
         }
         if (parts.contains("P3")) {
             String v = "variant=a2a3/sim/hbg";
+            Properties split = properties("p3-split.properties");
+            String overlap = split.isEmpty() ? "" : String.format(Locale.ROOT,
+                    " (depth 1: prepare %s ms, launch to complete %s ms)", split.getProperty("prepareMs"),
+                    split.getProperty("executionMs"));
             rows.add(ratioRow("P3", "a2a3/sim/hbg: runs/s, " + PipelinedOrchestrationBench.TASKS
-                            + "-task host orchestration, Worker depth 2 vs 1",
+                            + "-task host orchestration, ChipWorker depth 2 vs 1",
                     score("PipelinedOrchestrationBench.runs", "depth=2", v),
-                    score("PipelinedOrchestrationBench.runs", "depth=1", v), "%.1f runs/s / %.1f runs/s", 1.5,
-                    false));
+                    score("PipelinedOrchestrationBench.runs", "depth=1", v),
+                    "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));
         }
         if (parts.contains("P4")) {
             for (String v : trivialVariants) {
@@ -310,7 +325,8 @@ public final class BenchSuite {
             // ~48 ms per trivial run on trb, 60-360 ms on hbg; compare with the best case.
             Map<String, Double> original = Map.of("a2a3/sim/hbg", 60_000.0, "a2a3/sim/trb", 48_000.0);
             for (String v : trivialVariants) {
-                Optional<Double> java = p50("TrivialRunBench.chipWorkerCycle", "variant=" + v);
+                Optional<Double> java = micros(properties("trivial-" + v.replace('/', '_') + ".properties"),
+                        "chipWorker.p50");
                 double ref = original.get(v);
                 rows.add(new Row("P8", v + ": trivial runs/s vs the original simulator (" + (long) (ref / 1000)
                                 + " ms per run, its best case)",
@@ -320,6 +336,32 @@ public final class BenchSuite {
                         java.map(j -> met(ref / j >= 500)).orElse("not measured")));
             }
         }
+    }
+
+    /** A properties file a benchmark wrote into the suite's directory; empty when there is none. */
+    private Properties properties(String file) {
+        Properties p = new Properties();
+        Path path = dir.resolve(file);
+        if (Files.isRegularFile(path)) {
+            try (Reader in = Files.newBufferedReader(path)) {
+                p.load(in);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return p;
+    }
+
+    private static Optional<Double> micros(Properties p, String key) {
+        return Optional.ofNullable(p.getProperty(key)).map(Double::parseDouble);
+    }
+
+    /** The same two figures from JMH's separate forks, for comparison (a literal for String.format). */
+    private static String separateForks(Optional<Double> a, Optional<Double> b) {
+        if (a.isEmpty() || b.isEmpty()) {
+            return "";
+        }
+        return String.format(Locale.ROOT, " (separate forks: %.1f / %.1f us)", a.get(), b.get()).replace("%", "%%");
     }
 
     /** numerator / denominator against a bound (at most when {@code atMost}, else at least). */
