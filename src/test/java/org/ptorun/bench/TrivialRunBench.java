@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -40,7 +41,7 @@ import org.ptorun.Variant;
  * Each runs in a fork of its own, one after the other, so a change of the machine's load
  * between forks moves the ratios. {@code interleaved} therefore makes the three in turn,
  * one of each per operation, in one fork, and times each itself ({@code System.nanoTime},
- * ~25 ns, against cycles of microseconds): its p50s, written to
+ * ~25 ns, against cycles of microseconds; see the method for the order): its p50s, written to
  * {@code <ptorun.benchDir>/trivial-<variant>.properties}, are the ones the suite reports —
  * P1 = ChipWorker / C, P2 = ChipWorker / floor.
  */
@@ -50,6 +51,9 @@ import org.ptorun.Variant;
 @Measurement(iterations = 3, time = 2)
 @Fork(1)
 public class TrivialRunBench {
+
+    /** How long {@code interleaved} lets every thread park before it measures the floor. */
+    static final long SETTLE_NANOS = 200_000;
 
     @State(Scope.Benchmark)
     public static class Chip {
@@ -106,7 +110,7 @@ public class TrivialRunBench {
         long cDriver;
         long pingPong;
         boolean measuring;
-        int rotation;
+        boolean cFirst;
         int samples;
         final long[] chipWorker = new long[CAPACITY];
         final long[] c = new long[CAPACITY];
@@ -165,33 +169,40 @@ public class TrivialRunBench {
     }
 
     /**
-     * One ChipWorker cycle, one C-driven cycle and one floor round trip, each timed. The
-     * order rotates from one operation to the next, because whichever comes second
-     * shares the machine with the first one's threads still winding down (bounded spins
-     * before parking); rotating gives each the same share of every position.
+     * One ChipWorker cycle and one C-driven cycle, each timed, in an order that alternates
+     * from one operation to the next: whichever comes second shares the machine with the
+     * first one's threads winding down (the run path's bounded spins before parking), so
+     * each takes either position half of the time. Then, after a pause long enough for
+     * every thread of both runs to park ({@value #SETTLE_NANOS} ns, several times the
+     * spins' bound), one floor round trip: the machine's wake cost with nothing of ours
+     * spinning, under whatever load the machine has at that moment.
      */
     @Benchmark
     @BenchmarkMode(Mode.AverageTime)
     public void interleaved(Interleaved s) {
-        long chipWorker = 0;
-        long c = 0;
-        long floor = 0;
-        int first = s.rotation;
-        s.rotation = first == 2 ? 0 : first + 1;
-        for (int k = 0; k < 3; k++) {
-            int which = (first + k) % 3;
-            long t0 = System.nanoTime();
-            if (which == 0) {
-                s.run.cycle();
-                chipWorker = System.nanoTime() - t0;
-            } else if (which == 1) {
-                TrivialRun.cDriverCycle(s.cDriver);
-                c = System.nanoTime() - t0;
-            } else {
-                NativeBench.pto_bench_pingpong_round(s.pingPong);
-                floor = System.nanoTime() - t0;
-            }
+        long t0 = System.nanoTime();
+        long chipWorker;
+        long c;
+        s.cFirst = !s.cFirst;
+        if (s.cFirst) {
+            TrivialRun.cDriverCycle(s.cDriver);
+            long t1 = System.nanoTime();
+            s.run.cycle();
+            long t2 = System.nanoTime();
+            c = t1 - t0;
+            chipWorker = t2 - t1;
+        } else {
+            s.run.cycle();
+            long t1 = System.nanoTime();
+            TrivialRun.cDriverCycle(s.cDriver);
+            long t2 = System.nanoTime();
+            chipWorker = t1 - t0;
+            c = t2 - t1;
         }
+        LockSupport.parkNanos(SETTLE_NANOS);
+        long t3 = System.nanoTime();
+        NativeBench.pto_bench_pingpong_round(s.pingPong);
+        long floor = System.nanoTime() - t3;
         if (s.measuring && s.samples < Interleaved.CAPACITY) {
             int i = s.samples++;
             s.chipWorker[i] = chipWorker;
