@@ -79,6 +79,7 @@ public class PipelinedOrchestrationBench {
     public int depth;
 
     private ChipWorker chip;
+    private final DeviceBuffer[] buffers = new DeviceBuffer[3];
     private TaskArgs args;
     private final PipelineSlotLease[] leases = {PipelineSlotLease.of(0, 1), PipelineSlotLease.of(1, 1)};
     private long runId;
@@ -108,9 +109,9 @@ public class PipelinedOrchestrationBench {
         }
         Tensor[] tensors = new Tensor[3];
         for (int t = 0; t < 3; t++) {
-            DeviceBuffer buffer = chip.malloc(4L * FLOATS);
-            chip.copyTo(buffer, init);
-            tensors[t] = Tensor.of(buffer, DType.F32);
+            buffers[t] = chip.malloc(4L * FLOATS);
+            chip.copyTo(buffers[t], init);
+            tensors[t] = Tensor.of(buffers[t], DType.F32);
         }
         // One TaskArgs for every run: prepare writes it off-heap, and the runs share the
         // device buffers (a and b are read, every run writes the same c in launch order).
@@ -124,6 +125,9 @@ public class PipelinedOrchestrationBench {
 
     @TearDown(Level.Trial)
     public void close() throws IOException {
+        for (DeviceBuffer b : buffers) {
+            b.close();
+        }
         chip.close();
         if (depth != 1 || measuredRuns == 0) {
             return;

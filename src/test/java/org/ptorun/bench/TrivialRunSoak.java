@@ -11,10 +11,15 @@ import org.ptorun.Variant;
 
 /**
  * P6, a soak rather than a JMH benchmark: {@code runs} trivial runs (one {@code noop}
- * task) through one {@link ChipWorker}, after a warm-up of {@code runs / 10}.
+ * task) through one {@link ChipWorker}, after a warm-up of {@code runs / 10} runs and at
+ * least {@value #WARMUP_SECONDS} s — the JIT compilers keep working (and allocating
+ * arena chunks, hundreds of KiB, which Native Memory Tracking shows) for seconds after
+ * the first 100 000 runs.
  * <ul>
  *   <li>resident memory: {@code VmRSS} of /proc/self/status after the warm-up, then
- *       every 1/20 of the runs; reports the final and the largest growth;</li>
+ *       every 1/20 of the runs; reports the final and the largest growth, and the
+ *       growth over the second half of the runs (a leak grows there too, a warm-up
+ *       step does not);</li>
  *   <li>committed device memory: read after every finalize and compared with the value
  *       after the first one (arenas are committed by the first run and kept); reports
  *       how many reads differed.</li>
@@ -28,6 +33,7 @@ import org.ptorun.Variant;
 public final class TrivialRunSoak {
 
     private static final int SAMPLES = 20;
+    private static final long WARMUP_SECONDS = 15;
 
     private TrivialRunSoak() {
     }
@@ -44,7 +50,9 @@ public final class TrivialRunSoak {
             long committedBaseline = chip.committedDeviceMemory();
             long committedDeviations = 0;
             long committedWorst = committedBaseline;
-            for (long i = 1; i < runs / 10; i++) {
+            long warmupEnd = System.nanoTime() + WARMUP_SECONDS * 1_000_000_000L;
+            long warmup = 1;
+            for (; warmup < runs / 10 || System.nanoTime() < warmupEnd; warmup++) {
                 run.cycle();
                 long committed = chip.committedDeviceMemory();
                 if (committed != committedBaseline) {
@@ -55,6 +63,7 @@ public final class TrivialRunSoak {
             System.gc();
             long rssBaseline = residentKiB();
             long rssMaxGrowth = 0;
+            long rssHalf = rssBaseline;
             long t0 = System.nanoTime();
             long perSample = runs / SAMPLES;
             for (int s = 0; s < SAMPLES; s++) {
@@ -66,14 +75,19 @@ public final class TrivialRunSoak {
                         committedWorst = Math.max(committedWorst, committed);
                     }
                 }
-                rssMaxGrowth = Math.max(rssMaxGrowth, residentKiB() - rssBaseline);
+                long rss = residentKiB();
+                rssMaxGrowth = Math.max(rssMaxGrowth, rss - rssBaseline);
+                if (s == SAMPLES / 2 - 1) {
+                    rssHalf = rss;
+                }
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
-            long rssGrowth = residentKiB() - rssBaseline;
+            long rssEnd = residentKiB();
             System.out.printf(Locale.ROOT, "P6 variant=%s runs=%d warmup=%d seconds=%.1f rssBaselineKiB=%d"
-                            + " rssGrowthKiB=%d rssMaxGrowthKiB=%d committedBaseline=%d committedDeviations=%d"
-                            + " committedWorst=%d%n", variant, perSample * SAMPLES, runs / 10, seconds, rssBaseline,
-                    rssGrowth, rssMaxGrowth, committedBaseline, committedDeviations, committedWorst);
+                            + " rssGrowthKiB=%d rssMaxGrowthKiB=%d rssSecondHalfGrowthKiB=%d committedBaseline=%d"
+                            + " committedDeviations=%d committedWorst=%d%n", variant, perSample * SAMPLES, warmup,
+                    seconds, rssBaseline, rssEnd - rssBaseline, rssMaxGrowth, rssEnd - rssHalf, committedBaseline,
+                    committedDeviations, committedWorst);
         }
     }
 

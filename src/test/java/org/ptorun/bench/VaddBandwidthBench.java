@@ -90,6 +90,9 @@ public class VaddBandwidthBench {
 
         @TearDown(Level.Trial)
         public void close() {
+            for (DeviceBuffer b : buffers) {
+                b.close();
+            }
             chip.close();
         }
     }
