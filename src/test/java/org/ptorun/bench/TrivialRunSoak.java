@@ -4,7 +4,12 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.lang.management.ManagementFactory;
 import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.JMException;
+import javax.management.ObjectName;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
 import org.ptorun.Variant;
@@ -25,8 +30,11 @@ import org.ptorun.Variant;
  *       how many reads differed.</li>
  * </ul>
  * Run it in a JVM whose heap cannot grow ({@code -Xms = -Xmx}, {@code -XX:+AlwaysPreTouch}),
- * so resident-memory growth means native memory (BenchSuite does). Prints one line
- * {@code P6 key=value ...} that BenchSuite reads.
+ * so resident-memory growth means native memory, and with
+ * {@code -XX:NativeMemoryTracking=summary} (BenchSuite does both): then the JVM's own
+ * committed memory (JIT arenas, code, threads…) is read at the same moments, so a
+ * growth can be split into the JVM's and everything else's — the libraries' mallocs
+ * among it. Prints one line {@code P6 key=value ...} that BenchSuite reads.
  *
  * <pre>java ... org.ptorun.bench.TrivialRunSoak [runs] [variant]</pre>
  */
@@ -50,6 +58,8 @@ public final class TrivialRunSoak {
             long committedBaseline = chip.committedDeviceMemory();
             long committedDeviations = 0;
             long committedWorst = committedBaseline;
+            jvmCommittedKiB(); // starts the platform MBean server (classes, threads) before any baseline
+            memoryLine();
             long warmupEnd = System.nanoTime() + WARMUP_SECONDS * 1_000_000_000L;
             long warmup = 1;
             for (; warmup < runs / 10 || System.nanoTime() < warmupEnd; warmup++) {
@@ -60,8 +70,9 @@ public final class TrivialRunSoak {
                     committedWorst = Math.max(committedWorst, committed);
                 }
             }
-            System.gc();
             long rssBaseline = residentKiB();
+            long jvmBaseline = jvmCommittedKiB();
+            System.out.printf(Locale.ROOT, "P6 after the warm-up: %s%n", memoryLine());
             long rssMaxGrowth = 0;
             long rssHalf = rssBaseline;
             long t0 = System.nanoTime();
@@ -76,6 +87,8 @@ public final class TrivialRunSoak {
                     }
                 }
                 long rss = residentKiB();
+                System.out.printf(Locale.ROOT, "P6 sample %d runs: %sJVM committed %d kB%n", (s + 1) * perSample,
+                        memoryLine(), jvmCommittedKiB());
                 rssMaxGrowth = Math.max(rssMaxGrowth, rss - rssBaseline);
                 if (s == SAMPLES / 2 - 1) {
                     rssHalf = rss;
@@ -83,11 +96,46 @@ public final class TrivialRunSoak {
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
             long rssEnd = residentKiB();
+            long jvmGrowth = jvmBaseline < 0 ? 0 : jvmCommittedKiB() - jvmBaseline;
             System.out.printf(Locale.ROOT, "P6 variant=%s runs=%d warmup=%d seconds=%.1f rssBaselineKiB=%d"
-                            + " rssGrowthKiB=%d rssMaxGrowthKiB=%d rssSecondHalfGrowthKiB=%d committedBaseline=%d"
-                            + " committedDeviations=%d committedWorst=%d%n", variant, perSample * SAMPLES, warmup,
-                    seconds, rssBaseline, rssEnd - rssBaseline, rssMaxGrowth, rssEnd - rssHalf, committedBaseline,
+                            + " rssGrowthKiB=%d rssMaxGrowthKiB=%d rssSecondHalfGrowthKiB=%d jvmGrowthKiB=%s"
+                            + " committedBaseline=%d committedDeviations=%d committedWorst=%d%n", variant,
+                    perSample * SAMPLES, warmup, seconds, rssBaseline, rssEnd - rssBaseline, rssMaxGrowth,
+                    rssEnd - rssHalf, jvmBaseline < 0 ? "unknown" : Long.toString(jvmGrowth), committedBaseline,
                     committedDeviations, committedWorst);
+        }
+    }
+
+    private static final Pattern NMT_TOTAL = Pattern.compile("Total: reserved=\\d+KB, committed=(\\d+)KB");
+
+    /**
+     * The JVM's own committed memory by Native Memory Tracking (the diagnostic command
+     * {@code VM.native_memory summary}), KiB; -1 when the JVM runs without it.
+     */
+    static long jvmCommittedKiB() {
+        try {
+            Object text = ManagementFactory.getPlatformMBeanServer().invoke(
+                    new ObjectName("com.sun.management:type=DiagnosticCommand"), "vmNativeMemory",
+                    new Object[] {new String[] {"summary"}}, new String[] {String[].class.getName()});
+            Matcher m = NMT_TOTAL.matcher(String.valueOf(text));
+            return m.find() ? Long.parseLong(m.group(1)) : -1;
+        } catch (JMException e) {
+            return -1;
+        }
+    }
+
+    /** VmRSS and its parts (anonymous, file-backed), KiB, of /proc/self/status. */
+    private static String memoryLine() {
+        try {
+            StringBuilder sb = new StringBuilder();
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("VmRSS:") || line.startsWith("RssAnon:") || line.startsWith("RssFile:")) {
+                    sb.append(line.replaceAll("\\s+", " ")).append("; ");
+                }
+            }
+            return sb.toString();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 
