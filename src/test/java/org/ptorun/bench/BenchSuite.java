@@ -175,7 +175,7 @@ public final class BenchSuite {
                     TrivialRunSoak.class.getName(), Long.toString(SOAK_RUNS), variant);
             Map<String, String> p6 = new HashMap<>();
             for (String line : runChild("P6 soak on " + variant, command)) {
-                if (line.startsWith("P6 ")) {
+                if (line.startsWith("P6 variant=")) {
                     for (String kv : line.substring(3).trim().split(" ")) {
                         int eq = kv.indexOf('=');
                         p6.put(kv.substring(0, eq), kv.substring(eq + 1));

@@ -34,7 +34,8 @@ import org.ptorun.Variant;
  * {@code -XX:NativeMemoryTracking=summary} (BenchSuite does both): then the JVM's own
  * committed memory (JIT arenas, code, threads…) is read at the same moments, so a
  * growth can be split into the JVM's and everything else's — the libraries' mallocs
- * among it. Prints one line {@code P6 key=value ...} that BenchSuite reads.
+ * among it. Prints a line per sample and one result line {@code P6 variant=... key=value ...}
+ * that BenchSuite reads.
  *
  * <pre>java ... org.ptorun.bench.TrivialRunSoak [runs] [variant]</pre>
  */
