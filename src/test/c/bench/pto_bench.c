@@ -12,9 +12,14 @@
  *
  * Each call does one operation; JMH times it (one JNA direct call, ~0.1 us, is included
  * in every figure alike). Errors: NULL or a negative code, the reason in
- * pto_bench_last_error().
+ * pto_bench_last_error(). The native tests also link it (test_bench_native.c), so
+ * it runs under the sanitizers too.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
+
+#include "pto_bench.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptorun/pto_export.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 static _Thread_local char last_error[1024];
