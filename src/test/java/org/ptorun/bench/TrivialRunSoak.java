@@ -1,5 +1,7 @@
 package org.ptorun.bench;
 
+import com.sun.jna.Native;
+import com.sun.jna.NativeLibrary;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -21,7 +23,8 @@ import org.ptorun.Variant;
  * arena chunks, hundreds of KiB, which Native Memory Tracking shows) for seconds after
  * the first 100 000 runs.
  * <ul>
- *   <li>resident memory: {@code VmRSS} of /proc/self/status after the warm-up, then
+ *   <li>resident memory: {@code VmRSS} of /proc/self/status (after {@code malloc_trim},
+ *       see {@link #residentKiB()}) after the warm-up, then
  *       every 1/20 of the runs; reports the final and the largest growth, and the
  *       growth over the second half of the runs (a leak grows there too, a warm-up
  *       step does not);</li>
@@ -125,8 +128,9 @@ public final class TrivialRunSoak {
         }
     }
 
-    /** VmRSS and its parts (anonymous, file-backed), KiB, of /proc/self/status. */
+    /** VmRSS and its parts (anonymous, file-backed), KiB, of /proc/self/status, after malloc_trim. */
     private static String memoryLine() {
+        LibC.malloc_trim(0);
         try {
             StringBuilder sb = new StringBuilder();
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
@@ -140,8 +144,23 @@ public final class TrivialRunSoak {
         }
     }
 
-    /** VmRSS of this process, KiB. */
+    /** glibc's {@code malloc_trim}, bound by JNA direct mapping. */
+    private static final class LibC {
+        static {
+            Native.register(LibC.class, NativeLibrary.getInstance("c"));
+        }
+
+        static native int malloc_trim(long pad);
+    }
+
+    /**
+     * VmRSS of this process, KiB, after {@code malloc_trim(0)}: glibc keeps memory freed
+     * in its arenas resident (the JIT compilers' arenas freed after a compilation, for
+     * one), which would read as a growth that never goes away; trimmed, resident memory
+     * follows what is allocated.
+     */
     static long residentKiB() {
+        LibC.malloc_trim(0);
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
                 if (line.startsWith("VmRSS:")) {
