@@ -20,7 +20,9 @@ import org.ptorun.callable.Program;
 /**
  * A quick look at the cost of one trivial run (a single {@code noop} task): the full
  * cycle prepare → launch → poll/await → finalize through {@link ChipWorker}, as
- * percentiles over many runs after a warm-up. docs/performance.md has the figures.
+ * percentiles over many runs after a warm-up, against a Java park/unpark round trip.
+ * The benchmark suite proper (P1–P8, JMH, {@code mvn -q -Pbench verify}) lives in the
+ * test sources, org.ptorun.bench; docs/performance.md has the figures.
  */
 final class Bench {
 
@@ -107,7 +109,11 @@ final class Bench {
         return rtt;
     }
 
-    /** P7: the process CPU time an open, idle ChipWorker costs over two seconds. */
+    /**
+     * P7: the process CPU time an open, idle ChipWorker costs over two seconds. The
+     * benchmark suite (org.ptorun.bench.BenchSuite, test code) runs this command and
+     * reads its lines: keep their shape "variant idle ChipWorker: N ms CPU in M ms ...".
+     */
     static int idle(Iterable<Variant> variants, PrintStream out) {
         com.sun.management.OperatingSystemMXBean os =
                 ManagementFactory.getPlatformMXBean(com.sun.management.OperatingSystemMXBean.class);

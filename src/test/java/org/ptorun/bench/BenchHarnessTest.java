@@ -1,0 +1,106 @@
+package org.ptorun.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.Test;
+import org.ptorun.CallConfig;
+import org.ptorun.ChipWorker;
+import org.ptorun.HostRuntime;
+import org.ptorun.TaskArgs;
+import org.ptorun.Tensor;
+import org.ptorun.Variant;
+
+/**
+ * The benchmark suite's harness does what its figures claim (the suite itself runs only
+ * with -Pbench): the C driver makes whole trivial runs through the exported contract and
+ * leaves committed device memory where it was, the floor's echo thread answers every
+ * round trip, the native memcpy copies, and P3's orchestration computes c = a + b.
+ */
+class BenchHarnessTest {
+
+    static List<String> simVariants() {
+        return List.of("a2a3/sim/hbg", "a2a3/sim/trb", "a5/sim/hbg", "a5/sim/trb");
+    }
+
+    @ParameterizedTest
+    @MethodSource("simVariants")
+    void theCDriverRunsTrivialRunsThroughTheExportedContractOnTheLibraryJavaLoaded(String variant) {
+        HostRuntime runtime = HostRuntime.load(Variant.parse(variant));
+        long cycle = TrivialRun.openCDriver(runtime);
+        try {
+            TrivialRun.cDriverCycle(cycle);
+            long baseline = NativeBench.pto_bench_cycle_committed_device_memory(cycle);
+            assertThat(baseline).as("the first run committed the arenas").isPositive();
+            for (int i = 0; i < 500; i++) {
+                assertThat(NativeBench.pto_bench_cycle_run(cycle)).as(NativeBench.lastError()).isZero();
+                assertThat(NativeBench.pto_bench_cycle_committed_device_memory(cycle)).isEqualTo(baseline);
+            }
+        } finally {
+            NativeBench.pto_bench_cycle_close(cycle);
+        }
+        // the Java side of P1 on the same library, alongside
+        try (ChipWorker chip = ChipWorker.open(runtime, 0)) {
+            TrivialRun run = new TrivialRun(chip);
+            for (int i = 0; i < 100; i++) {
+                run.cycle();
+            }
+        }
+    }
+
+    @Test
+    void theCDriverNamesWhatIsWrongWithALibraryThatIsNotThere() {
+        byte[] image = {1};
+        long cycle = NativeBench.pto_bench_cycle_open("/nonexistent/libptorun_x.so", image, 1, image, 1,
+                TrivialRun.CALLABLE.bytes(), 0);
+        assertThat(cycle).isZero();
+        assertThat(NativeBench.lastError()).contains("dlopen /nonexistent/libptorun_x.so");
+    }
+
+    @Test
+    void theFloorsEchoThreadAnswersEveryRoundTrip() {
+        long pingPong = NativeBench.pto_bench_pingpong_open();
+        assertThat(pingPong).isNotZero();
+        for (int i = 0; i < 10_000; i++) {
+            NativeBench.pto_bench_pingpong_round(pingPong); // returns only once the echo thread answered
+        }
+        NativeBench.pto_bench_pingpong_close(pingPong);
+    }
+
+    @Test
+    void theNativeMemcpyCopiesEveryByte() {
+        int n = 1 << 20;
+        ByteBuffer src = ByteBuffer.allocateDirect(n);
+        ByteBuffer dst = ByteBuffer.allocateDirect(n);
+        for (int i = 0; i < n; i++) {
+            src.put(i, (byte) (i * 31 + 7));
+        }
+        NativeBench.pto_bench_memcpy(VaddBandwidthBench.Copy.address(dst), VaddBandwidthBench.Copy.address(src), n);
+        assertThat(dst).isEqualTo(src);
+    }
+
+    @ParameterizedTest
+    @MethodSource("simVariants")
+    void tiledVaddSubmitsOneTaskPerTileAndComputesTheSum(String variant) {
+        int floats = 1000; // 7 tiles of 142 floats and a last one of 146
+        int tasks = 7;
+        float[] a = new float[floats];
+        float[] b = new float[floats];
+        float[] c = new float[floats];
+        for (int i = 0; i < floats; i++) {
+            a[i] = i * 0.25f;
+            b[i] = 3 - i;
+            c[i] = -1;
+        }
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(Variant.parse(variant)), 0)) {
+            chip.registerCallable(1, PipelinedOrchestrationBench.tiledVadd());
+            chip.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)).scalar(tasks), CallConfig.DEFAULT);
+        }
+        for (int i = 0; i < floats; i++) {
+            assertThat(c[i]).as("c[%d]", i).isEqualTo(a[i] + b[i]);
+        }
+    }
+}

@@ -1,0 +1,413 @@
+package org.ptorun.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.openjdk.jmh.results.RunResult;
+import org.openjdk.jmh.results.format.ResultFormatType;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.RunnerException;
+import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+
+/**
+ * The benchmark suite P1–P8 of design/quality.md in one command ({@code mvn -q -Pbench
+ * verify}): the JMH benchmarks of this package (P1–P5), the P6 soak and the P7 idle
+ * check ({@code ptorun idle}) in JVMs of their own, then one table of every figure
+ * against its target, printed and written to {@code target/bench/report.md} (JMH's
+ * raw results: {@code target/bench/jmh-result.json}). Each figure is a ratio of two
+ * measurements made in this run, because the machines are noisy; the suite reports,
+ * it does not assert. Arguments select parts ({@code P1 … P8}; P8 is derived from P1's
+ * measurements); none runs everything.
+ */
+public final class BenchSuite {
+
+    private static final String PACKAGE = BenchSuite.class.getPackageName() + ".";
+    private static final List<String> PARTS = List.of("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8");
+    private static final long SOAK_RUNS = Long.getLong("bench.soakRuns", 1_000_000L);
+    private static final double IDLE_TARGET_PERCENT = 2.0;
+    private static final Pattern IDLE_LINE =
+            Pattern.compile("^(\\S+)\\s+idle ChipWorker: ([0-9.]+) ms CPU in ([0-9]+) ms.*");
+
+    private final Set<String> parts;
+    private final Path dir;
+    private final List<Row> rows = new ArrayList<>();
+    private final Map<String, RunResult> jmh = new HashMap<>();
+
+    /** One line of the report. */
+    private record Row(String id, String what, String measured, String figure, String target, String met) {
+    }
+
+    private BenchSuite(Set<String> parts, Path dir) {
+        this.parts = parts;
+        this.dir = dir;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Set<String> parts = new LinkedHashSet<>();
+        for (String arg : args) {
+            for (String part : arg.trim().split("[\\s,]+")) {
+                if (part.isEmpty()) {
+                    continue;
+                }
+                String p = part.toUpperCase(Locale.ROOT);
+                if (!PARTS.contains(p)) {
+                    throw new IllegalArgumentException("unknown part " + part + "; parts are " + PARTS);
+                }
+                parts.add(p);
+            }
+        }
+        if (parts.isEmpty()) {
+            parts.addAll(PARTS);
+        }
+        Path dir = Path.of(System.getProperty("ptorun.benchDir", "target/bench"));
+        Files.createDirectories(dir);
+        new BenchSuite(parts, dir).run();
+    }
+
+    private void run() throws RunnerException, IOException, InterruptedException {
+        String started = now();
+        String loadBefore = loadAverage();
+        long t0 = System.nanoTime();
+        runJmh();
+        if (parts.contains("P6")) {
+            soak();
+        }
+        if (parts.contains("P7")) {
+            idle();
+        }
+        report();
+        String header = String.format(Locale.ROOT, "ptorun benchmark suite, %s; %d CPUs; load average %s before, %s"
+                        + " after; %.0f s", started, Runtime.getRuntime().availableProcessors(), loadBefore,
+                loadAverage(), (System.nanoTime() - t0) / 1e9);
+        String table = table(header);
+        System.out.println();
+        System.out.print(table);
+        Files.writeString(dir.resolve("report.md"), table, StandardCharsets.UTF_8);
+        System.out.println("(written to " + dir.resolve("report.md") + ")");
+    }
+
+    // ---- JMH: P1-P5 -------------------------------------------------------------------------
+
+    private void runJmh() throws RunnerException, IOException {
+        List<String> includes = new ArrayList<>();
+        if (parts.contains("P1") || parts.contains("P2") || parts.contains("P8")) {
+            includes.add(TrivialRunBench.class.getName());
+        }
+        if (parts.contains("P3")) {
+            includes.add(PipelinedOrchestrationBench.class.getName());
+        }
+        if (parts.contains("P4")) {
+            includes.add(ManyTasksBench.class.getName());
+        }
+        if (parts.contains("P5")) {
+            includes.add(VaddBandwidthBench.class.getName());
+        }
+        if (includes.isEmpty()) {
+            return;
+        }
+        // figures the benchmarks write themselves: never report a previous run's
+        for (String file : List.of("trivial-a2a3_sim_hbg.properties", "trivial-a2a3_sim_trb.properties",
+                "p3-split.properties")) {
+            Files.deleteIfExists(dir.resolve(file));
+        }
+        ChainedOptionsBuilder options = new OptionsBuilder()
+                .jvmArgs(childJvmArgs().toArray(String[]::new))
+                .shouldFailOnError(true)
+                .resultFormat(ResultFormatType.JSON)
+                .result(dir.resolve("jmh-result.json").toString());
+        for (String include : includes) {
+            options.include("^" + Pattern.quote(include) + "\\.");
+        }
+        Collection<RunResult> results = new Runner(options.build()).run();
+        for (RunResult r : results) {
+            String method = r.getParams().getBenchmark().substring(PACKAGE.length());
+            String key = method;
+            for (String p : r.getParams().getParamsKeys()) {
+                key += "|" + p + "=" + r.getParams().getParam(p);
+            }
+            jmh.put(key, r);
+        }
+    }
+
+    /** The result of {@code Class.method} with those parameters ({@code "variant=a2a3/sim/hbg"}, ...). */
+    private Optional<RunResult> result(String method, String... params) {
+        String key = method;
+        for (String p : params) {
+            key += "|" + p;
+        }
+        return Optional.ofNullable(jmh.get(key));
+    }
+
+    private Optional<Double> p50(String method, String... params) {
+        return result(method, params).map(r -> r.getPrimaryResult().getStatistics().getPercentile(50));
+    }
+
+    private Optional<Double> score(String method, String... params) {
+        return result(method, params).map(r -> r.getPrimaryResult().getScore());
+    }
+
+    // ---- P6, P7: JVMs of their own ------------------------------------------------------------
+
+    private void soak() throws IOException, InterruptedException {
+        for (String variant : List.of("a2a3/sim/hbg", "a2a3/sim/trb")) {
+            List<String> command = javaCommand(List.of("-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch",
+                            "-XX:NativeMemoryTracking=summary"),
+                    TrivialRunSoak.class.getName(), Long.toString(SOAK_RUNS), variant);
+            Map<String, String> p6 = new HashMap<>();
+            for (String line : runChild("P6 soak on " + variant, command)) {
+                if (line.startsWith("P6 variant=")) {
+                    for (String kv : line.substring(3).trim().split(" ")) {
+                        int eq = kv.indexOf('=');
+                        p6.put(kv.substring(0, eq), kv.substring(eq + 1));
+                    }
+                }
+            }
+            if (p6.isEmpty()) {
+                rows.add(new Row("P6", variant + ": " + SOAK_RUNS + " trivial runs", "no result (see above)", "-",
+                        "RSS < 1 MiB; committed = baseline", "not measured"));
+                continue;
+            }
+            long growth = Long.parseLong(p6.get("rssGrowthKiB"));
+            long maxGrowth = Long.parseLong(p6.get("rssMaxGrowthKiB"));
+            long deviations = Long.parseLong(p6.get("committedDeviations"));
+            String jvm = p6.get("jvmGrowthKiB");
+            String split = "unknown".equals(jvm) ? "" : String.format(Locale.ROOT,
+                    " = JVM (NMT) %+d + the rest %+d", Long.parseLong(jvm), growth - Long.parseLong(jvm));
+            rows.add(new Row("P6", variant + ": " + p6.get("runs") + " trivial runs after " + p6.get("warmup")
+                    + " warm-up (" + p6.get("seconds") + " s)",
+                    String.format(Locale.ROOT, "RSS %+d KiB at the end%s (largest on the way %+d, over the second"
+                                    + " half %+d) over %d KiB; committed device memory %s B, %d finalizes off it",
+                            growth, split, maxGrowth, Long.parseLong(p6.get("rssSecondHalfGrowthKiB")),
+                            Long.parseLong(p6.get("rssBaselineKiB")), p6.get("committedBaseline"), deviations),
+                    String.format(Locale.ROOT, "%+d KiB, %d", growth, deviations),
+                    "< 1024 KiB; 0", met(growth < 1024 && deviations == 0)));
+        }
+    }
+
+    private void idle() throws IOException, InterruptedException {
+        List<String> command = javaCommand(List.of(), "org.ptorun.cli.Main", "idle");
+        for (String line : runChild("P7: ptorun idle", command)) {
+            Matcher m = IDLE_LINE.matcher(line);
+            if (m.matches()) {
+                double cpuMs = Double.parseDouble(m.group(2));
+                double windowMs = Double.parseDouble(m.group(3));
+                double percent = 100 * cpuMs / windowMs;
+                rows.add(new Row("P7", m.group(1) + ": idle ChipWorker, whole JVM",
+                        String.format(Locale.ROOT, "%.1f ms CPU in %.0f ms", cpuMs, windowMs),
+                        String.format(Locale.ROOT, "%.2f %%", percent),
+                        String.format(Locale.ROOT, "~0 %% (< %.0f %%)", IDLE_TARGET_PERCENT),
+                        met(percent < IDLE_TARGET_PERCENT)));
+            }
+        }
+    }
+
+    private static List<String> childJvmArgs() {
+        List<String> args = new ArrayList<>();
+        args.add("--enable-native-access=ALL-UNNAMED");
+        for (String p : List.of("ptorun.nativeTestDir", "ptorun.libDir", "ptorun.benchDir")) {
+            String value = System.getProperty(p);
+            if (value != null) {
+                args.add("-D" + p + "=" + value);
+            }
+        }
+        return args;
+    }
+
+    private static List<String> javaCommand(List<String> jvmOptions, String mainClass, String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(jvmOptions);
+        command.addAll(childJvmArgs());
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(mainClass);
+        command.addAll(List.of(args));
+        return command;
+    }
+
+    /** Runs a child JVM, echoing its output; returns its lines. */
+    private static List<String> runChild(String label, List<String> command) throws IOException, InterruptedException {
+        System.out.println("# " + label);
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        List<String> lines = new ArrayList<>();
+        try (BufferedReader in = new BufferedReader(
+                new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String line; (line = in.readLine()) != null; ) {
+                System.out.println(line);
+                lines.add(line);
+            }
+        }
+        int rc = process.waitFor();
+        if (rc != 0) {
+            throw new IllegalStateException(String.join(" ", command) + " exited with " + rc);
+        }
+        return lines;
+    }
+
+    // ---- the report -------------------------------------------------------------------------------
+
+    private void report() {
+        List<Row> measured = new ArrayList<>(rows);
+        rows.clear();
+        List<String> trivialVariants = List.of("a2a3/sim/hbg", "a2a3/sim/trb");
+        Optional<Double> forkFloor = p50("TrivialRunBench.condvarRoundTrip");
+        for (String v : trivialVariants) {
+            Properties interleaved = properties("trivial-" + v.replace('/', '_') + ".properties");
+            Optional<Double> java = micros(interleaved, "chipWorker.p50");
+            Optional<Double> c = micros(interleaved, "c.p50");
+            Optional<Double> floor = micros(interleaved, "floor.p50");
+            Optional<Double> forkJava = p50("TrivialRunBench.chipWorkerCycle", "variant=" + v);
+            Optional<Double> forkC = p50("TrivialRunBench.cDrivenCycle", "variant=" + v);
+            if (parts.contains("P1")) {
+                rows.add(ratioRow("P1", v + ": trivial run, full cycle, p50, interleaved", java, c,
+                        "ChipWorker %.1f us / C %.1f us" + separateForks(forkJava, forkC), 1.15, true));
+            }
+            if (parts.contains("P2")) {
+                rows.add(ratioRow("P2", v + ": the same cycle vs one condvar round trip, p50, interleaved", java,
+                        floor, "ChipWorker %.1f us / floor %.1f us" + separateForks(forkJava, forkFloor), 3.0, true));
+            }
+        }
+        if (parts.contains("P3")) {
+            String v = "variant=a2a3/sim/hbg";
+            Properties split = properties("p3-split.properties");
+            String overlap = split.isEmpty() ? "" : String.format(Locale.ROOT,
+                    " (depth 1: prepare %s ms, launch to complete %s ms)", split.getProperty("prepareMs"),
+                    split.getProperty("executionMs"));
+            rows.add(ratioRow("P3", "a2a3/sim/hbg: runs/s, " + PipelinedOrchestrationBench.TASKS
+                            + "-task host orchestration, ChipWorker depth 2 vs 1",
+                    score("PipelinedOrchestrationBench.runs", "depth=2", v),
+                    score("PipelinedOrchestrationBench.runs", "depth=1", v),
+                    "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));
+        }
+        if (parts.contains("P4")) {
+            for (String v : trivialVariants) {
+                Optional<Double> tasks = score("ManyTasksBench.noopTasks", "variant=" + v);
+                rows.add(new Row("P4", v + ": " + ManyTasksBench.TASKS + " noop tasks in one run",
+                        tasks.map(t -> String.format(Locale.ROOT, "%.0f tasks/s", t)).orElse("no result"),
+                        tasks.map(t -> String.format(Locale.ROOT, "%.2f M tasks/s", t / 1e6)).orElse("-"),
+                        ">= 1 M tasks/s", tasks.map(t -> met(t >= 1e6)).orElse("not measured")));
+            }
+        }
+        if (parts.contains("P5")) {
+            Optional<Double> memcpy = score("VaddBandwidthBench.memcpy");
+            for (String v : trivialVariants) {
+                Optional<Double> vadd = score("VaddBandwidthBench.vadd", "variant=" + v);
+                Optional<Double> ratio = memcpy.flatMap(m -> vadd.map(a -> m / a));
+                double mib = VaddBandwidthBench.BYTES / 1048576.0;
+                rows.add(new Row("P5", v + ": vadd over 64 MiB in " + VaddBandwidthBench.TASKS
+                                + " tasks vs memcpy of 64 MiB",
+                        vadd.flatMap(a -> memcpy.map(m -> String.format(Locale.ROOT,
+                                "vadd %.1f ms (%.2f GiB/s) / memcpy %.1f ms (%.2f GiB/s)", a, mib / a, m, mib / m)))
+                                .orElse("no result"),
+                        ratio.map(r -> String.format(Locale.ROOT, "%.2f x", r)).orElse("-"),
+                        ">= 0.5 x", ratio.map(r -> met(r >= 0.5)).orElse("not measured")));
+            }
+        }
+        rows.addAll(measured);
+        if (parts.contains("P8")) {
+            // The original simulator, measured outside the project (design/quality.md):
+            // ~48 ms per trivial run on trb, 60-360 ms on hbg; compare with the best case.
+            Map<String, Double> original = Map.of("a2a3/sim/hbg", 60_000.0, "a2a3/sim/trb", 48_000.0);
+            for (String v : trivialVariants) {
+                Optional<Double> java = micros(properties("trivial-" + v.replace('/', '_') + ".properties"),
+                        "chipWorker.p50");
+                double ref = original.get(v);
+                rows.add(new Row("P8", v + ": trivial runs/s vs the original simulator (" + (long) (ref / 1000)
+                                + " ms per run, its best case)",
+                        java.map(j -> String.format(Locale.ROOT, "%.0f runs/s (p50 %.1f us)", 1e6 / j, j))
+                                .orElse("no result"),
+                        java.map(j -> String.format(Locale.ROOT, "%.0f x", ref / j)).orElse("-"), ">= 500 x",
+                        java.map(j -> met(ref / j >= 500)).orElse("not measured")));
+            }
+        }
+    }
+
+    /** A properties file a benchmark wrote into the suite's directory; empty when there is none. */
+    private Properties properties(String file) {
+        Properties p = new Properties();
+        Path path = dir.resolve(file);
+        if (Files.isRegularFile(path)) {
+            try (Reader in = Files.newBufferedReader(path)) {
+                p.load(in);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return p;
+    }
+
+    private static Optional<Double> micros(Properties p, String key) {
+        return Optional.ofNullable(p.getProperty(key)).map(Double::parseDouble);
+    }
+
+    /** The same two figures from JMH's separate forks, for comparison (a literal for String.format). */
+    private static String separateForks(Optional<Double> a, Optional<Double> b) {
+        if (a.isEmpty() || b.isEmpty()) {
+            return "";
+        }
+        return String.format(Locale.ROOT, " (separate forks: %.1f / %.1f us)", a.get(), b.get()).replace("%", "%%");
+    }
+
+    /** numerator / denominator against a bound (at most when {@code atMost}, else at least). */
+    private static Row ratioRow(String id, String what, Optional<Double> numerator, Optional<Double> denominator,
+                                String measuredFormat, double bound, boolean atMost) {
+        String target = (atMost ? "<= " : ">= ") + bound + " x";
+        if (numerator.isEmpty() || denominator.isEmpty()) {
+            return new Row(id, what, "no result", "-", target, "not measured");
+        }
+        double n = numerator.get();
+        double d = denominator.get();
+        double ratio = n / d;
+        return new Row(id, what, String.format(Locale.ROOT, measuredFormat, n, d),
+                String.format(Locale.ROOT, "%.2f x", ratio), target, met(atMost ? ratio <= bound : ratio >= bound));
+    }
+
+    private static String met(boolean met) {
+        return met ? "met" : "NOT met";
+    }
+
+    private String table(String header) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(header).append("\n\n");
+        sb.append("| id | what | measured | figure | target | |\n");
+        sb.append("|---|---|---|---|---|---|\n");
+        for (Row r : rows) {
+            sb.append("| ").append(String.join(" | ", r.id(), r.what(), r.measured(), r.figure(), r.target(), r.met()))
+                    .append(" |\n");
+        }
+        return sb.toString();
+    }
+
+    private static String now() {
+        return ZonedDateTime.now().format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm z", Locale.ROOT));
+    }
+
+    private static String loadAverage() {
+        try {
+            String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+");
+            return f[0] + " " + f[1] + " " + f[2];
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
