@@ -1,11 +1,17 @@
 package org.ptorun.cli;
 
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.stream.Stream;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
@@ -45,7 +51,11 @@ final class Bench {
             PipelineSlotLease lease = PipelineSlotLease.of(0, 1);
             long[] cycle = new long[runs];
             int warmup = Math.max(1000, runs / 5);
+            long switchesBefore = 0;
             for (int i = -warmup; i < runs; i++) {
+                if (i == 0) {
+                    switchesBefore = voluntaryContextSwitches();
+                }
                 long t0 = System.nanoTime();
                 NativeRun run = chip.prepare(NOOP, args, CallConfig.DEFAULT, lease, i, i, null);
                 chip.launch(run);
@@ -58,11 +68,14 @@ final class Bench {
                     cycle[i] = t1 - t0;
                 }
             }
+            double switchesPerRun = (voluntaryContextSwitches() - switchesBefore) / (double) runs;
             Arrays.sort(cycle);
             long[] floor = wakeRoundTrips(runs);
             out.printf(Locale.ROOT, "%s trivial run (1 noop task), full ChipWorker cycle over %d runs: "
                             + "p50 %.1f us, p90 %.1f us, p99 %.1f us%n", variant, runs,
                     micros(cycle, 0.50), micros(cycle, 0.90), micros(cycle, 0.99));
+            out.printf(Locale.ROOT, "voluntary context switches per run, all threads of the process: %.2f "
+                    + "(each is a thread that parked; a hand-off costs one)%n", switchesPerRun);
             out.printf(Locale.ROOT, "floor in the same run: one wake round trip between two parked threads "
                     + "p50 %.1f us; cycle / floor = %.2f%n", micros(floor, 0.50),
                     micros(cycle, 0.50) / micros(floor, 0.50));
@@ -136,6 +149,38 @@ final class Bench {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /**
+     * The sum of every thread's voluntary context switches (/proc/self/task/{tid}/status): a
+     * load-independent count of the parks, hence of the hand-offs a cycle costs.
+     */
+    private static long voluntaryContextSwitches() {
+        long total = 0;
+        try (Stream<Path> tasks =
+                Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : (Iterable<Path>) tasks::iterator) {
+                total += switchesOf(task.resolve("status"));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read /proc/self/task", e);
+        }
+        return total;
+    }
+
+    private static long switchesOf(Path status) {
+        try {
+            for (String line : Files.readAllLines(status)) {
+                if (line.startsWith("voluntary_ctxt_switches:")) {
+                    return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
+                }
+            }
+            return 0;
+        } catch (NoSuchFileException e) {
+            return 0; // the thread ended meanwhile
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + status, e);
         }
     }
 
