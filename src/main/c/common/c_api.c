@@ -90,14 +90,19 @@ size_t get_runtime_alignment(void)
 void *device_malloc_ctx(void *ctx, size_t n)
 {
     pto_clear_error();
+    void *p = NULL;
     DeviceContext *dc = device_context_from(ctx, "device_malloc");
-    if (dc == NULL)
-        return NULL;
-    if (n == 0) {
+    if (dc != NULL && n == 0)
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "device_malloc: size 0");
-        return NULL;
+    else if (dc != NULL)
+        p = runner_device_malloc(dc->runner, n);
+    if (p == NULL) {
+        /* a NULL cannot say why: the message leads with the code, "(<code>) ..." */
+        int code = pto_last_error_code();
+        code = code != 0 ? code : PTO_ERR_OUT_OF_MEMORY;
+        pto_fail(code, "(%d) %s", code, pto_last_error());
     }
-    return runner_device_malloc(dc->runner, n);
+    return p;
 }
 
 void device_free_ctx(void *ctx, void *p)

@@ -14,6 +14,10 @@ int pto_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Clears the calling thread's message (called on entry of every exported call). */
 void pto_clear_error(void);
 
+/* The code the calling thread's last pto_fail returned; 0 when none. For the
+ * calls whose return cannot carry a code (device_malloc_ctx). */
+int pto_last_error_code(void);
+
 /* The calling thread's message; "" when none. */
 const char *pto_last_error(void);
 

@@ -43,6 +43,7 @@ typedef struct HbgRun {
     HbgWorkspace *ws;
     uint64_t args_dev;        /* the argument block (and status) on the device */
     int32_t dep_graph;        /* CallConfig.enable_dep_graph (prefix in ws->output_prefix) */
+    uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
 } HbgRun;
 _Static_assert(sizeof(HbgRun) <= PTO_RUNTIME_RUN_BYTES, "HbgRun fits RuntimeRun");
@@ -492,6 +493,7 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     if ((rc = write_image(api, ws, cfg, launch, &h->args_dev)) != PTO_OK)
         return rc;
     h->task_count = ws->graph.task_count;
+    h->timeout_ms = launch->timeout_ms;
     h->callable = c;
     h->ws = ws;
     h->dep_graph = cfg->enable_dep_graph;
@@ -542,8 +544,8 @@ static int describe_failure(const HostApi *api, const HbgRun *h, int execution_r
                         h->task_count);
     }
     if (s.error_code == PTO_ERR_TIMEOUT)
-        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout: %llu of %u task(s) completed",
-                        (unsigned long long)s.tasks_completed, h->task_count);
+        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %llu of %u task(s) completed",
+                        h->timeout_ms, (unsigned long long)s.tasks_completed, h->task_count);
     if (s.error_code == PTO_ERR_DEVICE)
         return pto_fail(PTO_ERR_DEVICE, "the device executor refused the run's graph image");
     return pto_fail(execution_rc, "the run failed (%d) with %llu of %u task(s) completed", execution_rc,

@@ -60,6 +60,7 @@ typedef struct TrbRunState {
     uint8_t *staging;         /* the slot's retained buffer: header first */
     void *dep_graph;          /* the run's dependency-graph buffer, NULL when off */
     char *output_prefix;      /* a copy, when the dependency graph is on */
+    uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     NativeRunDescriptor desc; /* a copy: names the dependency-graph file */
 } TrbRunState;
 _Static_assert(sizeof(TrbRunState) <= PTO_RUNTIME_RUN_BYTES, "TrbRunState fits RuntimeRun");
@@ -404,6 +405,7 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
         .block_dim = call_config_block_dim(cfg),
         .timeout_ms = call_config_timeout_ms(cfg),
     };
+    h->timeout_ms = launch->timeout_ms;
     if (desc != NULL)
         h->desc = *desc;
     h->orchestration_kind = c->view.header.orchestration_kind;
@@ -489,8 +491,8 @@ static int describe_failure(const HostApi *api, const TrbRunState *h, int execut
                         pto_kernel_code_meaning(s->kernel_code), s->core_id, done, submitted);
     }
     case PTO_ERR_TIMEOUT:
-        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout: %llu of %llu submitted task(s) completed", done,
-                        submitted);
+        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %llu of %llu submitted task(s) completed",
+                        h->timeout_ms, done, submitted);
     case 0:
         return pto_fail(execution_rc, "the run failed (%d) with %llu of %llu submitted task(s) completed", execution_rc,
                         done, submitted);

@@ -8,7 +8,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
 import org.ptorun.internal.Layouts;
@@ -61,6 +64,11 @@ final class ChipContext {
     private final Object phaseLock = new Object();
     private final Object closeMonitor = new Object();
     private final ReentrantReadWriteLock deviceLock = new ReentrantReadWriteLock();
+    /**
+     * Read side: a prepare or blocking run from reading the callable's signature to the
+     * native call's return. Write side: registration. Taken before {@link #deviceLock}.
+     */
+    private final ReentrantReadWriteLock callableLock = new ReentrantReadWriteLock();
     private final SlotGenerationFilter filter;
     private final Map<Integer, Registered> callables = new ConcurrentHashMap<>();
     /** Guarded by phaseLock for writes; read without it by the non-run calls. */
@@ -196,42 +204,51 @@ final class ChipContext {
                       long dispatchId, AcceptanceWord acceptance) {
         Objects.requireNonNull(args, "args");
         Objects.requireNonNull(config, "config");
+        checkCallableId(callableId);
         checkLeaseShape(lease);
         config.validateFor(variant.arch());
-        Direction[] directions = tensorDirections(callableId);
-        checkArgs(args, directions);
         checkAcceptance(acceptance);
         NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
         Slot slot = slots[run.slot()];
-        RunEvents.Prepare event = RunEvents.beginPrepare();
-        admit(slot, run, permitsOverlap(config), true);
         int rc = PtoError.FAILED.code();
         String message = null;
+        // The signature read here and the library's entry the native prepare binds are one
+        // pair: a registration on this chip waits until the native prepare returned.
+        callableLock.readLock().lock();
         try {
-            bind(slot, run, args, config, acceptance, directions);
-            rc = api.prepareRun(ctx, slot.storage.address(), callableId, slot.args.address(),
-                    slot.config.address(), slot.descriptor.address());
-            if (rc != 0) {
-                message = lastError();
+            Direction[] directions = tensorDirections(callableId);
+            checkArgs(args, directions);
+            RunEvents.Prepare event = RunEvents.beginPrepare();
+            admit(slot, run, permitsOverlap(config), true, config);
+            try {
+                bind(slot, run, args, config, acceptance, directions);
+                rc = api.prepareRun(ctx, slot.storage.address(), callableId, slot.args.address(),
+                        slot.config.address(), slot.descriptor.address());
+                if (rc != 0) {
+                    message = lastError();
+                }
+            } finally {
+                Reference.reachabilityFence(args);
+                Reference.reachabilityFence(acceptance);
+                if (event != null) {
+                    event.callableId = callableId;
+                    event.commitFor(this, run, rc);
+                }
+                if (rc == 0) {
+                    synchronized (phaseLock) {
+                        slot.phase = Phase.PREPARED;
+                        endCall(slot);
+                    }
+                } else {
+                    releaseRunResources(slot);
+                    synchronized (phaseLock) {
+                        slot.empty();
+                        endCall(slot);
+                    }
+                }
             }
         } finally {
-            Reference.reachabilityFence(args);
-            Reference.reachabilityFence(acceptance);
-            if (event != null) {
-                event.callableId = callableId;
-                event.commitFor(this, run, rc);
-            }
-            if (rc == 0) {
-                synchronized (phaseLock) {
-                    slot.phase = Phase.PREPARED;
-                    slot.inCall = false;
-                }
-            } else {
-                releaseRunResources(slot);
-                synchronized (phaseLock) {
-                    slot.empty();
-                }
-            }
+            callableLock.readLock().unlock();
         }
         if (rc != 0) {
             throw failure("prepare of callable " + callableId, rc, message, run);
@@ -258,14 +275,14 @@ final class ChipContext {
         } catch (RuntimeException | Error e) {
             synchronized (phaseLock) {
                 slot.phase = Phase.PREPARED;
-                slot.inCall = false;
+                endCall(slot);
             }
             throw e;
         }
         if (rc == 0) {
             synchronized (phaseLock) {
                 slot.phase = Phase.LAUNCHED;
-                slot.inCall = false;
+                endCall(slot);
             }
             if (LOG.isDebugEnabled()) {
                 LOG.debug("launched {}", run.identity());
@@ -287,7 +304,7 @@ final class ChipContext {
             } else {
                 slot.phase = Phase.PREPARED;
             }
-            slot.inCall = false;
+            endCall(slot);
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("launch of {} failed with {}; the run {}", run.identity(), PtoError.nameOf(rc),
@@ -317,7 +334,7 @@ final class ChipContext {
                 if (rc == POLL_COMPLETE) {
                     slot.phase = Phase.REAPED;
                 }
-                slot.inCall = false;
+                endCall(slot);
             }
         }
         if (rc == POLL_COMPLETE) {
@@ -354,7 +371,7 @@ final class ChipContext {
                 slot.waitResult = rc;
                 slot.waitMessage = message;
                 slot.phase = Phase.REAPED;
-                slot.inCall = false;
+                endCall(slot);
             }
         }
         completed(slot, run, rc);
@@ -405,6 +422,7 @@ final class ChipContext {
             releaseRunResources(slot);
             synchronized (phaseLock) {
                 slot.empty();
+                endCall(slot);
             }
             RunEvents.commit(event, this, run, rc != 0 ? rc : waitRc);
         }
@@ -419,41 +437,51 @@ final class ChipContext {
         }
     }
 
-    /** The blocking composition on a lease's slot, or slot 0 unleased (epoch 0, no generation filter). */
+    /**
+     * The blocking composition on a lease's slot, or slot 0 unleased (epoch 0, no
+     * generation filter). A registration on this chip waits until it returned.
+     */
     void run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId, long dispatchId,
              AcceptanceWord acceptance) {
         Objects.requireNonNull(args, "args");
         Objects.requireNonNull(config, "config");
+        checkCallableId(callableId);
         if (lease != null) {
             checkLeaseShape(lease);
         }
         config.validateFor(variant.arch());
-        Direction[] directions = tensorDirections(callableId);
-        checkArgs(args, directions);
         checkAcceptance(acceptance);
         NativeRun run = lease == null
                 ? new NativeRun(0, 0, 0, runId, dispatchId)
                 : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
         Slot slot = slots[run.slot()];
-        admit(slot, run, permitsOverlap(config), lease != null);
         int rc = PtoError.FAILED.code();
         String message = null;
+        callableLock.readLock().lock();
         try {
-            bind(slot, run, args, config, acceptance, directions);
-            rc = api.run(ctx, slot.storage.address(), callableId, slot.args.address(), slot.config.address(),
-                    slot.descriptor.address());
-            if (rc != 0) {
-                message = lastError();
-            } else {
-                copyBack(slot);
+            Direction[] directions = tensorDirections(callableId);
+            checkArgs(args, directions);
+            admit(slot, run, permitsOverlap(config), lease != null, config);
+            try {
+                bind(slot, run, args, config, acceptance, directions);
+                rc = api.run(ctx, slot.storage.address(), callableId, slot.args.address(), slot.config.address(),
+                        slot.descriptor.address());
+                if (rc != 0) {
+                    message = lastError();
+                } else {
+                    copyBack(slot);
+                }
+            } finally {
+                Reference.reachabilityFence(args);
+                Reference.reachabilityFence(acceptance);
+                releaseRunResources(slot);
+                synchronized (phaseLock) {
+                    slot.empty();
+                    endCall(slot);
+                }
             }
         } finally {
-            Reference.reachabilityFence(args);
-            Reference.reachabilityFence(acceptance);
-            releaseRunResources(slot);
-            synchronized (phaseLock) {
-                slot.empty();
-            }
+            callableLock.readLock().unlock();
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("ran {}: {}", run.identity(), PtoError.nameOf(rc));
@@ -488,7 +516,7 @@ final class ChipContext {
     }
 
     /** Under the lock: the slot, its neighbours and the generation filter admit the run; the slot becomes PREPARING. */
-    private void admit(Slot slot, NativeRun run, boolean permits, boolean filtered) {
+    private void admit(Slot slot, NativeRun run, boolean permits, boolean filtered, CallConfig config) {
         synchronized (phaseLock) {
             ensureOpen();
             if (slot.phase != Phase.EMPTY) {
@@ -523,6 +551,18 @@ final class ChipContext {
             slot.waitResult = 0;
             slot.waitMessage = null;
             slot.permitsSuccessor = permits;
+            slot.timeoutMs = config.timeoutMs() == 0 ? CallConfig.DEFAULT_TIMEOUT_MS : config.timeoutMs();
+        }
+    }
+
+    /**
+     * Under the lock: the call on {@code slot} has returned from the library. A close
+     * waiting for calls in flight re-checks.
+     */
+    private void endCall(Slot slot) {
+        slot.inCall = false;
+        if (state != State.OPEN) {
+            phaseLock.notifyAll();
         }
     }
 
@@ -682,13 +722,27 @@ final class ChipContext {
             ensureOpen();
             long address = api.deviceMalloc(ctx, bytes);
             if (address == 0) {
-                throw failure("device_malloc of " + bytes + " bytes", PtoError.OUT_OF_MEMORY.code(),
-                        lastError(), null);
+                String message = lastError();
+                throw failure("device_malloc of " + bytes + " bytes", mallocFailureCode(message),
+                        stripCode(message), null);
             }
             return new DeviceBuffer(owner, this, address, bytes);
         } finally {
             deviceLock.readLock().unlock();
         }
+    }
+
+    private static final Pattern LEADING_CODE = Pattern.compile("^\\((-\\d+)\\) ");
+
+    /** device_malloc's message leads with its code, "(-9) …" (abi.md, Device memory). */
+    static int mallocFailureCode(String message) {
+        Matcher m = LEADING_CODE.matcher(message);
+        return m.find() ? Integer.parseInt(m.group(1)) : PtoError.OUT_OF_MEMORY.code();
+    }
+
+    private static String stripCode(String message) {
+        Matcher m = LEADING_CODE.matcher(message);
+        return m.find() ? message.substring(m.end()) : message;
     }
 
     /** Frees device memory; a no-op once the device released everything. */
@@ -754,27 +808,41 @@ final class ChipContext {
         }
     }
 
+    /**
+     * Registers under the write side of {@link #callableLock}: concurrent registrations of
+     * one chip serialize, and none lands between a prepare's reading of the signature and
+     * its native call, so the Java-side signature is always the library's.
+     */
     void registerCallable(int id, ChipCallable callable) {
         Objects.requireNonNull(callable, "callable");
         checkCallableId(id);
         byte[] bytes = callable.bytes();
+        Direction[] directions = callable.tensorDirections().toArray(new Direction[0]);
         OffHeapBlock block = copyOffHeap(bytes);
-        deviceLock.readLock().lock();
+        boolean registered = false;
+        callableLock.writeLock().lock();
         try {
-            ensureOpen();
-            int rc = api.registerCallable(ctx, id, block.address());
-            if (rc != 0) {
-                String message = lastError();
-                block.close();
-                throw failure("register_callable " + id, rc, message, null);
-            }
-            Registered previous = callables.put(id,
-                    new Registered(block, callable.tensorDirections().toArray(new Direction[0])));
-            if (previous != null) {
-                previous.bytes().close();
+            deviceLock.readLock().lock();
+            try {
+                ensureOpen();
+                int rc = api.registerCallable(ctx, id, block.address());
+                if (rc != 0) {
+                    // the library keeps the callable it had under this id, and so does Java
+                    throw failure("register_callable " + id, rc, lastError(), null);
+                }
+                registered = true;
+                Registered previous = callables.put(id, new Registered(block, directions));
+                if (previous != null) {
+                    previous.bytes().close();
+                }
+            } finally {
+                deviceLock.readLock().unlock();
             }
         } finally {
-            deviceLock.readLock().unlock();
+            callableLock.writeLock().unlock();
+            if (!registered) {
+                block.close();
+            }
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("registered callable {} on {}: {}", id, describe(), callable);
@@ -783,25 +851,33 @@ final class ChipContext {
 
     void unregisterCallable(int id) {
         checkCallableId(id);
-        deviceLock.readLock().lock();
+        callableLock.writeLock().lock();
         try {
-            ensureOpen();
-            int rc = api.unregisterCallable(ctx, id);
-            if (rc != 0) {
-                throw failure("unregister_callable " + id, rc, lastError(), null);
-            }
-            Registered previous = callables.remove(id);
-            if (previous != null) {
-                previous.bytes().close();
+            deviceLock.readLock().lock();
+            try {
+                ensureOpen();
+                int rc = api.unregisterCallable(ctx, id);
+                if (rc != 0) {
+                    throw failure("unregister_callable " + id, rc, lastError(), null);
+                }
+                Registered previous = callables.remove(id);
+                if (previous != null) {
+                    previous.bytes().close();
+                }
+            } finally {
+                deviceLock.readLock().unlock();
             }
         } finally {
-            deviceLock.readLock().unlock();
+            callableLock.writeLock().unlock();
         }
     }
 
-    private static void checkCallableId(int id) {
-        if (id < 0 || id >= 64) {
-            throw new IllegalArgumentException("callable id " + id + " is outside [0, 64)");
+    /** Callable ids the library's registry holds: [0, MAX_CALLABLES). */
+    static final int MAX_CALLABLES = 64;
+
+    static void checkCallableId(int id) {
+        if (id < 0 || id >= MAX_CALLABLES) {
+            throw new IllegalArgumentException("callable id " + id + " is outside [0, " + MAX_CALLABLES + ")");
         }
     }
 
@@ -858,6 +934,12 @@ final class ChipContext {
         return List.copyOf(addresses);
     }
 
+    /** The signature Java holds for a callable id, or null (tests). */
+    List<Direction> signatureOf(int id) {
+        Registered r = callables.get(id);
+        return r == null ? null : List.of(r.tensorDirections());
+    }
+
     /** The phase of a slot (tests and diagnostics). */
     Phase phaseOf(int slot) {
         synchronized (phaseLock) {
@@ -872,10 +954,13 @@ final class ChipContext {
     // ---- close -------------------------------------------------------------------------
 
     /**
-     * Finalizes every run that is PREPARED, LAUNCHED or REAPED (errors logged), then
-     * finalize_device, destroy_device_context and frees the blocks. A slot caught in a
-     * call is not freed under a live run: the device context and that slot's blocks are
-     * leaked with a WARN. Idempotent; a concurrent caller returns once the first is done.
+     * Stops new calls, waits for the calls inside the library to return (each bounded by
+     * its run's timeout plus {@link #CLOSE_GRACE_MS}), finalizes every run that is
+     * PREPARED, LAUNCHED or REAPED (errors logged), then finalize_device,
+     * destroy_device_context and frees the blocks. Only a call that outlives its bound (a
+     * kernel that never returns on sim) is left behind: the device context and that
+     * slot's blocks are leaked with an ERROR naming the run, rather than freed under it.
+     * Idempotent; a concurrent caller returns once the first is done.
      */
     void close() {
         synchronized (closeMonitor) {
@@ -887,6 +972,7 @@ final class ChipContext {
                     return;
                 }
                 state = State.CLOSING;
+                awaitCallsInFlight();
                 for (Slot s : slots) {
                     if (s.inCall) {
                         midCall.add(s);
@@ -916,6 +1002,64 @@ final class ChipContext {
         }
     }
 
+    /** How long past a run's timeout close waits for a call of that run to return. */
+    static final long CLOSE_GRACE_MS = 5_000;
+
+    /**
+     * Under {@link #phaseLock}, state CLOSING: parks until no slot is inside a call, or the
+     * longest bound of the calls in flight (timeout + grace) has passed. Every call's end
+     * notifies ({@link #endCall}). An interrupt does not cut the wait short (the device
+     * must not be freed under a live call); it is restored afterwards.
+     */
+    private void awaitCallsInFlight() {
+        long boundMs = -1;
+        for (Slot s : slots) {
+            if (s.inCall) {
+                boundMs = Math.max(boundMs, s.timeoutMs + CLOSE_GRACE_MS);
+            }
+        }
+        if (boundMs < 0) {
+            return;
+        }
+        LOG.debug("close of {} waits up to {} ms for the calls in flight", describe(), boundMs);
+        Runnable hook = closeWaitsHook;
+        if (hook != null) {
+            hook.run();
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(boundMs);
+        boolean interrupted = false;
+        while (anyInCall()) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                break;
+            }
+            try {
+                TimeUnit.NANOSECONDS.timedWait(phaseLock, left);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private boolean anyInCall() {
+        for (Slot s : slots) {
+            if (s.inCall) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Tests: runs (under the phase lock) when close starts waiting for calls in flight. */
+    private volatile Runnable closeWaitsHook;
+
+    void onCloseWaits(Runnable hook) {
+        this.closeWaitsHook = hook;
+    }
+
     private void releaseDevice(List<Slot> midCall) {
         deviceLock.writeLock().lock();
         try {
@@ -923,9 +1067,10 @@ final class ChipContext {
             if (!midCall.isEmpty()) {
                 // a call is inside the library: neither the context nor that slot's blocks may go
                 for (Slot s : midCall) {
-                    LOG.warn("close of {}: slot {} is inside a {} call of {}; leaking the device context and the"
-                            + " slot's run storage rather than freeing them under a live run",
-                            describe(), s.index, s.phase, s.run == null ? "no run" : s.run.identity());
+                    LOG.error("close of {}: the {} call of {} in slot {} did not return within its timeout of {} ms"
+                            + " + {} ms; leaking the device context and the slot's run storage rather than freeing"
+                            + " them under a live call", describe(), s.phase, s.run == null ? "no run"
+                            : s.run.identity(), s.index, s.timeoutMs, CLOSE_GRACE_MS);
                 }
                 for (Slot s : slots) {
                     if (!midCall.contains(s)) {
@@ -981,6 +1126,7 @@ final class ChipContext {
         int waitResult;
         String waitMessage;
         boolean permitsSuccessor;
+        int timeoutMs; // the run's deadline: what bounds close's wait for a call in flight
         NativeRun run;
 
         // the run's resources: touched only by the thread whose call holds the slot

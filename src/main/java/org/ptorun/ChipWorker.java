@@ -232,8 +232,12 @@ public final class ChipWorker implements AutoCloseable {
 
     /**
      * Registers a callable under {@code id} (0..63); its signature decides which staged
-     * arrays are copied back after a run.
+     * arrays are copied back after a run. Registrations on one chip serialize, and one
+     * that comes while a prepare (or a blocking {@code run}) of this chip is inside the
+     * library waits for that call to return, so a run always stages and copies back by
+     * the signature of the callable the library prepared.
      *
+     * @throws IllegalArgumentException when {@code id} is outside [0, 64)
      * @throws ChipBusyException while any native run is outstanding
      * @throws BadCallableException when the library refuses the callable
      */
@@ -372,15 +376,28 @@ public final class ChipWorker implements AutoCloseable {
         return context.runtimeBufferAddresses();
     }
 
+    /** The tensor directions Java holds for callable {@code id}, or null (tests). */
+    java.util.List<org.ptorun.callable.Direction> signatureOf(int id) {
+        return context.signatureOf(id);
+    }
+
     /** The phase of a slot (tests, diagnostics). */
     ChipContext.Phase phaseOf(int slot) {
         return context.phaseOf(slot);
     }
 
+    /** Tests: {@code hook} runs when a close starts waiting for calls in flight. */
+    void onCloseWaits(Runnable hook) {
+        context.onCloseWaits(hook);
+    }
+
     /**
-     * Finalizes every outstanding run (errors logged), releases the device and frees the
-     * run storages. Idempotent and thread-safe. A slot caught inside a call is never
-     * freed under the live run: the device context is leaked with a WARN instead.
+     * Refuses new calls, waits for the calls other threads have inside the library to
+     * return (each bounded by its run's timeout plus a grace of 5 s), finalizes every
+     * outstanding run (errors logged), releases the device and frees the run storages.
+     * Idempotent and thread-safe. A call that outlives its bound (a kernel that never
+     * returns, on sim) is never freed under: the device context is leaked with an ERROR
+     * naming the run instead.
      */
     @Override
     public void close() {

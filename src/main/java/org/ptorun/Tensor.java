@@ -310,11 +310,18 @@ public final class Tensor {
             empty |= s == 0;
         }
         if (!empty) {
-            long last = startOffset;
-            for (int d = 0; d < shape.length; d++) {
-                last = Math.addExact(last, Math.multiplyExact((long) shape[d] - 1, Integer.toUnsignedLong(strides[d])));
+            try {
+                long last = startOffset;
+                for (int d = 0; d < shape.length; d++) {
+                    last = Math.addExact(last,
+                            Math.multiplyExact((long) shape[d] - 1, Integer.toUnsignedLong(strides[d])));
+                }
+                needed = Math.multiplyExact(Math.addExact(last, 1), (long) dtype.byteSize());
+            } catch (ArithmeticException overflow) {
+                throw new IllegalArgumentException("tensor " + dtype + Arrays.toString(shape) + " strides "
+                        + Arrays.toString(strides) + " start_offset " + startOffset + " reaches past 2^63 bytes;"
+                        + " its data holds " + byteSize, overflow);
             }
-            needed = Math.multiplyExact(last + 1, (long) dtype.byteSize());
         }
         if (needed > byteSize) {
             throw new IllegalArgumentException("tensor " + dtype + Arrays.toString(shape) + " strides "

@@ -767,24 +767,8 @@ class ChipWorkerPhaseTableTest {
         assertThat(fake.count("destroyDeviceContext")).isEqualTo(1);
     }
 
-    @Test
-    void closeLeaksTheContextRatherThanFreeingItUnderACallInProgress() throws Exception {
-        FakeNativeApi fake = fake();
-        ChipWorker chip = open(fake, DEPTH2);
-        NativeRun run = prepare(chip, 0, 1);
-        chip.launch(run);
-        FakeNativeApi.Gate inWait = fake.block("waitRun", 0);
-        Future<?> waiting = pool.submit(() -> chip.await(run));
-        inWait.awaitEntered();
-        CompletableFuture<Void> closing = CompletableFuture.runAsync(chip::close, pool);
-        closing.get(30, TimeUnit.SECONDS);
-        assertThat(fake.count("finalizeDevice")).isZero();
-        assertThat(fake.count("destroyDeviceContext")).isZero();
-        inWait.open();
-        waiting.get(30, TimeUnit.SECONDS);
-        chip.close();
-        assertThat(fake.count("destroyDeviceContext")).isZero();
-    }
+    // close against a call in flight (waits, then finalizes; leaks only past the run's
+    // timeout): ChipWorkerRaceTest
 
     @Test
     void concurrentClosesFinalizeEachRunOnce() throws Exception {

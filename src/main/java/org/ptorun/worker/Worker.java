@@ -2,6 +2,7 @@ package org.ptorun.worker;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -76,6 +77,8 @@ public final class Worker implements AutoCloseable {
     private int roundRobin;
     private boolean stopping;
     private boolean closed;
+    /** Ids {@link #register} was called for (guarded by admission): what enqueue admits. */
+    private final BitSet registeredIds = new BitSet(MAX_CALLABLES);
     private volatile boolean cancelling;
     private long succeededSinceDrain;
     private long failedSinceDrain;
@@ -121,10 +124,12 @@ public final class Worker implements AutoCloseable {
      */
     public CompletableFuture<Void> register(int id, ChipCallable callable) {
         Objects.requireNonNull(callable, "callable");
+        checkCallableId(id);
         List<CompletableFuture<Void>> parts = new ArrayList<>(lanes.length);
         admission.lock();
         try {
             checkOpenLocked();
+            registeredIds.set(id);
             for (Lane lane : lanes) {
                 if (lane.poisoned) {
                     continue;
@@ -172,7 +177,7 @@ public final class Worker implements AutoCloseable {
      * @throws IllegalStateException after close
      */
     public RunTicket enqueue(int callableId, TaskArgs args, CallConfig config) throws InterruptedException {
-        checkRunArguments(args, config);
+        checkRunArguments(callableId, args, config);
         RunTicket t;
         admission.lockInterruptibly();
         try {
@@ -198,7 +203,7 @@ public final class Worker implements AutoCloseable {
      */
     public Optional<RunTicket> enqueue(int callableId, TaskArgs args, CallConfig config, long timeout, TimeUnit unit)
             throws InterruptedException {
-        checkRunArguments(args, config);
+        checkRunArguments(callableId, args, config);
         long nanos = unit.toNanos(timeout);
         RunTicket t;
         admission.lockInterruptibly();
@@ -222,7 +227,7 @@ public final class Worker implements AutoCloseable {
 
     /** Enqueues a run if the queue has room; never waits. */
     public Optional<RunTicket> tryEnqueue(int callableId, TaskArgs args, CallConfig config) {
-        checkRunArguments(args, config);
+        checkRunArguments(callableId, args, config);
         RunTicket t;
         admission.lock();
         try {
@@ -257,9 +262,19 @@ public final class Worker implements AutoCloseable {
         return t;
     }
 
-    private static void checkRunArguments(TaskArgs args, CallConfig config) {
+    private static void checkRunArguments(int callableId, TaskArgs args, CallConfig config) {
+        checkCallableId(callableId);
         Objects.requireNonNull(args, "args");
         Objects.requireNonNull(config, "config");
+    }
+
+    /** Callable ids a chip's registry holds: [0, 64). */
+    private static final int MAX_CALLABLES = 64;
+
+    private static void checkCallableId(int id) {
+        if (id < 0 || id >= MAX_CALLABLES) {
+            throw new IllegalArgumentException("callable id " + id + " is outside [0, " + MAX_CALLABLES + ")");
+        }
     }
 
     private void checkOpenLocked() {
@@ -269,6 +284,10 @@ public final class Worker implements AutoCloseable {
     }
 
     private RunTicket admitLocked(int callableId, TaskArgs args, CallConfig config) {
+        if (!registeredIds.get(callableId)) {
+            throw new IllegalArgumentException("callable id " + callableId + " is not registered on this Worker"
+                    + " (Worker.register it first)");
+        }
         Lane lane = selectLocked();
         long dispatchId = nextDispatchId++;
         RunTicket t = new RunTicket(dispatchId, dispatchId, lane.chip.deviceId(), callableId, args, config,
