@@ -34,7 +34,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.ptorun.internal.EmulatedDriver;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
 import org.ptorun.worker.ChipHealth;
 import org.ptorun.worker.ChipSelection;
 import org.ptorun.worker.RunResult;
@@ -89,7 +90,9 @@ class LifecycleStressE2ETest {
      * (emulated) device wakes per launch — the lifecycle, not the device, is under test.
      */
     private static final CallConfig STRESS_CONFIG = CallConfig.builder().blockDim(2).build();
-    private static final EmulatedDriver DRIVER = EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+    /** The emulated driver the onboard libraries load (one instance for all of them). */
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
     static List<Variant> allVariants() {
         return SimE2E.allVariants();
@@ -129,7 +132,7 @@ class LifecycleStressE2ETest {
 
     private static void chipWorkerStress(Variant variant, long seed) throws Exception {
         HostRuntime runtime = HostRuntime.load(variant);
-        EmulatedDriver.Stats driverBefore = DRIVER.stats();
+        DriverStats driverBefore = FAULTS.stats();
         NativeThreads before = NativeThreads.now();
         ChipWorker chip = ChipWorker.open(runtime, 0);
         ChipWorker other = null;
@@ -217,7 +220,7 @@ class LifecycleStressE2ETest {
             assertThat(NativeThreads.now().minus(before).total())
                     .as("native threads of the chips left after close (ptorun threads before: %s)", before).isZero();
             if (variant.platform() == Variant.Platform.ONBOARD) {
-                assertThat(DRIVER.stats()).as("emulated driver accounting after close").isEqualTo(driverBefore);
+                assertThat(FAULTS.stats()).as("emulated driver accounting after close").isEqualTo(driverBefore);
             }
         } finally {
             if (stress != null) {
@@ -802,7 +805,7 @@ class LifecycleStressE2ETest {
                 + enqueuers + "x" + perEnqueuer + " capacity " + capacity
                 + (shape.closeMidway() ? " close after " + closeAfter : "");
 
-        EmulatedDriver.Stats driverBefore = DRIVER.stats();
+        DriverStats driverBefore = FAULTS.stats();
         NativeThreads before = NativeThreads.now();
         Worker worker = Worker.builder().variant(variant).devices(0, 1).background(shape.background())
                 .queueCapacity(capacity).shutdownPolicy(policy).chipSelection(selection).build();
@@ -897,7 +900,7 @@ class LifecycleStressE2ETest {
             assertThat(NativeThreads.now().minus(before).total())
                     .as("%s: native threads of the chips left after close", what).isZero();
             if (variant.platform() == Variant.Platform.ONBOARD) {
-                assertThat(DRIVER.stats()).as("%s: emulated driver accounting after close", what)
+                assertThat(FAULTS.stats()).as("%s: emulated driver accounting after close", what)
                         .isEqualTo(driverBefore);
             }
             return what + ": " + jobs.size() + " admitted, " + cancelled + " cancelled, " + refusedAfterClose.get()
