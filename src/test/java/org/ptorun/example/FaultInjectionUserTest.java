@@ -18,6 +18,7 @@ import org.ptorun.DeviceOutOfMemoryException;
 import org.ptorun.HostRuntime;
 import org.ptorun.PtoError;
 import org.ptorun.PtoRunException;
+import org.ptorun.RunTimeoutException;
 import org.ptorun.TaskArgs;
 import org.ptorun.Tensor;
 import org.ptorun.Variant;
@@ -33,9 +34,10 @@ import org.ptorun.testing.Fault;
 /**
  * A user's test of their own code against device faults, written outside the
  * {@code org.ptorun} package with the public API only (what docs/testing.md shows): a
- * small "service" that adds two vectors on a chip, driven into an allocation failure, a
- * refused launch and a lost device, each failing precisely, each followed by a golden
- * run, and the driver's accounting back to its baseline once the chip is closed.
+ * small "service" that adds two vectors on a chip, driven into each of the seven faults,
+ * each failing precisely, each followed by a golden run (on a reopened chip when the
+ * fault poisoned it), and the driver's accounting back to its baseline once the chip is
+ * closed.
  */
 class FaultInjectionUserTest {
 
@@ -67,9 +69,23 @@ class FaultInjectionUserTest {
         }
 
         float[] add(float[] a, float[] b) {
+            return add(a, b, CallConfig.DEFAULT);
+        }
+
+        float[] add(float[] a, float[] b, CallConfig config) {
             float[] c = new float[N];
-            chip.run(ADD, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)), CallConfig.DEFAULT);
+            chip.run(ADD, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)), config);
             return c;
+        }
+
+        /** Keeps a vector on the device and reads it back. */
+        float[] roundTrip(float[] v) {
+            try (DeviceBuffer buffer = chip.malloc(4L * v.length)) {
+                chip.copyTo(buffer, v);
+                float[] back = new float[v.length];
+                chip.copyFrom(buffer, back);
+                return back;
+            }
         }
 
         DeviceBuffer reserve(long bytes) {
@@ -183,6 +199,72 @@ class FaultInjectionUserTest {
                     .isExactlyInstanceOf(ChipPoisonedException.class);
             service.reopen();
             assertThat(service.healthy()).isTrue();
+            assertGolden(service);
+        }
+        assertThat(faults.stats()).as("driver accounting after close").isEqualTo(baseline);
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aFailedCopyToOrFromTheDeviceIsADeviceErrorAndTheServiceKeepsWorking(Variant variant) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        faults = EmulatedFaults.of(runtime);
+        DriverStats baseline = faults.stats();
+        try (VectorAddService service = new VectorAddService(runtime)) {
+            for (Fault fault : List.of(Fault.H2D, Fault.D2H)) {
+                try (ArmedFault armed = faults.armed(fault, 0)) {
+                    PtoRunException e = catchThrowableOfType(PtoRunException.class,
+                            () -> service.roundTrip(ramp(3f)));
+                    assertThat(e).as("%s", fault).isExactlyInstanceOf(PtoRunException.class);
+                    assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+                    assertThat(e.getMessage()).contains(fault == Fault.H2D ? "copy_to_device" : "copy_from_device")
+                            .contains("host/device copy failed");
+                }
+                assertThat(service.healthy()).isTrue();
+                assertThat(service.roundTrip(ramp(3f))).containsExactly(ramp(3f));
+            }
+            assertGolden(service);
+        }
+        assertThat(faults.stats()).as("driver accounting after close").isEqualTo(baseline);
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aStreamErrorFailsTheRunAndPoisonsTheChipUntilReopened(Variant variant) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        faults = EmulatedFaults.of(runtime);
+        DriverStats baseline = faults.stats();
+        try (VectorAddService service = new VectorAddService(runtime)) {
+            faults.inject(Fault.STREAM, 0);
+            PtoRunException e = catchThrowableOfType(PtoRunException.class,
+                    () -> service.add(ramp(1f), ramp(2f)));
+            assertThat(e).isExactlyInstanceOf(PtoRunException.class);
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertThat(e.getMessage()).contains("an operation on the stream failed")
+                    .contains("poisoned until finalize_device");
+            assertThat(service.healthy()).isFalse();
+            service.reopen();
+            assertGolden(service);
+        }
+        assertThat(faults.stats()).as("driver accounting after close").isEqualTo(baseline);
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aHungLaunchTimesOutAndPoisonsTheChipUntilReopened(Variant variant) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        faults = EmulatedFaults.of(runtime);
+        DriverStats baseline = faults.stats();
+        try (VectorAddService service = new VectorAddService(runtime)) {
+            faults.inject(Fault.HANG, 0);
+            CallConfig shortTimeout = CallConfig.builder().timeoutMs(200).build();
+            PtoRunException e = catchThrowableOfType(PtoRunException.class,
+                    () -> service.add(ramp(1f), ramp(2f), shortTimeout));
+            assertThat(e).isExactlyInstanceOf(RunTimeoutException.class);
+            assertThat(e.getMessage()).contains("the run exceeded its timeout of 200 ms")
+                    .contains("poisoned until finalize_device");
+            assertThat(service.healthy()).isFalse();
+            service.reopen();
             assertGolden(service);
         }
         assertThat(faults.stats()).as("driver accounting after close").isEqualTo(baseline);
