@@ -34,7 +34,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.ptorun.internal.EmulatedDriver;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
 import org.ptorun.worker.ChipHealth;
 import org.ptorun.worker.ChipSelection;
 import org.ptorun.worker.RunResult;
@@ -89,10 +90,33 @@ class LifecycleStressE2ETest {
      * (emulated) device wakes per launch — the lifecycle, not the device, is under test.
      */
     private static final CallConfig STRESS_CONFIG = CallConfig.builder().blockDim(2).build();
-    private static final EmulatedDriver DRIVER = EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+    /** The emulated driver the onboard libraries load (one instance for all of them). */
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
+    /**
+     * {@code -Dptorun.soakMinutes=N}: each test (one library, one flavour) repeats rounds
+     * of its normal size for N minutes and samples resident memory, device memory and
+     * threads (docs/hardening.md, Soak). 0 or unset: one round, the normal test.
+     */
+    private static final double SOAK_MINUTES = soakMinutes();
+
+    private static double soakMinutes() {
+        String value = System.getProperty("ptorun.soakMinutes", "");
+        double minutes = value.isBlank() ? 0 : Double.parseDouble(value.strip());
+        if (minutes < 0 || Double.isNaN(minutes)) {
+            throw new IllegalArgumentException("ptorun.soakMinutes must be >= 0, got " + value);
+        }
+        return minutes;
+    }
+
+    /** Every library, or those of {@code -Dptorun.stressVariants=a2a3/sim/hbg,a5/onboard/trb}. */
     static List<Variant> allVariants() {
-        return SimE2E.allVariants();
+        String only = System.getProperty("ptorun.stressVariants", "");
+        if (only.isBlank()) {
+            return SimE2E.allVariants();
+        }
+        return java.util.Arrays.stream(only.split(",")).map(String::strip).map(Variant::parse).toList();
     }
 
     /** Fixed per library unless {@code -Dptorun.stressSeed} says otherwise. */
@@ -129,7 +153,7 @@ class LifecycleStressE2ETest {
 
     private static void chipWorkerStress(Variant variant, long seed) throws Exception {
         HostRuntime runtime = HostRuntime.load(variant);
-        EmulatedDriver.Stats driverBefore = DRIVER.stats();
+        DriverStats driverBefore = FAULTS.stats();
         NativeThreads before = NativeThreads.now();
         ChipWorker chip = ChipWorker.open(runtime, 0);
         ChipWorker other = null;
@@ -178,31 +202,49 @@ class LifecycleStressE2ETest {
             NativeRun foreign = other.prepare(CHAIN, ChipWorkerE2ETest.chainArgs(fa, fb, ff), STRESS_CONFIG,
                     PipelineSlotLease.of(0, 1), 1_000_000, 1_000_000, null);
 
-            long start = System.nanoTime();
             int runsPerThread = variant.platform() == Variant.Platform.SIM ? RUNS_PER_THREAD : ONBOARD_RUNS_PER_THREAD;
-            stress = new ChipStress(chip, other, foreign, pool, seed, THREADS * runsPerThread);
-            stress.runToCompletion();
-            long elapsed = System.nanoTime() - start;
+            Soak soak = Soak.start("chipworker", variant, seed);
+            long runs = 0;
+            for (int round = 0; round == 0 || soak.goOn(); round++) {
+                long roundSeed = Soak.roundSeed(seed, round);
+                if (stress != null) {
+                    stress.closeWords(); // the previous round finalized every run: its words are free
+                }
+                long start = System.nanoTime();
+                stress = new ChipStress(chip, other, foreign, pool, roundSeed, THREADS * runsPerThread);
+                try {
+                    stress.runToCompletion();
+                    long elapsed = System.nanoTime() - start;
+                    assertThat(chip.isHealthy()).isTrue();
+                    assertThat(other.isHealthy()).isTrue();
+                    assertThat(chip.committedDeviceMemory()).as("committed device memory after the stress")
+                            .isEqualTo(chipMemory);
+                    NativeThreads after = NativeThreads.now().minus(before);
+                    after.assertSameAs(warm, 2, "after the stress");
+                    stress.assertEveryRefusalWasExercised(chip.supportsConcurrentPrepare());
+                    runs += stress.total;
+                    if (!soak.on()) {
+                        System.out.printf("ptorun: %s ChipWorker stress, seed %d: %d runs from %d threads in %.2f s"
+                                        + " (%d staged behind a running predecessor, %d abandoned,"
+                                        + " %d steps on a thread other than the previous step's);"
+                                        + " refusals %s; native threads %s%n",
+                                variant, seed, stress.total, THREADS, elapsed / 1e9, stress.staged.get(),
+                                stress.abandoned.get(), stress.threadChanges.get(), stress.refusalCounts(),
+                                warm.counts());
+                    }
+                } catch (Throwable t) {
+                    throw soak.failedRound(round, roundSeed, t);
+                }
+                soak.sample(runs, chip.committedDeviceMemory() + other.committedDeviceMemory(),
+                        NativeThreads.now().minus(before));
+            }
 
             // nothing was disturbed: the foreign run still launches and is golden
             other.launch(foreign);
             other.finalize(foreign);
             assertBitExact(ff, ChipWorkerE2ETest.reference(fa, fb));
-            assertThat(chip.isHealthy()).isTrue();
-            assertThat(other.isHealthy()).isTrue();
-            assertThat(chip.committedDeviceMemory()).as("committed device memory after the stress")
-                    .isEqualTo(chipMemory);
-            assertThat(other.committedDeviceMemory()).isEqualTo(otherMemory);
-            NativeThreads after = NativeThreads.now().minus(before);
-            after.assertSameAs(warm, 2, "after the stress");
-            stress.assertEveryRefusalWasExercised(chip.supportsConcurrentPrepare());
-
-            System.out.printf("ptorun: %s ChipWorker stress, seed %d: %d runs from %d threads in %.2f s"
-                            + " (%d staged behind a running predecessor, %d abandoned,"
-                            + " %d steps on a thread other than the previous step's);"
-                            + " refusals %s; native threads %s%n",
-                    variant, seed, stress.total, THREADS, elapsed / 1e9, stress.staged.get(), stress.abandoned.get(),
-                    stress.threadChanges.get(), stress.refusalCounts(), warm.counts());
+            assertThat(other.committedDeviceMemory()).as("the other chip's committed device memory")
+                    .isEqualTo(otherMemory);
 
             NativeRun finalizedToken = stress.lastToken;
             chip.close();
@@ -217,8 +259,9 @@ class LifecycleStressE2ETest {
             assertThat(NativeThreads.now().minus(before).total())
                     .as("native threads of the chips left after close (ptorun threads before: %s)", before).isZero();
             if (variant.platform() == Variant.Platform.ONBOARD) {
-                assertThat(DRIVER.stats()).as("emulated driver accounting after close").isEqualTo(driverBefore);
+                assertThat(FAULTS.stats()).as("emulated driver accounting after close").isEqualTo(driverBefore);
             }
+            soak.finish(runs, driverMemory(variant), NativeThreads.now().minus(before));
         } finally {
             if (stress != null) {
                 stress.stopThreads();
@@ -781,12 +824,27 @@ class LifecycleStressE2ETest {
         Collections.shuffle(shapes, new java.util.Random(rnd.nextLong()));
         StringBuilder summary = new StringBuilder();
         long start = System.nanoTime();
-        for (int iteration = 0; iteration < WORKER_ITERATIONS; iteration++) {
-            summary.append(workerIteration(variant, shapes.get(iteration % shapes.size()), rnd.split()))
-                    .append(iteration + 1 < WORKER_ITERATIONS ? "; " : "");
+        NativeThreads before = NativeThreads.now();
+        Soak soak = Soak.start("worker", variant, seed);
+        long iterations = 0;
+        for (int iteration = 0; iteration < WORKER_ITERATIONS || soak.goOn(); iteration++) {
+            String what = workerIteration(variant, shapes.get(iteration % shapes.size()), rnd.split());
+            iterations++;
+            if (!soak.on()) {
+                summary.append(what).append(iteration + 1 < WORKER_ITERATIONS ? "; " : "");
+            }
+            // between iterations every Worker is closed: what stays committed is the driver's (0 on sim)
+            soak.sample(iterations, driverMemory(variant), NativeThreads.now().minus(before));
         }
-        System.out.printf("ptorun: %s Worker stress, seed %d, %.2f s: %s%n", variant, seed,
-                (System.nanoTime() - start) / 1e9, summary);
+        if (!soak.on()) {
+            System.out.printf("ptorun: %s Worker stress, seed %d, %.2f s: %s%n", variant, seed,
+                    (System.nanoTime() - start) / 1e9, summary);
+        }
+        soak.finish(iterations, driverMemory(variant), NativeThreads.now().minus(before));
+    }
+
+    private static long driverMemory(Variant variant) {
+        return variant.platform() == Variant.Platform.ONBOARD ? FAULTS.stats().memoryCommitted() : 0;
     }
 
     private static String workerIteration(Variant variant, Shape shape, SplittableRandom rnd) throws Exception {
@@ -802,7 +860,7 @@ class LifecycleStressE2ETest {
                 + enqueuers + "x" + perEnqueuer + " capacity " + capacity
                 + (shape.closeMidway() ? " close after " + closeAfter : "");
 
-        EmulatedDriver.Stats driverBefore = DRIVER.stats();
+        DriverStats driverBefore = FAULTS.stats();
         NativeThreads before = NativeThreads.now();
         Worker worker = Worker.builder().variant(variant).devices(0, 1).background(shape.background())
                 .queueCapacity(capacity).shutdownPolicy(policy).chipSelection(selection).build();
@@ -897,7 +955,7 @@ class LifecycleStressE2ETest {
             assertThat(NativeThreads.now().minus(before).total())
                     .as("%s: native threads of the chips left after close", what).isZero();
             if (variant.platform() == Variant.Platform.ONBOARD) {
-                assertThat(DRIVER.stats()).as("%s: emulated driver accounting after close", what)
+                assertThat(FAULTS.stats()).as("%s: emulated driver accounting after close", what)
                         .isEqualTo(driverBefore);
             }
             return what + ": " + jobs.size() + " admitted, " + cancelled + " cancelled, " + refusedAfterClose.get()
@@ -942,6 +1000,146 @@ class LifecycleStressE2ETest {
         throw new AssertionError("the warm-up never ran the chain in slots " + slotsUsed + " of both chips: " + seen);
     }
 
+    // ==== soak ====================================================================================
+
+    /**
+     * The soak mode's clock and report. Off ({@code ptorun.soakMinutes} unset or 0): one
+     * round, nothing sampled or written. On: rounds go on until the minutes are over; after
+     * each round a sample is taken — resident memory (VmRSS after {@code malloc_trim}),
+     * device memory committed (the chips', or the driver's between Worker iterations),
+     * process threads and ptorun's native threads (beyond those before the test) — written
+     * to {@code target/soak/stress-<flavour>-<variant>.csv} and, every 1/20 of the soak
+     * (at least every 5 s), printed. The assertions are the normal test's, after every
+     * round; resident memory is reported, not asserted (the heap and the JIT grow it).
+     */
+    private static final class Soak {
+        private static final long ROUND_SEED_STEP = 0x9E37_79B9_7F4A_7C15L;
+
+        private final String flavour;
+        private final Variant variant;
+        private final long seed;
+        private final boolean on;
+        private final long startNanos;
+        private final long deadlineNanos;
+        private final long intervalNanos;
+        private final List<String> rows = new ArrayList<>();
+        private final List<long[]> rss = new ArrayList<>();
+        private long nextPrint;
+        private long rounds;
+        private long firstRss = -1;
+        private long firstCommitted;
+        private long firstProcessThreads;
+        private final Path file;
+
+        private Soak(String flavour, Variant variant, long seed) {
+            this.flavour = flavour;
+            this.variant = variant;
+            this.seed = seed;
+            this.on = SOAK_MINUTES > 0;
+            this.startNanos = System.nanoTime();
+            long soakNanos = (long) (SOAK_MINUTES * 60e9);
+            this.deadlineNanos = startNanos + soakNanos;
+            this.intervalNanos = Math.max(5_000_000_000L, soakNanos / 20);
+            this.nextPrint = startNanos;
+            this.file = Path.of(System.getProperty("ptorun.soakDir", "target/soak"),
+                    "stress-" + flavour + "-" + variant.toString().replace('/', '_') + ".csv");
+        }
+
+        static Soak start(String flavour, Variant variant, long seed) {
+            Soak soak = new Soak(flavour, variant, seed);
+            if (soak.on) {
+                System.out.printf(java.util.Locale.ROOT, "ptorun soak: %s %s stress for %.1f min, seed %d, report %s%n",
+                        variant, flavour, SOAK_MINUTES, seed, soak.file);
+            }
+            return soak;
+        }
+
+        /** Round 0 is the normal test's seed; a later round's seed reruns it alone with -Dptorun.stressSeed. */
+        static long roundSeed(long seed, int round) {
+            return seed + round * ROUND_SEED_STEP;
+        }
+
+        boolean on() {
+            return on;
+        }
+
+        /** Another round? Only in soak mode, until the minutes are over. */
+        boolean goOn() {
+            return on && System.nanoTime() < deadlineNanos;
+        }
+
+        AssertionError failedRound(int round, long roundSeed, Throwable t) {
+            if (!on) {
+                return t instanceof AssertionError a ? a : new AssertionError(t);
+            }
+            return new AssertionError("soak round " + round + " failed with seed " + roundSeed
+                    + " (to rerun that round alone: -Dptorun.stressSeed=" + roundSeed + ")", t);
+        }
+
+        /** After a round: {@code done} runs (or Worker iterations) so far. */
+        void sample(long done, long committed, NativeThreads threads) {
+            if (!on) {
+                return;
+            }
+            rounds++;
+            long now = System.nanoTime();
+            long rssKiB = org.ptorun.internal.ProcessStatus.residentKiB();
+            long processThreads = org.ptorun.internal.ProcessStatus.threads();
+            if (firstRss < 0) {
+                firstRss = rssKiB;
+                firstCommitted = committed;
+                firstProcessThreads = processThreads;
+            }
+            double seconds = (now - startNanos) / 1e9;
+            rss.add(new long[] {now, rssKiB});
+            Map<String, Integer> counts = threads.counts();
+            rows.add(String.format(java.util.Locale.ROOT, "%.1f,%d,%d,%d,%d,%d,%d,%d", seconds, rounds, done, rssKiB,
+                    committed, processThreads, counts.get(NativeThreads.EXECUTOR), counts.get(NativeThreads.SIM_DEVICE))
+                    + "," + counts.get(NativeThreads.EMULATED_DRIVER));
+            if (now >= nextPrint) {
+                nextPrint = now + intervalNanos;
+                System.out.printf(java.util.Locale.ROOT, "ptorun soak: %s %s %6.1f s: %d rounds, %d %s; VmRSS %d kB"
+                                + " (%+d kB since the first round); device memory committed %d (%+d); threads %d"
+                                + " (%+d), ptorun native %s%n",
+                        variant, flavour, seconds, rounds, done, unit(), rssKiB, rssKiB - firstRss, committed,
+                        committed - firstCommitted, processThreads, processThreads - firstProcessThreads, counts);
+            }
+        }
+
+        /** After close (the normal assertions passed): the summary line and the report file. */
+        void finish(long done, long committed, NativeThreads threadsLeft) {
+            if (!on) {
+                return;
+            }
+            long rssKiB = org.ptorun.internal.ProcessStatus.residentKiB();
+            long processThreads = org.ptorun.internal.ProcessStatus.threads();
+            long halfway = rss.isEmpty() ? rssKiB : rss.get(rss.size() / 2)[1];
+            long last = rss.isEmpty() ? rssKiB : rss.get(rss.size() - 1)[1];
+            long maxRss = rss.stream().mapToLong(r -> r[1]).max().orElse(rssKiB);
+            System.out.printf(java.util.Locale.ROOT, "ptorun soak: %s %s done, seed %d: %.1f s, %d rounds, %d %s;"
+                            + " VmRSS first round %d kB, last %d kB (%+d, %+d over the second half, max %d);"
+                            + " after close: VmRSS %d kB, device memory committed %d, threads %d (%+d vs the"
+                            + " first round), ptorun native threads left %d%n",
+                    variant, flavour, seed, (System.nanoTime() - startNanos) / 1e9, rounds, done, unit(), firstRss,
+                    last, last - firstRss, last - halfway, maxRss, rssKiB, committed, processThreads,
+                    processThreads - firstProcessThreads, threadsLeft.total());
+            try {
+                Files.createDirectories(file.getParent());
+                List<String> lines = new ArrayList<>();
+                lines.add("seconds,rounds," + unit() + ",vmrss_kib,device_committed_bytes,process_threads,"
+                        + NativeThreads.EXECUTOR + "," + NativeThreads.SIM_DEVICE + "," + NativeThreads.EMULATED_DRIVER);
+                lines.addAll(rows);
+                Files.write(file, lines);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        private String unit() {
+            return flavour.equals("worker") ? "iterations" : "runs";
+        }
+    }
+
     // ==== native threads ===========================================================================
 
     /**
@@ -973,6 +1171,14 @@ class LifecycleStressE2ETest {
                         name = Files.readString(task.resolve("comm")).strip();
                     } catch (NoSuchFileException exited) {
                         continue;
+                    } catch (IOException e) {
+                        // a thread that exits between the listing and the read: its comm is
+                        // gone (above) or, while it is being reaped, reads fail with ESRCH
+                        // (the soak met it after a few hundred Worker iterations)
+                        if ("No such process".equals(e.getMessage()) || !Files.exists(task)) {
+                            continue;
+                        }
+                        throw e;
                     }
                     Set<Long> ids = byName.get(name);
                     if (ids != null) {

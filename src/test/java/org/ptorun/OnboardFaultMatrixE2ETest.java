@@ -7,13 +7,13 @@ import static org.ptorun.SimE2E.assertBitExact;
 import static org.ptorun.SimE2E.filled;
 import static org.ptorun.SimE2E.random;
 
-import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.ptorun.internal.EmulatedDriver;
-import org.ptorun.internal.EmulatedDriver.Fault;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
+import org.ptorun.testing.Fault;
 
 /**
  * The fault matrix of the onboard libraries on the emulated driver: each injectable
@@ -30,8 +30,9 @@ class OnboardFaultMatrixE2ETest {
     private static final int N = 256;
     /** Big enough that a run of it needs more staging than a run of the N-float chain committed. */
     private static final int BIG_N = 1 << 16;
-    private static final EmulatedDriver DRIVER =
-            EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+    /** The emulated driver the onboard libraries load (one instance for all of them). */
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
     static List<Variant> onboard() {
         return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
@@ -39,7 +40,7 @@ class OnboardFaultMatrixE2ETest {
 
     @AfterEach
     void disarm() {
-        DRIVER.disarm();
+        FAULTS.disarm();
     }
 
     // ---- helpers ------------------------------------------------------------------------------
@@ -90,12 +91,12 @@ class OnboardFaultMatrixE2ETest {
     }
 
     /** The driver's accounting with no chip open (threads included) equals the baseline. */
-    private static void assertBackTo(EmulatedDriver.Stats baseline) {
-        assertThat(DRIVER.stats()).isEqualTo(baseline);
+    private static void assertBackTo(DriverStats baseline) {
+        assertThat(FAULTS.stats()).isEqualTo(baseline);
     }
 
     /** After a poisoning fault: unhealthy, prepares refused with PTO_ERR_POISONED, reopen works. */
-    private static void assertPoisonedThenReopens(Variant variant, ChipWorker chip, EmulatedDriver.Stats baseline) {
+    private static void assertPoisonedThenReopens(Variant variant, ChipWorker chip, DriverStats baseline) {
         assertThat(chip.isHealthy()).isFalse();
         ChipPoisonedException poisoned = catchThrowableOfType(ChipPoisonedException.class,
                 () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 99, 99, null));
@@ -116,9 +117,9 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void anAllocationFailureAtRegisterIsDeviceOutOfMemoryAndTheChipStaysUsable(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = open(variant)) {
-            DRIVER.inject(Fault.ALLOC, 0);
+            FAULTS.inject(Fault.ALLOC, 0);
             assertThatThrownBy(() -> chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N)))
                     .isInstanceOf(DeviceOutOfMemoryException.class);
             assertThat(chip.isHealthy()).isTrue();
@@ -131,9 +132,9 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aCopyFailureAtRegisterIsADeviceErrorAndTheChipStaysUsable(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = open(variant)) {
-            DRIVER.inject(Fault.H2D, 0);
+            FAULTS.inject(Fault.H2D, 0);
             PtoRunException e = catchThrowableOfType(PtoRunException.class,
                     () -> chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N)));
             assertThat(e).isNotNull();
@@ -150,9 +151,9 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aCopyFailureAtPrepareRefusesTheRunBeforeTheMarker(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
-            DRIVER.inject(Fault.H2D, 0);
+            FAULTS.inject(Fault.H2D, 0);
             PtoRunException e = catchThrowableOfType(PtoRunException.class,
                     () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 5, 5, word));
             assertThat(e).isNotNull();
@@ -173,13 +174,13 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void anAllocationFailureWhilePrepareGrowsTheStagingIsDeviceOutOfMemoryBeforeTheMarker(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
             chip.registerCallable(BIG_CHAIN, ChipWorkerE2ETest.vectorChain(BIG_N));
             assertRunsGolden(chip, 20);
             long committed = chip.committedDeviceMemory();
             float[] f = filled(BIG_N);
-            DRIVER.inject(Fault.ALLOC, 0);
+            FAULTS.inject(Fault.ALLOC, 0);
             DeviceOutOfMemoryException e = catchThrowableOfType(DeviceOutOfMemoryException.class,
                     () -> chip.prepare(BIG_CHAIN, ChipWorkerE2ETest.chainArgs(random(BIG_N, 1), random(BIG_N, 2), f),
                             CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 21, 21, word));
@@ -208,10 +209,10 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aLostDeviceAtPreparePoisonsTheChipUntilReopened(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         ChipWorker chip = openWithChain(variant);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {
-            DRIVER.inject(Fault.DEVICE_LOST, 0);
+            FAULTS.inject(Fault.DEVICE_LOST, 0);
             PtoRunException e = catchThrowableOfType(PtoRunException.class,
                     () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 5, 5, word));
             assertThat(e).isNotNull();
@@ -229,10 +230,10 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aRefusedLaunchFailsTheRunBeforeTheMarkerAndTheChipStaysUsable(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
             NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 7, 7, word);
-            DRIVER.inject(Fault.LAUNCH, 0);
+            FAULTS.inject(Fault.LAUNCH, 0);
             PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.launch(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
@@ -251,11 +252,11 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aStreamErrorDuringExecutionFailsTheRunAndPoisonsTheChip(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         ChipWorker chip = openWithChain(variant);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {
             NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 9, 9, word);
-            DRIVER.inject(Fault.STREAM, 0);
+            FAULTS.inject(Fault.STREAM, 0);
             launchFailingRun(chip, run, 9);
             assertThat(word.isAccepted()).isTrue();
             chip.await(run);
@@ -272,13 +273,13 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aHungKernelTimesOutWithinItsTimeoutWhilePollNeverBlocks(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         int timeoutMs = 300;
         ChipWorker chip = openWithChain(variant);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {
             CallConfig config = CallConfig.builder().timeoutMs(timeoutMs).build();
             NativeRun run = chip.prepare(CHAIN, args(), config, PipelineSlotLease.of(0, 1), 11, 11, word);
-            DRIVER.inject(Fault.HANG, 0);
+            FAULTS.inject(Fault.HANG, 0);
             long start = System.nanoTime();
             chip.launch(run);
             assertThat(word.isAccepted()).isTrue();
@@ -305,12 +306,12 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aCopyBackFailureAtDrainFailsTheRunAndTheChipStaysUsable(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = openWithChain(variant)) {
             NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 13, 13, null);
             chip.launch(run);
             chip.await(run);
-            DRIVER.inject(Fault.D2H, 0);
+            FAULTS.inject(Fault.D2H, 0);
             PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
@@ -338,12 +339,12 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aCopyFailureReadingAFailedRunsStatusBlockAtDrainStillReportsTheKernelFault(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
             float[] out = filled(64);
             NativeRun run = prepareKernelFault(chip, out, 24, word);
             // armed after the prepare: the next D2H is the drain's read of the status block
-            DRIVER.inject(Fault.D2H, 0);
+            FAULTS.inject(Fault.D2H, 0);
             launchFailingRun(chip, run, 24);
             assertThat(word.value()).isEqualTo(1);
             chip.await(run);
@@ -366,7 +367,7 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aCopyFailureReadingAFailedRunsStatusBlockAtFinalizeKeepsTheDrainsVerdict(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         try (ChipWorker chip = openWithChain(variant); AcceptanceWord word = AcceptanceWord.allocate()) {
             float[] out = filled(64);
             NativeRun run = prepareKernelFault(chip, out, 26, word);
@@ -374,7 +375,7 @@ class OnboardFaultMatrixE2ETest {
             assertThat(word.value()).isEqualTo(1);
             chip.await(run);
             // the drain has read the status block: the next D2H is finalize's read
-            DRIVER.inject(Fault.D2H, 0);
+            FAULTS.inject(Fault.D2H, 0);
             KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.KERNEL_FAULT.code());
@@ -397,7 +398,7 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aLostDeviceDuringFinalizeOfALaunchedRunFailsItAndPoisonsTheChip(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         ChipWorker chip = openWithChain(variant);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {
             NativeRun run = chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 17, 17, word);
@@ -405,7 +406,7 @@ class OnboardFaultMatrixE2ETest {
             assertThat(word.value()).isEqualTo(1);
             chip.await(run);
             assertThat(chip.poll(run)).isTrue();
-            DRIVER.inject(Fault.DEVICE_LOST, 0);
+            FAULTS.inject(Fault.DEVICE_LOST, 0);
             PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
@@ -420,10 +421,10 @@ class OnboardFaultMatrixE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aDeviceLostAtCloseStillReleasesEverything(Variant variant) {
-        EmulatedDriver.Stats baseline = DRIVER.stats();
+        DriverStats baseline = FAULTS.stats();
         ChipWorker chip = openWithChain(variant);
         assertRunsGolden(chip, 15);
-        DRIVER.inject(Fault.DEVICE_LOST, 0);
+        FAULTS.inject(Fault.DEVICE_LOST, 0);
         chip.close();
         assertBackTo(baseline);
         try (ChipWorker again = openWithChain(variant)) {

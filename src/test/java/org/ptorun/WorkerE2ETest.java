@@ -9,7 +9,6 @@ import static org.ptorun.callable.Direction.IN;
 import static org.ptorun.callable.Direction.OUT;
 import static org.ptorun.callable.Direction.SCALAR;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -28,8 +27,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.CoreType;
 import org.ptorun.callable.Kernel;
-import org.ptorun.internal.EmulatedDriver;
 import org.ptorun.internal.ProcessEnvironment;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
+import org.ptorun.testing.Fault;
 import org.ptorun.worker.ChipHealth;
 import org.ptorun.worker.ChipSelection;
 import org.ptorun.worker.DrainReport;
@@ -52,7 +53,9 @@ class WorkerE2ETest {
     private static final int FAULT = 3;
     static final int PACED = 4;
     static final int N = 64;
-    private static final EmulatedDriver DRIVER = EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+    /** The emulated driver the onboard libraries load (one instance for all of them). */
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
     private Worker worker;
 
@@ -70,7 +73,7 @@ class WorkerE2ETest {
 
     @AfterEach
     void tearDown() {
-        DRIVER.disarm();
+        FAULTS.disarm();
         if (worker != null) {
             worker.close();
         }
@@ -186,7 +189,7 @@ class WorkerE2ETest {
         assertThat(first.ticket().isAccepted()).isTrue();
 
         Job refused = enqueueChain(worker, 2);
-        DRIVER.inject(EmulatedDriver.Fault.LAUNCH, 0);
+        FAULTS.inject(Fault.LAUNCH, 0);
         DrainReport report = worker.drain();
         assertThat(report.failed()).isEqualTo(1);
         assertThat(refused.ticket().isAccepted()).as("failed before the marker").isFalse();
@@ -527,7 +530,7 @@ class WorkerE2ETest {
     void aLostDeviceOnOneChipPoisonsThatChipOnlyAndFailsItsQueuedRunsFast(Variant variant) throws Exception {
         worker = Worker.builder().variant(variant).devices(0, 1).build();
         worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
-        DRIVER.inject(EmulatedDriver.Fault.DEVICE_LOST, 0);
+        FAULTS.inject(Fault.DEVICE_LOST, 0);
         List<Job> jobs = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             jobs.add(enqueueChain(worker, i)); // alternate: chip 0, chip 1, chip 0, chip 1
@@ -566,7 +569,7 @@ class WorkerE2ETest {
     @MethodSource("allVariants")
     void closeMidFlightCompletesEveryFutureAndReturnsDeviceMemoryToItsBaseline(Variant variant) throws Exception {
         for (ShutdownPolicy policy : ShutdownPolicy.values()) {
-            EmulatedDriver.Stats baseline = DRIVER.stats();
+            DriverStats baseline = FAULTS.stats();
             Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).queueCapacity(64)
                     .shutdownPolicy(policy).chipSelection(ChipSelection.ROUND_ROBIN).build();
             w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
@@ -593,7 +596,7 @@ class WorkerE2ETest {
                     .as("committed device memory once every run was finalized (%s)", policy).isEqualTo(idle);
             assertThat(w.committedDeviceMemory()).isEqualTo(idle.get(0) + idle.get(1));
             if (variant.platform() == Variant.Platform.ONBOARD) {
-                assertThat(DRIVER.stats()).as("driver accounting after close (%s)", policy).isEqualTo(baseline);
+                assertThat(FAULTS.stats()).as("driver accounting after close (%s)", policy).isEqualTo(baseline);
             }
             int cancelled = 0;
             for (Job job : jobs) {
