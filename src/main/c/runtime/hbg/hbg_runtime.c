@@ -543,7 +543,8 @@ static int describe_failure(const HostApi *api, const HbgRun *h, int execution_r
                         s.core_id, (unsigned long long)s.tasks_completed,
                         h->task_count);
     }
-    if (s.error_code == PTO_ERR_TIMEOUT)
+    /* a hung device never writes its status: the host's timeout is the answer */
+    if (s.error_code == PTO_ERR_TIMEOUT || (s.error_code == 0 && execution_rc == PTO_ERR_TIMEOUT))
         return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %llu of %u task(s) completed",
                         h->timeout_ms, (unsigned long long)s.tasks_completed, h->task_count);
     if (s.error_code == PTO_ERR_DEVICE)

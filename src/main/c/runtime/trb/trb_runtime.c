@@ -476,7 +476,9 @@ static int describe_failure(const HostApi *api, const TrbRunState *h, int execut
     const PtoTrbWork *w = &hdr.work;
     hdr.work.message[sizeof hdr.work.message - 1] = '\0';
     unsigned long long done = (unsigned long long)s->tasks_completed, submitted = (unsigned long long)w->tasks_submitted;
-    switch (s->error_code) {
+    /* a hung device never writes its status: the host's timeout is the answer */
+    int device_error = s->error_code == 0 && execution_rc == PTO_ERR_TIMEOUT ? PTO_ERR_TIMEOUT : s->error_code;
+    switch (device_error) {
     case PTO_ERR_KERNEL_FAULT: {
         const ChipCallableView *v = &h->callable->view;
         int child = chip_callable_child_of(v, s->func_id);

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -18,8 +17,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.LifecycleStressE2ETest.NativeThreads;
-import org.ptorun.internal.EmulatedDriver;
 import org.ptorun.internal.NativeApi;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
 
 /**
  * close() from another thread while a thread is inside each native phase call of a run,
@@ -33,7 +33,7 @@ import org.ptorun.internal.NativeApi;
 class CloseDuringCallE2ETest {
 
     private static final int N = 256;
-    private static final EmulatedDriver DRIVER = EmulatedDriver.bundled(Path.of(System.getProperty("ptorun.libDir")));
+    private static final EmulatedFaults DRIVER = EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
     static Stream<Arguments> cases() {
         List<Arguments> cases = new ArrayList<>();
@@ -98,7 +98,7 @@ class CloseDuringCallE2ETest {
     void closeWaitsForTheCallInFlightFinalizesAndLeavesNothingBehind(Variant variant, String fn) throws Exception {
         boolean onboard = variant.platform() == Variant.Platform.ONBOARD;
         NativeThreads before = NativeThreads.now();
-        EmulatedDriver.Stats driverBefore = onboard ? DRIVER.stats() : null;
+        DriverStats driverBefore = onboard ? DRIVER.stats() : null;
         EntryGate gate = new EntryGate(fn);
         ChipWorker chip = open(variant, gate);
         chip.registerCallable(0, ChipWorkerE2ETest.vectorChain(N));
@@ -145,7 +145,7 @@ class CloseDuringCallE2ETest {
         assertThat(NativeThreads.now().minus(before).total()).as("ptorun native threads left after close")
                 .isZero();
         if (onboard) {
-            EmulatedDriver.Stats after = DRIVER.stats();
+            DriverStats after = DRIVER.stats();
             assertThat(after.memoryCommitted()).as("the emulated device's committed memory after close")
                     .isEqualTo(driverBefore.memoryCommitted());
             assertThat(after.devicesOpen()).as("emulated devices left open").isEqualTo(driverBefore.devicesOpen());
