@@ -54,6 +54,7 @@ struct RuntimeCallable {
     void *upload_dev;         /* the device copy (refcounted by the platform) */
     HbgKernel kernels[PTO_CALLABLE_MAX_CHILDREN]; /* per child */
     uint64_t program_local_bytes; /* program: its ALLOC_TENSORs, each rounded up to HBG_LOCAL_ALIGN */
+    uint64_t program_tasks;   /* program: the tasks it submits (chip_program_task_count) */
     void *orch_library;       /* library orchestration: the loaded library (refcounted per device) */
     PtoOrchestrationFn orch_entry; /* ... and its entry */
     HbgWorkspace *workspaces[PTO_PIPELINE_MAX_DEPTH]; /* per arena bank */
