@@ -69,9 +69,11 @@ HbgWorkspace *hbg_workspace(const RuntimeCallable *c, uint32_t bank);
 /* Runs the callable's orchestration (the program interpreter, or the library
  * entry) on the host with hbg's PtoOrchApi over `ws`: tasks go to ws->graph,
  * alloc_tensor bumps ws's local heap, read/write_tensor go through ws->bridge
- * (open while this runs). An error of a submit, alloc_tensor or scope call
- * fails the orchestration even when a library ignores it; a library returning
- * non-zero or leaving scopes open is PTO_ERR_ORCHESTRATION. */
+ * (open while this runs). The orchestration gets a session handle, valid on
+ * this thread during this call only (common/orch_session.h). An error of a
+ * submit, alloc_tensor or scope call fails the orchestration even when a
+ * library ignores it, and later such calls are refused with it; a library
+ * returning non-zero or leaving scopes open is PTO_ERR_ORCHESTRATION. */
 int hbg_orchestrate(const RuntimeCallable *c, HbgWorkspace *ws);
 
 #endif
