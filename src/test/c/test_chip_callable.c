@@ -1,6 +1,7 @@
 /* The callable decoder: a valid callable is accepted with the right view; a
  * table of malformed ones is each refused with PTO_ERR_BAD_CALLABLE and a
  * message naming its defect, without reading past the bytes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -693,4 +694,83 @@ TEST(private_copy_refuses_a_total_size_changed_after_validation)
     CHECK(copy == NULL);
     free(changed);
     free(valid);
+}
+
+/* ---- the static task count ------------------------------------------------- */
+
+static uint64_t task_count_of(TestCallableBuilder *b)
+{
+    uint32_t size;
+    uint8_t *c = tcb_build(b, &size);
+    tcb_free(b);
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    ChipCallableView v;
+    uint64_t tasks = 0xBAD;
+    if (chip_callable_decode(c, &v, msg, sizeof msg) == PTO_OK)
+        tasks = chip_program_task_count(&v);
+    else
+        fprintf(stderr, "decode: %s\n", msg);
+    free(c);
+    return tasks;
+}
+
+static void submit_adds(TestCallableBuilder *b)
+{
+    PtoProgramParam adds[] = { tcb_tensor(2, PTO_ARG_IN, 0, 64), tcb_tensor(2, PTO_ARG_OUT, 0, 64),
+                               tcb_scalar_arg(0) };
+    tcb_submit(b, 2, adds, 3);
+}
+
+TEST(program_task_count_is_each_submit_times_its_loops_trip_counts)
+{
+    TestCallableBuilder b;
+    base_builder(&b); /* two SUBMITs */
+    CHECK_EQ_INT(task_count_of(&b), 2);
+
+    /* 2 + 5 * (1 + 0 * 1 + 3 * 2) = 37 */
+    base_builder(&b);
+    tcb_loop(&b, 5);
+    submit_adds(&b);
+    tcb_loop(&b, 0);
+    submit_adds(&b);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_loop(&b, 3);
+    submit_adds(&b);
+    submit_adds(&b);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    CHECK_EQ_INT(task_count_of(&b), 37);
+
+    /* four loops of 2^16 around one SUBMIT: 2^64 does not fit, it saturates */
+    base_builder(&b);
+    for (int d = 0; d < 4; d++)
+        tcb_loop(&b, 1ull << 16);
+    submit_adds(&b);
+    for (int d = 0; d < 4; d++)
+        tcb_insn(&b, PTO_OP_END_LOOP);
+    CHECK(task_count_of(&b) == UINT64_MAX);
+
+    /* ... but a loop of count 0 inside zeroes what the outer loops multiplied */
+    base_builder(&b);
+    tcb_loop(&b, (uint64_t)INT64_MAX);
+    tcb_loop(&b, (uint64_t)INT64_MAX);
+    tcb_loop(&b, 0);
+    submit_adds(&b);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    CHECK_EQ_INT(task_count_of(&b), 2);
+
+    /* a sum that overflows saturates too, and loops around nothing add nothing */
+    base_builder(&b);
+    tcb_loop(&b, (uint64_t)INT64_MAX);
+    submit_adds(&b);
+    submit_adds(&b);
+    submit_adds(&b);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    CHECK(task_count_of(&b) == UINT64_MAX);
+    base_builder(&b);
+    tcb_loop(&b, (uint64_t)INT64_MAX);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    CHECK_EQ_INT(task_count_of(&b), 2);
 }

@@ -703,3 +703,57 @@ TEST(hbg_orchestration_library_failures_name_the_entry_and_leave_the_chip_usable
     free(good);
     runner_destroy(r);
 }
+
+/* A program's task count is static: one an hbg run cannot hold is refused at
+   bind before a single task is submitted (it used to submit 2^22 tasks first),
+   naming the count and the limit. */
+static uint8_t *looped_noops(uint64_t outer, uint64_t inner)
+{
+    TestCallableBuilder b;
+    tcb_init(&b);
+    tcb_child(&b, FN_NOOP, PTO_CORE_AIC, "noop");
+    tcb_loop(&b, outer);
+    tcb_loop(&b, inner);
+    PtoProgramParam none[1];
+    tcb_submit(&b, FN_NOOP, none, 0);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    return build(&b);
+}
+
+TEST(hbg_refuses_a_program_with_more_tasks_than_a_run_holds_before_submitting_any)
+{
+    Runner *r = test_sim_runner();
+    CallConfig cfg = test_config(10000);
+    ChipStorageTaskArgs *args = test_args();
+    struct { uint64_t outer, inner; const char *says; } cases[] = {
+        { 1, HBG_MAX_TASKS + 1ull, "bind: the program submits 4194305 tasks" },
+        { 1ull << 20, 1ull << 20, "bind: the program submits 1099511627776 tasks" },
+        { (uint64_t)INT64_MAX, (uint64_t)INT64_MAX, "bind: the program's task count" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t *bytes = looped_noops(cases[i].outer, cases[i].inner);
+        RuntimeCallable *c = reg(r, bytes);
+        CHECK(c != NULL);
+        if (c == NULL) {
+            free(bytes);
+            continue;
+        }
+        CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_ERR_CAPACITY);
+        CHECK_CONTAINS(pto_last_error(), cases[i].says);
+        CHECK_CONTAINS(pto_last_error(), "an hbg run holds at most 4194304 tasks");
+        CHECK_EQ_INT(hbg_workspace(c, 0)->graph.task_count, 0);
+        unreg(r, c);
+        free(bytes);
+    }
+    /* what fits runs: 1000 tasks */
+    uint8_t *bytes = looped_noops(10, 100);
+    RuntimeCallable *c = reg(r, bytes);
+    CHECK_EQ_INT(c->program_tasks, 1000);
+    CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_OK);
+    CHECK_EQ_INT(hbg_workspace(c, 0)->graph.task_count, 1000);
+    unreg(r, c);
+    free(bytes);
+    free(args);
+    runner_destroy(r);
+}

@@ -702,6 +702,39 @@ int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, Pt
     return 1;
 }
 
+uint64_t chip_program_task_count(const ChipCallableView *view)
+{
+    /* times[d]: how often code at loop depth d runs (saturating); the decoder
+       proved the nesting, at most PTO_PROGRAM_MAX_LOOP_DEPTH deep */
+    uint64_t times[PTO_PROGRAM_MAX_LOOP_DEPTH + 1] = { 1 };
+    uint32_t depth = 0;
+    uint64_t tasks = 0;
+    PtoProgramCursor cursor = { 0, 0 };
+    PtoProgramInsn insn;
+    while (chip_program_next(view, &cursor, &insn)) {
+        switch (insn.head.opcode) {
+        case PTO_OP_SUBMIT:
+            if (__builtin_add_overflow(tasks, times[depth], &tasks))
+                return UINT64_MAX;
+            break;
+        case PTO_OP_LOOP:
+            if (depth == PTO_PROGRAM_MAX_LOOP_DEPTH)
+                return UINT64_MAX; /* not a decoded program: claim the worst */
+            if (__builtin_mul_overflow(times[depth], insn.u.loop.count, &times[depth + 1]))
+                times[depth + 1] = UINT64_MAX; /* saturates: a later count 0 still zeroes it */
+            depth++;
+            break;
+        case PTO_OP_END_LOOP:
+            if (depth > 0)
+                depth--;
+            break;
+        default:
+            break;
+        }
+    }
+    return tasks;
+}
+
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i, PtoProgramParam *out)
 {
     memcpy(out, view->program + insn->offset + sizeof(PtoSubmitInsn) + (size_t)i * sizeof *out, sizeof *out);

@@ -97,6 +97,13 @@ int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, Pt
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i,
                         PtoProgramParam *out);
 
+/* The tasks a decoded program submits in a run that succeeds: each SUBMIT
+ * times the trip counts of its enclosing loops (a loop of count 0 adds
+ * nothing), summed; UINT64_MAX when that does not fit 64 bits. Trip counts
+ * are constants and a program has no branches, so this is exact, and a
+ * runtime with a task limit can refuse a program before its first task. */
+uint64_t chip_program_task_count(const ChipCallableView *view);
+
 const char *pto_opcode_name(uint32_t opcode);
 
 #endif

@@ -127,14 +127,14 @@ static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig 
     run->claim_held = 0;
     run->reservation_held = 0;
     run->desc = *desc;
-    run->host_api = host_api_bind(dc->runner, desc->pipeline_slot, desc->arena_bank, &host_api_ops);
+    run->host_api = host_api_bind(dc->runner, run->desc.pipeline_slot, run->desc.arena_bank, &host_api_ops);
     memcpy(&run->config, cfg, sizeof run->config);
     memset(&run->launch, 0, sizeof run->launch);
     memset(&run->runtime, 0, sizeof run->runtime);
     memset(&run->exec, 0, sizeof run->exec);
     atomic_init(&run->phase, NATIVE_RUN_PREPARED);
 
-    int rc = launch_signal_init(&run->signal, desc->accepted_state, desc->accepted_value);
+    int rc = launch_signal_init(&run->signal, run->desc.accepted_state, run->desc.accepted_value);
     if (rc != PTO_OK)
         goto fail;
     if ((rc = executor_job_init(&run->job)) != PTO_OK)
@@ -247,23 +247,30 @@ static int admit(NativeRunContext *run, int32_t id, RuntimeCallable **callable, 
 }
 
 int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
-                       const NativeRunDescriptor *desc)
+                       const NativeRunDescriptor *caller_desc)
 {
     static const char fn[] = "simpler_prepare_run";
     DeviceContext *dc = device_context_from(ctx, fn);
     if (dc == NULL)
         return PTO_ERR_INVALID_ARGUMENT;
-    int rc = check_prepare(dc, storage, id, args, cfg, desc, fn);
+    if (caller_desc == NULL)
+        return check_prepare(dc, storage, id, args, cfg, NULL, fn);
+    /* The caller's descriptor is read exactly once, here: the checks, the
+       reservation, the slot and the HostApi all use this copy, so a caller
+       changing its descriptor during prepare (hbg runs the orchestration in
+       here) cannot bind a slot or bank other than the one reserved. */
+    NativeRunDescriptor desc = *caller_desc;
+    int rc = check_prepare(dc, storage, id, args, cfg, &desc, fn);
     if (rc != PTO_OK)
         return rc;
 
     NativeRunContext *run = storage;
-    if ((rc = construct(run, dc, cfg, desc)) != PTO_OK)
-        return run_fail_current(rc, fn, desc);
+    if ((rc = construct(run, dc, cfg, &desc)) != PTO_OK)
+        return run_fail_current(rc, fn, &desc);
     RuntimeCallable *callable;
     if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
         goto fail;
-    if ((rc = runner_prepare_slot(dc->runner, desc->pipeline_slot)) != PTO_OK) {
+    if ((rc = runner_prepare_slot(dc->runner, run->desc.pipeline_slot)) != PTO_OK) {
         run_fail_current(rc, fn, &run->desc);
         goto fail;
     }
@@ -275,7 +282,7 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     return PTO_OK;
 
 fail_slot:
-    runner_abandon_slot(dc->runner, desc->pipeline_slot);
+    runner_abandon_slot(dc->runner, run->desc.pipeline_slot);
 fail:
     tear_down(run); /* drops the reservation (if taken) and empties the storage */
     return rc;

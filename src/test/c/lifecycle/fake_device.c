@@ -27,6 +27,7 @@ void fake_reset(void)
     fake_script.concurrent_prepare = 1;
     fake_record.bind_retained_slot = 99;
     fake_record.bind_arena_bank = 99;
+    fake_record.prepare_slot = fake_record.abandon_slot = 99;
     fake_record.validate_launched = -1;
     enqueue_held = enqueue_blocked = 0;
     drain_held = drain_blocked = 0;
@@ -108,8 +109,22 @@ int runner_finalize(Runner *r)
 
 int runner_initialized(Runner *r) { return r->initialized; }
 int runner_poisoned(Runner *r) { (void)r; return fake_script.poisoned; }
-int runner_prepare_slot(Runner *r, uint32_t slot) { (void)r; (void)slot; return 0; }
-void runner_abandon_slot(Runner *r, uint32_t slot) { (void)r; (void)slot; }
+int runner_prepare_slot(Runner *r, uint32_t slot)
+{
+    (void)r;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.prepare_slot = slot;
+    pthread_mutex_unlock(&fake_lock);
+    return 0;
+}
+
+void runner_abandon_slot(Runner *r, uint32_t slot)
+{
+    (void)r;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.abandon_slot = slot;
+    pthread_mutex_unlock(&fake_lock);
+}
 
 void *runner_device_malloc(Runner *r, size_t n)
 {
@@ -317,6 +332,10 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
 {
     (void)c, (void)args, (void)cfg, (void)desc;
     count(&fake_record.bind_calls);
+    if (fake_script.bind_fail_code != 0 && !fake_script.bind_fail_after_hook)
+        return pto_fail(fake_script.bind_fail_code, "fake bind refused");
+    if (fake_script.bind_hook != NULL)
+        fake_script.bind_hook(fake_script.bind_hook_arg);
     if (fake_script.bind_fail_code != 0)
         return pto_fail(fake_script.bind_fail_code, "fake bind refused");
     /* reach the runner through the run's own HostApi, as a runtime does */

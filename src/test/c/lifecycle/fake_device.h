@@ -34,6 +34,11 @@ typedef struct FakeScript {
     int concurrent_prepare;        /* runtime_supports_concurrent_prepare */
     int bind_fail_code;
     int validate_fail_code;
+    /* called inside runtime_bind before it reaches the runner, as hbg runs a
+       user orchestration there: the caller's code runs during prepare */
+    void (*bind_hook)(void *arg);
+    void *bind_hook_arg;
+    int bind_fail_after_hook;      /* bind_fail_code refuses after the hook instead of before it */
 } FakeScript;
 
 /* What the fakes observed. */
@@ -47,6 +52,8 @@ typedef struct FakeRecord {
     int validate_launched, validate_execution_rc;
     uint32_t bind_retained_slot;   /* the slot/bank the run's HostApi reached the runner with */
     uint32_t bind_arena_bank;
+    uint32_t prepare_slot;         /* runner_prepare_slot's, runner_abandon_slot's last slot */
+    uint32_t abandon_slot;
 } FakeRecord;
 
 extern FakeScript fake_script;

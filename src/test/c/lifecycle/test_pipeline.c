@@ -216,3 +216,131 @@ TEST(two_threads_pipelining_on_their_own_slots_share_the_claim)
     CHECK_EQ_INT(fake_record.validate_calls, 400);
     fix_teardown(&f); /* finalize_device succeeds: nothing outstanding */
 }
+
+/* ---- the caller's descriptor is read once ---------------------------------- */
+
+/* A thread that rewrites the caller's descriptor while prepare is inside the
+   runtime's bind (where hbg runs a user orchestration), then lets bind go on. */
+typedef struct DescFlipper {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int requested, flipped;
+    NativeRunDescriptor *desc;
+    volatile int32_t *other_word;
+    pthread_t thread;
+} DescFlipper;
+
+static void *flipper_body(void *arg)
+{
+    DescFlipper *fl = arg;
+    pthread_mutex_lock(&fl->lock);
+    while (!fl->requested)
+        pthread_cond_wait(&fl->cond, &fl->lock);
+    fl->desc->pipeline_slot = 1;
+    fl->desc->arena_bank = 1;
+    fl->desc->run_id = 999;
+    fl->desc->accepted_state = fl->other_word;
+    fl->desc->accepted_value = 99;
+    fl->flipped = 1;
+    pthread_cond_broadcast(&fl->cond);
+    pthread_mutex_unlock(&fl->lock);
+    return NULL;
+}
+
+/* The bind hook: wakes the flipper and waits until it has rewritten the descriptor. */
+static void flip_during_bind(void *arg)
+{
+    DescFlipper *fl = arg;
+    pthread_mutex_lock(&fl->lock);
+    fl->requested = 1;
+    pthread_cond_broadcast(&fl->cond);
+    while (!fl->flipped)
+        pthread_cond_wait(&fl->cond, &fl->lock);
+    pthread_mutex_unlock(&fl->lock);
+}
+
+TEST(prepare_binds_the_slot_and_bank_it_copied_while_the_caller_rewrites_its_descriptor)
+{
+    Fixture f;
+    fix_setup(&f);
+    NativeRunDescriptor d = fix_desc(&f, 0, 0, 0);
+    f.word[1] = -1;
+    DescFlipper fl = { .desc = &d, .other_word = &f.word[1] };
+    pthread_mutex_init(&fl.lock, NULL);
+    pthread_cond_init(&fl.cond, NULL);
+    pthread_create(&fl.thread, NULL, flipper_body, &fl);
+    fake_script.bind_hook = flip_during_bind;
+    fake_script.bind_hook_arg = &fl;
+
+    CHECK_EQ_INT(simpler_prepare_run(f.ctx, f.storage[0], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_OK);
+    pthread_join(fl.thread, NULL);
+    fake_script.bind_hook = NULL;
+    CHECK_EQ_INT(fl.flipped, 1);
+    CHECK_EQ_INT(d.pipeline_slot, 1); /* the caller's copy did change during prepare */
+    /* ... yet the run's HostApi and slot are the ones it was prepared for */
+    CHECK_EQ_INT(fake_record.bind_retained_slot, 0);
+    CHECK_EQ_INT(fake_record.bind_arena_bank, 0);
+    CHECK_EQ_INT(fake_record.prepare_slot, 0);
+
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fake_record.enqueue_slot, 0);
+    CHECK_EQ_INT(fix_word(&f, 0), 17); /* the captured sink and value, not the rewritten ones */
+    CHECK_EQ_INT(fix_word(&f, 1), -1);
+
+    /* the reservation is slot 0, bank 0: a successor on slot 0 is refused, one on (1, 1) admitted */
+    CHECK_EQ_INT(fix_prepare(&f, 1, 0, 1), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "pipeline slot is reserved by another native run (run_id=100 slot=0 bank=0");
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[1]), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "execution claim is held by run (run_id=100 slot=0");
+
+    /* finalize releases (0, 0), the reservation it took: (0, 0) is free again, (1, 1) still held */
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[1]), PTO_OK);
+    CHECK_EQ_INT(fake_record.enqueue_slot, 1);
+    CHECK_EQ_INT(fix_prepare(&f, 2, 1, 0), PTO_ERR_BUSY);
+    CHECK_CONTAINS(simpler_last_error(), "(run_id=101 slot=1 bank=1");
+    CHECK_EQ_INT(fix_prepare(&f, 2, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[1]), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[2]), PTO_OK); /* never launched: abandons its slot */
+    CHECK_EQ_INT(fake_record.abandon_slot, 0);
+    pthread_cond_destroy(&fl.cond);
+    pthread_mutex_destroy(&fl.lock);
+    fix_teardown(&f);
+}
+
+/* A bind that fails after the caller rewrote its descriptor unwinds the slot
+   the run prepared, not the one the caller's descriptor names by then. */
+TEST(a_failed_bind_abandons_the_prepared_slot_while_the_caller_rewrites_its_descriptor)
+{
+    Fixture f;
+    fix_setup(&f);
+    NativeRunDescriptor d = fix_desc(&f, 0, 0, 0);
+    f.word[1] = -1;
+    DescFlipper fl = { .desc = &d, .other_word = &f.word[1] };
+    pthread_mutex_init(&fl.lock, NULL);
+    pthread_cond_init(&fl.cond, NULL);
+    pthread_create(&fl.thread, NULL, flipper_body, &fl);
+    fake_script.bind_hook = flip_during_bind;
+    fake_script.bind_hook_arg = &fl;
+    fake_script.bind_fail_code = PTO_ERR_OUT_OF_MEMORY;
+    fake_script.bind_fail_after_hook = 1;
+
+    CHECK_EQ_INT(simpler_prepare_run(f.ctx, f.storage[0], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_ERR_OUT_OF_MEMORY);
+    CHECK_CONTAINS(simpler_last_error(), "simpler_prepare_run (run_id=100 slot=0");
+    pthread_join(fl.thread, NULL);
+    CHECK_EQ_INT(fl.flipped, 1);
+    CHECK_EQ_INT(fake_record.prepare_slot, 0);
+    CHECK_EQ_INT(fake_record.abandon_slot, 0);
+    CHECK(fix_tag(f.storage[0]) == 0);
+
+    /* the reservation is gone: (0, 0) can be prepared again */
+    fake_script.bind_hook = NULL;
+    fake_script.bind_fail_code = 0;
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fix_word(&f, 1), -1);
+    pthread_cond_destroy(&fl.cond);
+    pthread_mutex_destroy(&fl.lock);
+    fix_teardown(&f);
+}

@@ -568,3 +568,35 @@ TEST(trb_writes_the_dependency_graph_at_finalize)
     trb_release(r, c);
     runner_destroy(r);
 }
+
+/* trb streams any number of tasks, but a diagnostic run's dependency graph
+   records at most 2^16: a program with more is refused at bind, before its
+   first task, naming the count and the limit; without the graph it runs. */
+TEST(trb_a_dependency_graph_run_refuses_more_tasks_than_the_graph_records_before_any)
+{
+    Runner *r = trb_runner();
+    TestCallableBuilder b;
+    tcb_init(&b);
+    trb_children(&b);
+    tcb_loop(&b, 2);
+    tcb_loop(&b, (1u << 15) + 1);
+    PtoProgramParam none[1];
+    tcb_submit(&b, FN_NOOP, none, 0);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    RuntimeCallable *c = program_callable(r, &b);
+    ChipStorageTaskArgs *args = test_args();
+    CallConfig cfg = test_config(20000);
+    cfg.enable_dep_graph = 1;
+    snprintf(cfg.output_prefix, sizeof cfg.output_prefix, "/nonexistent/ptorun_never_written");
+    size_t committed = runner_committed_bytes(r);
+    CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_ERR_CAPACITY);
+    CHECK_CONTAINS(pto_last_error(), "bind: the program submits 65538 tasks");
+    CHECK_CONTAINS(pto_last_error(), "the dependency graph (CallConfig.enable_dep_graph) records at most 65536 tasks");
+    CHECK_EQ_INT(runner_committed_bytes(r), committed); /* nothing staged, no graph buffer */
+    cfg.enable_dep_graph = 0;
+    CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_OK);
+    free(args);
+    trb_release(r, c);
+    runner_destroy(r);
+}

@@ -122,3 +122,38 @@ PTO_EXPORT int tiled_vadd(const PtoOrchApi *api, void *orch, const ChipStorageTa
     }
     return 0;
 }
+
+/* The handle of the last stash_handle run of this library copy: a misbehaving
+   library that keeps it for later (the runtimes must refuse it then). */
+static void *stashed_handle;
+
+/* stash_handle(same arguments as repeat_vadd): keeps its handle in a static,
+   then does what repeat_vadd does. */
+PTO_EXPORT int stash_handle(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    stashed_handle = orch;
+    return repeat_vadd(api, orch, args);
+}
+
+enum { STALE_SUBMIT, STALE_WRITE, STALE_READ, STALE_ALLOC_NONZERO, STALE_SCOPE_BEGIN, STALE_CODES };
+
+/* use_stashed_handle(control I32 IN, x IN f32, z INOUT f32, codes OUT I32[5]):
+   presents the stashed handle of an earlier run to submit (z = z + x), write_tensor
+   (junk into z), read_tensor, alloc_tensor and scope_begin, writes what they returned
+   into codes (through its own handle), then submits one z = z + x of its own. */
+PTO_EXPORT int use_stashed_handle(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    if (args->tensor_count != 4 || args->tensors[1].size < args->tensors[2].size ||
+        args->tensors[2].size < sizeof(float) || args->tensors[3].size < STALE_CODES * sizeof(int32_t))
+        return ORCH_ERR_ARGS;
+    const ChipTensor *x = &args->tensors[1], *z = &args->tensors[2];
+    int32_t codes[STALE_CODES];
+    float junk = -12345.0f, v = 0.0f;
+    codes[STALE_SUBMIT] = submit_accumulate(api, stashed_handle, x, z);
+    codes[STALE_WRITE] = api->write_tensor(stashed_handle, z->addr, &junk, sizeof junk);
+    codes[STALE_READ] = api->read_tensor(stashed_handle, z->addr, &v, sizeof v);
+    codes[STALE_ALLOC_NONZERO] = api->alloc_tensor(stashed_handle, 64) != 0;
+    codes[STALE_SCOPE_BEGIN] = api->scope_begin(stashed_handle);
+    int rc = api->write_tensor(orch, args->tensors[3].addr, codes, sizeof codes);
+    return rc != 0 ? rc : submit_accumulate(api, orch, x, z);
+}

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "common/last_error.h"
+#include "common/orch_session.h"
 #include "common/program_orchestration.h"
 #include "device/aicpu/aicpu_device.h"
 #include "device/aicpu/aicpu_work.h"
@@ -513,11 +514,24 @@ static int32_t api_fail(TrbRun *t, int32_t code, const char *fmt, ...)
     return pto_fail(code, "%s", message);
 }
 
-/* An api call after one failed returns that error (a stopped run is noticed
-   where the call takes the lock). */
-static int32_t api_blocked(const TrbRun *t)
+/* The run behind an api call's handle: NULL with *rc set when the handle is
+   not this thread's live orchestration session (common/orch_session.h). */
+static TrbRun *api_run(void *orch, const char *fn, int32_t *rc)
 {
-    return t->api_error;
+    TrbRun *t = orch_session_resolve(orch, fn);
+    if (t == NULL)
+        *rc = PTO_ERR_INVALID_ARGUMENT;
+    return t;
+}
+
+/* Sticky: a submit / alloc_tensor / scope call after one failed returns that
+   error and does nothing (a stopped run is noticed where the call takes the
+   lock). */
+static int32_t api_blocked(const TrbRun *t, const char *fn)
+{
+    if (t->api_error == 0)
+        return 0;
+    return pto_fail(t->api_error, "%s: refused, an earlier call of this orchestration failed: %s", fn, t->work->message);
 }
 
 /* ---- submit ---------------------------------------------------------------------------- */
@@ -765,10 +779,12 @@ static int32_t wire_task(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint3
 
 static int api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
 {
-    TrbRun *t = orch;
+    int32_t rc;
+    TrbRun *t = api_run(orch, "submit", &rc);
+    if (t == NULL)
+        return rc;
     AicpuDevice *d = &aicpu_device;
-    int32_t rc = api_blocked(t);
-    if (rc != 0)
+    if ((rc = api_blocked(t, "submit")) != 0)
         return rc;
     const PtoTrbKernel *k = find_kernel(t, func_id);
     if (k == NULL)
@@ -893,10 +909,11 @@ static int32_t open_release(AicpuDevice *d, TrbRun *t, uint32_t ring)
 
 static uint64_t api_alloc_tensor(void *orch, uint64_t bytes)
 {
-    TrbRun *t = orch;
-    AicpuDevice *d = &aicpu_device;
-    if (api_blocked(t) != 0)
+    int32_t rc;
+    TrbRun *t = api_run(orch, "alloc_tensor", &rc);
+    if (t == NULL || api_blocked(t, "alloc_tensor") != 0)
         return 0;
+    AicpuDevice *d = &aicpu_device;
     uint32_t ring = ring_of_depth(t->depth);
     TrbRing *r = &t->rings[ring];
     if (bytes == 0)
@@ -910,7 +927,7 @@ static uint64_t api_alloc_tensor(void *orch, uint64_t bytes)
     }
     pthread_mutex_lock(&d->lock);
     HeapRequest q = { ring, aligned, 0, 0 };
-    int32_t rc = open_release(d, t, ring);
+    rc = open_release(d, t, ring);
     if (rc == PTO_OK) {
         uint64_t kept = ring == 0 ? r->heap_used : r->releases[r->open_release].bytes;
         if (largest_piece(r, kept) < aligned)
@@ -937,9 +954,11 @@ static uint64_t api_alloc_tensor(void *orch, uint64_t bytes)
 
 static int api_scope_begin(void *orch)
 {
-    TrbRun *t = orch;
-    int32_t rc = api_blocked(t);
-    if (rc != 0)
+    int32_t rc;
+    TrbRun *t = api_run(orch, "scope_begin", &rc);
+    if (t == NULL)
+        return rc;
+    if ((rc = api_blocked(t, "scope_begin")) != 0)
         return rc;
     if (t->depth >= PTO_TRB_MAX_SCOPE_DEPTH)
         return api_fail(t, PTO_ERR_ORCHESTRATION, "scope_begin: scopes nest at most %u deep", PTO_TRB_MAX_SCOPE_DEPTH);
@@ -949,10 +968,12 @@ static int api_scope_begin(void *orch)
 
 static int api_scope_end(void *orch)
 {
-    TrbRun *t = orch;
+    int32_t rc;
+    TrbRun *t = api_run(orch, "scope_end", &rc);
+    if (t == NULL)
+        return rc;
     AicpuDevice *d = &aicpu_device;
-    int32_t rc = api_blocked(t);
-    if (rc != 0)
+    if ((rc = api_blocked(t, "scope_end")) != 0)
         return rc;
     if (t->depth == 0)
         return api_fail(t, PTO_ERR_ORCHESTRATION, "scope_end without a matching scope_begin");
@@ -989,14 +1010,15 @@ static int span_settled(TrbRun *t, const void *arg)
 }
 
 /* The bytes of a run tensor or ring heap, once every task that writes them
-   (and, for a write, reads them) has finished. */
+   (and, for a write, reads them) has finished. A zero-length access must lie
+   inside one too (as on hbg) and waits for nothing. */
 static int32_t settle_span(TrbRun *t, uint64_t addr, uint64_t n, int writes, const char *fn, Span *s)
 {
     if (addr + n < addr || (s->cls = trb_map_class(&t->map, addr, addr + n)) < 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: [0x%llx, +%llu) is not inside one run tensor or ring heap", fn,
                         (unsigned long long)addr, (unsigned long long)n);
     *s = (Span){ s->cls, addr, addr + n, writes };
-    if (span_settled(t, s))
+    if (n == 0 || span_settled(t, s))
         return PTO_OK;
     AicpuDevice *d = &aicpu_device;
     pthread_mutex_lock(&d->lock);
@@ -1005,28 +1027,34 @@ static int32_t settle_span(TrbRun *t, uint64_t addr, uint64_t n, int writes, con
     return rc;
 }
 
+/* read/write_tensor are not sticky: a refused access changes nothing, so the
+   library may handle it (and may still read after a failed submit). */
 static int api_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
 {
-    Span s;
-    if (n == 0)
-        return PTO_OK;
-    if (dst == NULL)
+    int32_t rc;
+    TrbRun *t = api_run(orch, "read_tensor", &rc);
+    if (t == NULL)
+        return rc;
+    if (dst == NULL && n > 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "read_tensor: NULL destination");
-    int32_t rc = settle_span(orch, dev_addr, n, 0, "read_tensor", &s);
-    if (rc == PTO_OK)
+    Span s;
+    rc = settle_span(t, dev_addr, n, 0, "read_tensor", &s);
+    if (rc == PTO_OK && n > 0)
         memcpy(dst, (const void *)(uintptr_t)dev_addr, n);
     return rc;
 }
 
 static int api_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint64_t n)
 {
-    Span s;
-    if (n == 0)
-        return PTO_OK;
-    if (src == NULL)
+    int32_t rc;
+    TrbRun *t = api_run(orch, "write_tensor", &rc);
+    if (t == NULL)
+        return rc;
+    if (src == NULL && n > 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "write_tensor: NULL source");
-    int32_t rc = settle_span(orch, dev_addr, n, 1, "write_tensor", &s);
-    if (rc == PTO_OK)
+    Span s;
+    rc = settle_span(t, dev_addr, n, 1, "write_tensor", &s);
+    if (rc == PTO_OK && n > 0)
         memcpy((void *)(uintptr_t)dev_addr, src, n);
     return rc;
 }
@@ -1050,16 +1078,24 @@ static int orchestrate(TrbRun *t, int *loaded)
     const uint8_t *orchestration = (const uint8_t *)(uintptr_t)w->orchestration_dev;
     pto_clear_error();
     *loaded = 1;
-    if (w->orchestration_kind == PTO_ORCH_PROGRAM)
-        return pto_program_orchestrate(&trb_orch_api, t, t->args, orchestration, w->orchestration_bytes,
-                                       (const uint8_t *)(uintptr_t)w->signature_dev, w->signature_length);
-    PtoOrchestrationFn fn = trb_orch_library_entry(orchestration, w->orchestration_bytes, w->orchestration_hash,
-                                                   (const char *)(uintptr_t)w->entry_dev, w->entry_length);
-    if (fn == NULL) {
-        *loaded = 0;
-        return PTO_ERR_BAD_CALLABLE;
+    PtoOrchestrationFn fn = NULL;
+    if (w->orchestration_kind != PTO_ORCH_PROGRAM) {
+        fn = trb_orch_library_entry(orchestration, w->orchestration_bytes, w->orchestration_hash,
+                                    (const char *)(uintptr_t)w->entry_dev, w->entry_length);
+        if (fn == NULL) {
+            *loaded = 0;
+            return PTO_ERR_BAD_CALLABLE;
+        }
     }
-    return fn(&trb_orch_api, t, t->args);
+    /* the handle is a session of this call, not &trb_run: a library keeping it
+       cannot reach a later run's state through it (common/orch_session.h) */
+    OrchSession session;
+    void *handle = orch_session_open(&session, t);
+    int ret = fn == NULL ? pto_program_orchestrate(&trb_orch_api, handle, t->args, orchestration, w->orchestration_bytes,
+                                                   (const uint8_t *)(uintptr_t)w->signature_dev, w->signature_length)
+                         : fn(&trb_orch_api, handle, t->args);
+    orch_session_close(&session);
+    return ret;
 }
 
 /* Formats a message, cut at `size` bytes. */

@@ -54,6 +54,7 @@ struct RuntimeCallable {
     void *upload_dev;         /* the device copy (refcounted by the platform) */
     HbgKernel kernels[PTO_CALLABLE_MAX_CHILDREN]; /* per child */
     uint64_t program_local_bytes; /* program: its ALLOC_TENSORs, each rounded up to HBG_LOCAL_ALIGN */
+    uint64_t program_tasks;   /* program: the tasks it submits (chip_program_task_count) */
     void *orch_library;       /* library orchestration: the loaded library (refcounted per device) */
     PtoOrchestrationFn orch_entry; /* ... and its entry */
     HbgWorkspace *workspaces[PTO_PIPELINE_MAX_DEPTH]; /* per arena bank */
@@ -68,9 +69,11 @@ HbgWorkspace *hbg_workspace(const RuntimeCallable *c, uint32_t bank);
 /* Runs the callable's orchestration (the program interpreter, or the library
  * entry) on the host with hbg's PtoOrchApi over `ws`: tasks go to ws->graph,
  * alloc_tensor bumps ws's local heap, read/write_tensor go through ws->bridge
- * (open while this runs). An error of a submit, alloc_tensor or scope call
- * fails the orchestration even when a library ignores it; a library returning
- * non-zero or leaving scopes open is PTO_ERR_ORCHESTRATION. */
+ * (open while this runs). The orchestration gets a session handle, valid on
+ * this thread during this call only (common/orch_session.h). An error of a
+ * submit, alloc_tensor or scope call fails the orchestration even when a
+ * library ignores it, and later such calls are refused with it; a library
+ * returning non-zero or leaving scopes open is PTO_ERR_ORCHESTRATION. */
 int hbg_orchestrate(const RuntimeCallable *c, HbgWorkspace *ws);
 
 #endif

@@ -4,12 +4,20 @@
  * the run's local heap (a region of the bank's GM heap sized before the
  * orchestration starts), scopes are nesting bookkeeping (hbg keeps every
  * task of a run until it ends, so a scope frees nothing), read/write_tensor go
- * through the host-access bridge. The handle lives on bind's stack: nothing
- * here is a process global.
+ * through the host-access bridge. The orchestration's state lives on
+ * bind's stack; the handle the orchestration gets is an orchestration session
+ * (common/orch_session.h), so a handle kept past its run, or used from
+ * another thread, is refused rather than followed into a dead frame.
+ *
+ * Sticky failures: the first failed submit / alloc_tensor / scope call is
+ * remembered; every later such call is refused with its code, and the prepare
+ * fails with it even when the library ignores it. read/write_tensor failures
+ * are only the caller's to handle.
  */
 #include <string.h>
 
 #include "common/last_error.h"
+#include "common/orch_session.h"
 #include "common/program_orchestration.h"
 #include "runtime/hbg/hbg_internal.h"
 
@@ -32,9 +40,29 @@ static int note(HbgOrch *o, int rc)
     return rc;
 }
 
+/* The orchestration behind a handle that may change the run: NULL with *rc set
+   when the handle is not this thread's live session, or when an earlier call
+   of the run failed (sticky: the run is failed already). */
+static HbgOrch *changing(void *orch, const char *fn, int *rc)
+{
+    HbgOrch *o = orch_session_resolve(orch, fn);
+    if (o == NULL) {
+        *rc = PTO_ERR_INVALID_ARGUMENT;
+        return NULL;
+    }
+    if (o->failed != PTO_OK) {
+        *rc = pto_fail(o->failed, "%s: refused, an earlier call of this orchestration failed: %s", fn, o->failure);
+        return NULL;
+    }
+    return o;
+}
+
 static int orch_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
 {
-    HbgOrch *o = orch;
+    int rc;
+    HbgOrch *o = changing(orch, "submit", &rc);
+    if (o == NULL)
+        return rc;
     int child = chip_callable_child_of(&o->callable->view, func_id);
     if (child < 0)
         return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id));
@@ -46,7 +74,10 @@ static int orch_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
 
 static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
 {
-    HbgOrch *o = orch;
+    int rc;
+    HbgOrch *o = changing(orch, "alloc_tensor", &rc);
+    if (o == NULL)
+        return 0;
     HbgWorkspace *ws = o->ws;
     uint64_t at = (ws->local_next + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
     if (at > ws->local_end || bytes > ws->local_end - at) {
@@ -63,7 +94,10 @@ static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
 
 static int orch_scope_begin(void *orch)
 {
-    HbgOrch *o = orch;
+    int rc;
+    HbgOrch *o = changing(orch, "scope_begin", &rc);
+    if (o == NULL)
+        return rc;
     if (o->scope_depth == UINT32_MAX)
         return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "scope_begin: scopes nest too deep"));
     o->scope_depth++;
@@ -72,21 +106,36 @@ static int orch_scope_begin(void *orch)
 
 static int orch_scope_end(void *orch)
 {
-    HbgOrch *o = orch;
+    int rc;
+    HbgOrch *o = changing(orch, "scope_end", &rc);
+    if (o == NULL)
+        return rc;
     if (o->scope_depth == 0)
         return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "scope_end: no scope is open"));
     o->scope_depth--;
     return PTO_OK;
 }
 
+/* read/write_tensor are not sticky: a refused access changes nothing, so the
+   library may handle it (and may still read after a failed submit). */
 static int orch_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
 {
-    return hbg_bridge_read(&((HbgOrch *)orch)->ws->bridge, dev_addr, dst, n);
+    HbgOrch *o = orch_session_resolve(orch, "read_tensor");
+    if (o == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    if (dst == NULL && n > 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "read_tensor: NULL destination");
+    return hbg_bridge_read(&o->ws->bridge, dev_addr, dst, n);
 }
 
 static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint64_t n)
 {
-    return hbg_bridge_write(&((HbgOrch *)orch)->ws->bridge, dev_addr, src, n);
+    HbgOrch *o = orch_session_resolve(orch, "write_tensor");
+    if (o == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    if (src == NULL && n > 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "write_tensor: NULL source");
+    return hbg_bridge_write(&o->ws->bridge, dev_addr, src, n);
 }
 
 static const PtoOrchApi hbg_orch_api = {
@@ -99,13 +148,13 @@ static const PtoOrchApi hbg_orch_api = {
 };
 
 /* Calls a library's entry and judges what it left behind. */
-static int run_library(HbgOrch *o)
+static int run_library(HbgOrch *o, void *handle)
 {
     const ChipCallableView *v = &o->callable->view;
     int name_len = (int)v->header.orchestration_entry.size;
     const char *name = chip_callable_blob(v, v->header.orchestration_entry);
     pto_clear_error();
-    int ret = o->callable->orch_entry(&hbg_orch_api, o, o->ws->dev_args);
+    int ret = o->callable->orch_entry(&hbg_orch_api, handle, o->ws->dev_args);
     if (ret != 0) {
         const char *why = o->failed != PTO_OK ? o->failure : pto_last_error();
         return pto_fail(PTO_ERR_ORCHESTRATION, "orchestration '%.*s' returned %d%s%s", name_len, name, ret,
@@ -122,9 +171,16 @@ static int run_library(HbgOrch *o)
 int hbg_orchestrate(const RuntimeCallable *c, HbgWorkspace *ws)
 {
     HbgOrch o = { .callable = c, .ws = ws };
-    if (c->orch_entry != NULL)
-        return run_library(&o);
-    const ChipCallableView *v = &c->view;
-    return pto_program_orchestrate(&hbg_orch_api, &o, ws->dev_args, v->program, v->program_size, v->signature,
-                                   v->header.signature_length);
+    OrchSession session;
+    void *handle = orch_session_open(&session, &o);
+    int rc;
+    if (c->orch_entry != NULL) {
+        rc = run_library(&o, handle);
+    } else {
+        const ChipCallableView *v = &c->view;
+        rc = pto_program_orchestrate(&hbg_orch_api, handle, ws->dev_args, v->program, v->program_size, v->signature,
+                                     v->header.signature_length);
+    }
+    orch_session_close(&session); /* before o leaves scope: the handle never outlives it */
+    return rc;
 }

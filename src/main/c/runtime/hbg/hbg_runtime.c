@@ -212,8 +212,10 @@ int runtime_register_callable(const HostApi *api, const void *callable, RuntimeC
         goto fail_kernels;
     if (c->view.header.orchestration_kind == PTO_ORCH_LIBRARY)
         rc = load_orchestration(api, c);
-    else
+    else {
         c->program_local_bytes = program_local_bytes(&c->view);
+        c->program_tasks = chip_program_task_count(&c->view);
+    }
     if (rc != PTO_OK)
         goto fail_kernels;
     *out = c;
@@ -471,6 +473,19 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: arena bank %u is outside 0..%u", api->arena_bank,
                         PTO_PIPELINE_MAX_DEPTH - 1);
     hbg_graph_reset(&ws->graph);
+    /* A program's task count is known before it runs: one that cannot fit the
+       graph is refused before anything is staged or submitted, instead of
+       after millions of submits. */
+    if (c->orch_entry == NULL && c->program_tasks > HBG_MAX_TASKS)
+        return c->program_tasks == UINT64_MAX
+                   ? pto_fail(PTO_ERR_CAPACITY,
+                              "bind: the program's task count (its SUBMITs times their loops' trip counts) overflows "
+                              "64 bits; an hbg run holds at most %u tasks",
+                              HBG_MAX_TASKS)
+                   : pto_fail(PTO_ERR_CAPACITY,
+                              "bind: the program submits %llu tasks (its SUBMITs times their loops' trip counts); an "
+                              "hbg run holds at most %u tasks",
+                              (unsigned long long)c->program_tasks, HBG_MAX_TASKS);
     /* a library's allocations are unknown in advance: it gets ring 0's heap */
     uint64_t local_bytes = c->orch_entry != NULL ? call_config_ring_heap(cfg, 0) : c->program_local_bytes;
     uint64_t heap_bytes = 0;

@@ -304,6 +304,28 @@ static int write_args(const HostApi *api, const TrbWorkspace *ws, const ChipStor
     return rc;
 }
 
+/* trb streams tasks through its rings, so a run's task count is unbounded;
+   only the dependency graph a diagnostic run records has a fixed capacity.
+   A program that would overflow it is refused before its first task rather
+   than at task TRB_DEP_GRAPH_TASKS. */
+static int check_dep_graph_tasks(const RuntimeCallable *c, const CallConfig *cfg)
+{
+    if (!cfg->enable_dep_graph || c->view.header.orchestration_kind != PTO_ORCH_PROGRAM)
+        return PTO_OK;
+    uint64_t tasks = chip_program_task_count(&c->view);
+    if (tasks == UINT64_MAX)
+        return pto_fail(PTO_ERR_CAPACITY,
+                        "bind: the program's task count (its SUBMITs times their loops' trip counts) overflows 64 "
+                        "bits; the dependency graph (CallConfig.enable_dep_graph) records at most %u tasks",
+                        TRB_DEP_GRAPH_TASKS);
+    if (tasks > TRB_DEP_GRAPH_TASKS)
+        return pto_fail(PTO_ERR_CAPACITY,
+                        "bind: the program submits %llu tasks (its SUBMITs times their loops' trip counts); the "
+                        "dependency graph (CallConfig.enable_dep_graph) records at most %u tasks",
+                        (unsigned long long)tasks, TRB_DEP_GRAPH_TASKS);
+    return PTO_OK;
+}
+
 static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunState *h)
 {
     if (!cfg->enable_dep_graph)
@@ -382,6 +404,8 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     TrbRunState *h = trb_run(run);
     memset(h, 0, sizeof *h);
     int rc = run_args_check(api, &c->view, args);
+    if (rc == PTO_OK)
+        rc = check_dep_graph_tasks(c, cfg);
     if (rc != PTO_OK)
         return rc;
 

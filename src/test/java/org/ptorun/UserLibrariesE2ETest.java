@@ -24,9 +24,10 @@ import org.ptorun.callable.Program;
 /**
  * A user kernel library and a user orchestration library, compiled by the test build from
  * src/test/c (libptorun_test_kernels.so: saxpy, always_fail; libptorun_test_orch.so:
- * repeat_vadd, failing_orchestration), on every sim library: golden results, load
- * counters that advance once per library load (not per run, not per callable), and
- * failures inside user code.
+ * repeat_vadd, failing_orchestration, stash_handle, use_stashed_handle), on all eight
+ * libraries: golden results, load counters that advance once per library load (not per
+ * run, not per callable), failures inside user code, and an orchestration handle kept
+ * past its run being refused.
  */
 class UserLibrariesE2ETest {
 
@@ -212,6 +213,51 @@ class UserLibrariesE2ETest {
             float[] again = z0.clone();
             chip.run(2, TaskArgs.of(Tensor.of(new int[] {4}), Tensor.of(x), Tensor.of(again)), CallConfig.DEFAULT);
             assertBitExact(again, repeatReference(x, z0, 4));
+        }
+    }
+
+    /** control (I32, IN), x (IN), z (INOUT), codes (I32, OUT): use_stashed_handle's signature. */
+    private static ChipCallable orchestratedWithCodes(String entry) {
+        return ChipCallable.builder()
+                .signature(IN, IN, INOUT, OUT)
+                .child(0, Kernel.vadd())
+                .orchestrationLibrary(SimE2E.orchestrationLibrary(), entry)
+                .build();
+    }
+
+    /**
+     * A library keeps its handle in a static during a run made on a thread that has ended since,
+     * and presents it to every orchestration entry in a later run: each is refused with
+     * INVALID_ARGUMENT, and the later run's z is exactly its own single addition.
+     */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void anOrchestrationHandleKeptPastItsRunIsRefusedAndTheLaterRunIsUntouched(Variant variant) throws Exception {
+        int n = 256;
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(1, orchestrated("stash_handle"));
+            chip.registerCallable(2, orchestratedWithCodes("use_stashed_handle"));
+            float[] x1 = random(n, 1);
+            float[] z1 = random(n, 2);
+            float[] z1Want = repeatReference(x1, z1, 2);
+            Thread keeper = new Thread(() -> chip.run(1,
+                    TaskArgs.of(Tensor.of(new int[] {2}), Tensor.of(x1), Tensor.of(z1)), CallConfig.DEFAULT));
+            keeper.start();
+            keeper.join();
+            assertBitExact(z1, z1Want);
+
+            for (int round = 0; round < 2; round++) {
+                float[] x = random(n, 10 + round);
+                float[] z0 = random(n, 20 + round);
+                float[] z = z0.clone();
+                int[] codes = {77, 77, 77, 77, 77};
+                chip.run(2, TaskArgs.of(Tensor.of(new int[] {0}), Tensor.of(x), Tensor.of(z), Tensor.of(codes)),
+                        CallConfig.DEFAULT);
+                int refused = PtoError.INVALID_ARGUMENT.code();
+                assertThat(codes).as("submit, write_tensor, read_tensor, alloc_tensor != 0, scope_begin")
+                        .containsExactly(refused, refused, refused, 0, refused);
+                assertBitExact(z, repeatReference(x, z0, 1));
+            }
         }
     }
 }
