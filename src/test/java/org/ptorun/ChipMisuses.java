@@ -550,6 +550,18 @@ final class ChipMisuses {
 
     private static void programs(List<Misuse> m) {
         String a = "absurd programs";
+        m.add(only(HBG, a, "a loop of 2^30 tasks (hbg holds at most 4194304 per run)", PtoRunException.class,
+                "PTO_ERR_CAPACITY (-13)", f -> {
+                    f.chip.registerCallable(6, ChipCallable.builder().signature(OUT).child(0, Kernel.noop())
+                            .program(Program.builder().loop(1L << 30, (p, i) -> p.submit(0)).build()).build());
+                    f.refused(() -> f.chip.run(6, TaskArgs.of(Tensor.of(new float[2])), CallConfig.DEFAULT,
+                            f.lease(0), 1, 1, null));
+                    f.chip.unregisterCallable(6);
+                }));
+        m.add(only(HBG, a, "a local tensor of 2^50 bytes (hbg: the bank's heap)", DeviceOutOfMemoryException.class,
+                "PTO_ERR_OUT_OF_MEMORY (-8)", f -> hugeLocal(f)));
+        m.add(only(v -> !HBG.test(v), a, "a local tensor of 2^50 bytes (trb: the ring heap)", PtoRunException.class,
+                "can never fit ring 0's heap", f -> hugeLocal(f)));
         m.add(of(a, "a view too small for its kernel (vadd of 8 floats into 64)", KernelFaultException.class,
                 "func_id 7", f -> {
                     f.chip.registerCallable(6, ChipWorkerE2ETest.faultyVadd(N));
@@ -559,6 +571,15 @@ final class ChipMisuses {
                     assertThat(out).containsOnly(MisuseFixture.SENTINEL);
                     f.chip.unregisterCallable(6);
                 }));
+    }
+
+    private static void hugeLocal(MisuseFixture f) {
+        f.chip.registerCallable(6, ChipCallable.builder().signature(OUT).child(0, Kernel.vfill())
+                .program(Program.builder().allocTensor(0, 1L << 50)
+                        .submit(0, Param.local(0, OUT, 0, 8), Param.scalarF32(1f)).build()).build());
+        f.refused(() -> f.chip.run(6, TaskArgs.of(Tensor.of(new float[2])), CallConfig.DEFAULT, f.lease(0), 1, 1,
+                null));
+        f.chip.unregisterCallable(6);
     }
 
     /** An epoch no ChipWorker ever minted (the process-wide counter starts at 1 and counts up). */

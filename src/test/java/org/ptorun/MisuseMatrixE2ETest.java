@@ -86,6 +86,22 @@ class MisuseMatrixE2ETest {
                 .isEqualTo(f.baselineCommitted);
     }
 
+    static Stream<Named<Misuse>> values() {
+        return ValueMisuses.all().stream().map(m -> Named.of(m.toString(), m));
+    }
+
+    @Order(0)
+    @ParameterizedTest(name = "[{index}] {0}")
+    @MethodSource("values")
+    void valueMisuse(Misuse misuse) throws Throwable {
+        MisuseFixture f = MisuseFixture.detached();
+        misuse.body().run(f);
+        assertThat(f.refusals()).as("the case makes exactly one refused call").isEqualTo(1);
+        assertThat(f.refusal()).as(misuse.toString())
+                .isExactlyInstanceOf(misuse.type())
+                .hasMessageContaining(misuse.fragment());
+    }
+
     @AfterAll
     void closeLeftovers() throws Exception {
         for (MisuseFixture f : fixtures.values()) {
