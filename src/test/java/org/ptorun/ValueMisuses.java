@@ -52,7 +52,7 @@ final class ValueMisuses {
         m.add(of(t, "a wider dtype over the same data", iae, "needs 32 bytes but its data holds 16",
                 f -> f.refused(() -> Tensor.of(new float[4]).withDType(DType.I64))));
         m.add(of(t, "a heap ByteBuffer", iae, "must be direct", f -> f.refused(() -> Tensor.of(ByteBuffer.allocate(16), DType.F32))));
-        m.add(of(t, "a null array", NullPointerException.class, "", f -> f.refused(() -> Tensor.of((float[]) null))));
+        m.add(of(t, "a null array", NullPointerException.class, "data", f -> f.refused(() -> Tensor.of((float[]) null))));
 
         String a = "TaskArgs";
         m.add(of(a, "a tensor after a scalar", iae, "tensor arguments precede scalar arguments",
@@ -71,7 +71,7 @@ final class ValueMisuses {
             }
             f.refused(() -> args.scalar(128));
         }));
-        m.add(of(a, "a null tensor", NullPointerException.class, "", f -> f.refused(() -> new TaskArgs().tensor(null))));
+        m.add(of(a, "a null tensor", NullPointerException.class, "tensor", f -> f.refused(() -> new TaskArgs().tensor(null))));
 
         String c = "CallConfig";
         m.add(of(c, "a negative timeout", iae, "timeout", f -> f.refused(() -> CallConfig.builder().timeoutMs(-1).build())));
