@@ -202,12 +202,8 @@ final class ChipContext {
 
     NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                       long dispatchId, AcceptanceWord acceptance) {
-        Objects.requireNonNull(args, "args");
-        Objects.requireNonNull(config, "config");
-        checkCallableId(callableId);
+        checkRunArguments(callableId, args, config, acceptance);
         checkLeaseShape(lease);
-        config.validateFor(variant.arch());
-        checkAcceptance(acceptance);
         NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
         Slot slot = slots[run.slot()];
         int rc = PtoError.FAILED.code();
@@ -443,14 +439,10 @@ final class ChipContext {
      */
     void run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId, long dispatchId,
              AcceptanceWord acceptance) {
-        Objects.requireNonNull(args, "args");
-        Objects.requireNonNull(config, "config");
-        checkCallableId(callableId);
+        checkRunArguments(callableId, args, config, acceptance);
         if (lease != null) {
             checkLeaseShape(lease);
         }
-        config.validateFor(variant.arch());
-        checkAcceptance(acceptance);
         NativeRun run = lease == null
                 ? new NativeRun(0, 0, 0, runId, dispatchId)
                 : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
@@ -634,6 +626,15 @@ final class ChipContext {
                         + directionOf(directions, i) + " but its ByteBuffer is read-only");
             }
         }
+    }
+
+    /** What prepare and run refuse before any native call or lock. */
+    private void checkRunArguments(int callableId, TaskArgs args, CallConfig config, AcceptanceWord acceptance) {
+        Objects.requireNonNull(args, "args");
+        Objects.requireNonNull(config, "config");
+        checkCallableId(callableId);
+        config.validateFor(variant.arch());
+        checkAcceptance(acceptance);
     }
 
     private static void checkAcceptance(AcceptanceWord acceptance) {

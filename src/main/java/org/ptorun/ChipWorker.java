@@ -124,9 +124,23 @@ public final class ChipWorker implements AutoCloseable {
         return context.malloc(this, bytes);
     }
 
-    /** Frees a buffer: the same as {@link DeviceBuffer#close()}. */
+    /**
+     * Frees a buffer of this chip: {@link DeviceBuffer#close()} after checking that it is
+     * this chip's and the chip is open (closing a buffer itself is allowed at any time).
+     *
+     * @throws IllegalArgumentException when the buffer belongs to another ChipWorker
+     * @throws IllegalStateException after close
+     */
     public void free(DeviceBuffer buffer) {
-        Objects.requireNonNull(buffer, "buffer").close();
+        Objects.requireNonNull(buffer, "buffer");
+        if (buffer.context() != context) {
+            throw new IllegalArgumentException("free: " + buffer + " belongs to another ChipWorker ("
+                    + buffer.context().describe() + ")");
+        }
+        if (context.isClosed()) {
+            throw new IllegalStateException("free: " + context.describe() + " is closed");
+        }
+        buffer.close();
     }
 
     /** Copies {@code src}'s remaining bytes to the start of {@code dst} (the position is not moved). */

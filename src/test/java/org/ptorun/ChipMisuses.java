@@ -239,7 +239,7 @@ final class ChipMisuses {
         m.add(of("races", name, type, fragment, f -> {
             NativeRun run = launchFirst ? f.launched(0) : f.prepare(0);
             MisuseFixture.Gate gate = f.gated.gate(gatedFn);
-            MisuseFixture.Started first = MisuseFixture.start("first " + firstCall, () -> call(f, firstCall, run));
+            TestThreads.Started first = TestThreads.start("first " + firstCall, () -> call(f, firstCall, run));
             gate.awaitEntered();
             f.refused(() -> call(f, secondCall, run));
             gate.open();
@@ -285,7 +285,7 @@ final class ChipMisuses {
                 "slot already owns an unfinished native run", f -> {
                     MisuseFixture.Gate gate = f.gated.gate("prepareRun");
                     NativeRun[] run = new NativeRun[1];
-                    MisuseFixture.Started first = MisuseFixture.start("preparing", () -> run[0] = f.prepare(0));
+                    TestThreads.Started first = TestThreads.start("preparing", () -> run[0] = f.prepare(0));
                     gate.awaitEntered();
                     f.refused(() -> f.prepare(0));
                     gate.open();
@@ -448,6 +448,12 @@ final class ChipMisuses {
                 "belongs to another ChipWorker", f -> {
                     DeviceBuffer theirs = f.track(f.other.malloc(64));
                     f.refused(() -> f.chip.copyTo(theirs, new float[4]));
+                }));
+        m.add(of(a, "free (chip.free) a buffer of another ChipWorker", IllegalArgumentException.class,
+                "belongs to another ChipWorker", f -> {
+                    DeviceBuffer theirs = f.track(f.other.malloc(64));
+                    f.refused(() -> f.chip.free(theirs));
+                    f.other.copyTo(theirs, new float[4]); // still theirs, still live
                 }));
         m.add(of(a, "prepare with a freed buffer as a tensor", IllegalStateException.class, "is closed", f -> {
             DeviceBuffer buf = f.chip.malloc(4L * N);

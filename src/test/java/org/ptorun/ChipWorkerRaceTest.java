@@ -79,46 +79,6 @@ class ChipWorkerRaceTest {
                 PipelineSlotLease.of(0, 1), 1, 1, null);
     }
 
-    /** Waits until {@code t} parks (on a lock or condition); fails if it ends instead. */
-    static void awaitParked(Thread t) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            Thread.State state = t.getState();
-            if (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING) {
-                return;
-            }
-            if (state == Thread.State.TERMINATED) {
-                throw new AssertionError(t.getName() + " ended instead of waiting");
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(t.getName() + " never parked (state " + state + ")");
-            }
-            Thread.yield();
-        }
-    }
-
-    /** Runs {@code body} on a new thread, returning the thread and its outcome. */
-    private static Started start(String name, Runnable body) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                body.run();
-                done.complete(null);
-            } catch (Throwable e) {
-                done.completeExceptionally(e);
-            }
-        }, name);
-        t.setDaemon(true);
-        t.start();
-        return new Started(t, done);
-    }
-
-    private record Started(Thread thread, CompletableFuture<Void> done) {
-        void join() throws Exception {
-            done.get(30, TimeUnit.SECONDS);
-        }
-    }
-
     // ---- registration against prepare -----------------------------------------------------------
 
     @Test
@@ -132,8 +92,8 @@ class ChipWorkerRaceTest {
         Future<NativeRun> prepared = pool.submit(() -> prepare(chip, x, y));
         inPrepare.awaitEntered();
 
-        Started register = start("registering", () -> chip.registerCallable(0, OUT_IN));
-        awaitParked(register.thread());
+        TestThreads.Started register = TestThreads.start("registering", () -> chip.registerCallable(0, OUT_IN));
+        TestThreads.awaitParked(register.thread());
         assertThat(fake.callsOf("registerCallable")).as("the re-registration reached the library while a prepare"
                 + " of the same chip was inside it").hasSize(1);
         assertThat(register.done()).isNotDone();
@@ -157,14 +117,14 @@ class ChipWorkerRaceTest {
         ChipWorker chip = open(fake);
         chip.registerCallable(0, IN_OUT);
         FakeNativeApi.Gate inRegister = fake.block("registerCallable", 0);
-        Started register = start("registering", () -> chip.registerCallable(0, OUT_IN));
+        TestThreads.Started register = TestThreads.start("registering", () -> chip.registerCallable(0, OUT_IN));
         inRegister.awaitEntered();
 
         float[] x = {1, 2, 3, 4};
         float[] y = {5, 6, 7, 8};
         CompletableFuture<NativeRun> prepared = new CompletableFuture<>();
-        Started prepare = start("preparing", () -> prepared.complete(prepare(chip, x, y)));
-        awaitParked(prepare.thread());
+        TestThreads.Started prepare = TestThreads.start("preparing", () -> prepared.complete(prepare(chip, x, y)));
+        TestThreads.awaitParked(prepare.thread());
         assertThat(fake.callsOf("prepareRun")).as("a prepare read the signature while its registration was"
                 + " inside the library").isEmpty();
 
@@ -185,10 +145,10 @@ class ChipWorkerRaceTest {
         FakeNativeApi fake = fake();
         ChipWorker chip = open(fake);
         FakeNativeApi.Gate first = fake.block("registerCallable", 0);
-        Started a = start("registering IN_OUT", () -> chip.registerCallable(0, IN_OUT));
+        TestThreads.Started a = TestThreads.start("registering IN_OUT", () -> chip.registerCallable(0, IN_OUT));
         first.awaitEntered();
-        Started b = start("registering OUT_IN", () -> chip.registerCallable(0, OUT_IN));
-        awaitParked(b.thread());
+        TestThreads.Started b = TestThreads.start("registering OUT_IN", () -> chip.registerCallable(0, OUT_IN));
+        TestThreads.awaitParked(b.thread());
         assertThat(fake.callsOf("registerCallable")).as("two registrations of one chip inside the library at once")
                 .hasSize(1);
 
@@ -227,7 +187,7 @@ class ChipWorkerRaceTest {
         float[] y = {5, 6, 7, 8};
         FakeNativeApi.Gate gate = fake.block(fn, 0);
         NativeRun[] token = new NativeRun[1];
-        Started caller = start("caller in " + fn, () -> {
+        TestThreads.Started caller = TestThreads.start("caller in " + fn, () -> {
             token[0] = prepare(chip, x, y);
             switch (fn) {
                 case "prepareRun":
@@ -252,7 +212,7 @@ class ChipWorkerRaceTest {
 
         CountDownLatch closeWaits = new CountDownLatch(1);
         chip.onCloseWaits(closeWaits::countDown);
-        Started closer = start("closer", chip::close);
+        TestThreads.Started closer = TestThreads.start("closer", chip::close);
         assertThat(closeWaits.await(30, TimeUnit.SECONDS)).as("close waits for the call in flight").isTrue();
         assertThat(fake.callsOf("finalizeDevice")).as("the device released under a call in flight").isEmpty();
         assertThat(fake.callsOf("destroyDeviceContext")).isEmpty();
@@ -282,7 +242,7 @@ class ChipWorkerRaceTest {
         CallConfig oneMs = CallConfig.builder().timeoutMs(1).build();
         float[] x = {1, 2, 3, 4};
         float[] y = {5, 6, 7, 8};
-        Started caller = start("caller in waitRun", () -> {
+        TestThreads.Started caller = TestThreads.start("caller in waitRun", () -> {
             NativeRun run = chip.prepare(0, TaskArgs.of(Tensor.of(x), Tensor.of(y)), oneMs,
                     PipelineSlotLease.of(0, 1), 1, 1, null);
             chip.launch(run);

@@ -56,6 +56,7 @@ final class CloseMisuses {
                 new Call("copyFrom", (c, b) -> c.copyFrom(b, new float[4])),
                 new Call("registerCallable", (c, b) -> c.registerCallable(2, MisuseFixture.chain())),
                 new Call("unregisterCallable", (c, b) -> c.unregisterCallable(CHAIN)),
+                new Call("free", (c, b) -> c.free(b)),
                 new Call("committedDeviceMemory", (c, b) -> c.committedDeviceMemory()),
                 new Call("aicpuDlopenCount", (c, b) -> c.aicpuDlopenCount()));
         for (Call call : afterClose) {
@@ -76,7 +77,7 @@ final class CloseMisuses {
                         chip.registerCallable(CHAIN, MisuseFixture.chain());
                         MisuseFixture.Gate gate = g.gate(inFlight);
                         NativeRun[] token = new NativeRun[1];
-                        MisuseFixture.Started caller = MisuseFixture.start("caller in " + inFlight, () -> {
+                        TestThreads.Started caller = TestThreads.start("caller in " + inFlight, () -> {
                             token[0] = chip.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT,
                                     PipelineSlotLease.of(0, 1), 1, 1, null);
                             if (!inFlight.equals("prepareRun")) {
@@ -89,7 +90,7 @@ final class CloseMisuses {
                         gate.awaitEntered();
                         CountDownLatch closeWaits = new CountDownLatch(1);
                         chip.onCloseWaits(closeWaits::countDown);
-                        MisuseFixture.Started closer = MisuseFixture.start("closer", chip::close);
+                        TestThreads.Started closer = TestThreads.start("closer", chip::close);
                         assertThat(closeWaits.await(60, TimeUnit.SECONDS)).as("close waits for the call").isTrue();
                         gate.open();
                         caller.join();

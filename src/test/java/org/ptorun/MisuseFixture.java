@@ -23,7 +23,8 @@ import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
 import org.ptorun.callable.Program;
-import org.ptorun.internal.EmulatedDriver;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
 import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.OffHeapBlock;
 
@@ -41,7 +42,7 @@ final class MisuseFixture implements AutoCloseable {
     static final int CHAIN = 1;
     static final int N = 64;
     static final float SENTINEL = -12345.5f;
-    static final EmulatedDriver DRIVER = EmulatedDriver.bundled(java.nio.file.Path.of(System.getProperty("ptorun.libDir")));
+    static final EmulatedFaults DRIVER = EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
     final Variant variant;
     final HostRuntime runtime;
@@ -50,7 +51,7 @@ final class MisuseFixture implements AutoCloseable {
     final ChipWorker other;
     final long baselineCommitted;
     final LifecycleStressE2ETest.NativeThreads threadsBefore;
-    final EmulatedDriver.Stats driverBefore;
+    final DriverStats driverBefore;
     private final Map<Integer, AtomicLong> generations = new ConcurrentHashMap<>();
     private final List<AutoCloseable> extras = new ArrayList<>();
     private int refusals;
@@ -211,28 +212,6 @@ final class MisuseFixture implements AutoCloseable {
     /** A separate gated ChipWorker on {@code deviceId}, closed at the end of the case. */
     GatedChip fresh(int deviceId) {
         return track(GatedChip.open(runtime, deviceId));
-    }
-
-    /** Runs {@code body} on a new daemon thread. */
-    static Started start(String name, ThrowingCallable body) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        Thread t = new Thread(() -> {
-            try {
-                body.call();
-                done.complete(null);
-            } catch (Throwable e) {
-                done.completeExceptionally(e);
-            }
-        }, name);
-        t.setDaemon(true);
-        t.start();
-        return new Started(t, done);
-    }
-
-    record Started(Thread thread, CompletableFuture<Void> done) {
-        void join() throws Exception {
-            done.get(60, TimeUnit.SECONDS);
-        }
     }
 
     // ---- the vector chain ------------------------------------------------------------------

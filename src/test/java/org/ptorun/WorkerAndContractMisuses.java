@@ -64,14 +64,14 @@ final class WorkerAndContractMisuses {
                     Worker w = worker(f, 1);
                     RunTicket first = w.enqueue(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT); // fills the queue
                     Throwable[] seen = new Throwable[1];
-                    MisuseFixture.Started blocked = MisuseFixture.start("enqueuer", () -> {
+                    TestThreads.Started blocked = TestThreads.start("enqueuer", () -> {
                         try {
                             w.enqueue(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT);
                         } catch (Throwable e) {
                             seen[0] = e;
                         }
                     });
-                    ChipWorkerRaceTest.awaitParked(blocked.thread());
+                    TestThreads.awaitParked(blocked.thread());
                     blocked.thread().interrupt();
                     blocked.join();
                     f.refused(() -> {
@@ -89,14 +89,14 @@ final class WorkerAndContractMisuses {
                     Worker w = worker(f, 1);
                     w.enqueue(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT);
                     Throwable[] seen = new Throwable[1];
-                    MisuseFixture.Started blocked = MisuseFixture.start("enqueuer", () -> {
+                    TestThreads.Started blocked = TestThreads.start("enqueuer", () -> {
                         try {
                             w.enqueue(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT);
                         } catch (Throwable e) {
                             seen[0] = e;
                         }
                     });
-                    ChipWorkerRaceTest.awaitParked(blocked.thread());
+                    TestThreads.awaitParked(blocked.thread());
                     w.close();
                     blocked.join();
                     f.refused(() -> {

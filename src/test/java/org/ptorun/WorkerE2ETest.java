@@ -469,7 +469,7 @@ class WorkerE2ETest {
             }
         });
         blocked.start();
-        awaitParked(blocked);
+        TestThreads.awaitParked(blocked);
         blocked.interrupt();
         blocked.join();
         assertThat(thrown.get()).isInstanceOf(InterruptedException.class);
@@ -486,7 +486,7 @@ class WorkerE2ETest {
             }
         });
         waiter.start();
-        awaitParked(waiter);
+        TestThreads.awaitParked(waiter);
         assertThat(admitted.get()).as("still blocked while the queue is full").isNull();
         worker.poll(); // the chip takes a run: room for one
         assertThat(done.await(60, TimeUnit.SECONDS)).isTrue();
@@ -494,13 +494,6 @@ class WorkerE2ETest {
         DrainReport report = worker.drain();
         assertThat(report.succeeded()).isEqualTo(3);
         assertThat(report.failed()).isZero();
-    }
-
-    private static void awaitParked(Thread t) throws InterruptedException {
-        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
-            assertThat(t.isAlive()).isTrue();
-            Thread.sleep(1);
-        }
     }
 
     // ---- failure isolation ---------------------------------------------------------------------------
