@@ -25,6 +25,16 @@ void ptest_record_failure(const char *file, int line, const char *what);
             ptest_record_failure(__FILE__, __LINE__, #cond);                  \
     } while (0)
 
+/* A precondition: when it fails the test stops here (what it would go on to wait
+   for may never happen). */
+#define REQUIRE(cond)                                                         \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            ptest_record_failure(__FILE__, __LINE__, "required: " #cond);     \
+            return;                                                           \
+        }                                                                     \
+    } while (0)
+
 #define CHECK_EQ_INT(actual, expected)                                        \
     do {                                                                      \
         long long a_ = (long long)(actual), e_ = (long long)(expected);       \

@@ -227,6 +227,7 @@ TEST(a_handle_kept_past_its_run_is_refused_on_the_same_thread)
 {
     Runner *r = handle_runner();
     RuntimeCallable *keep = stash_callable(r, "fx_stash_keep"), *use = stash_callable(r, "fx_stash_use");
+    REQUIRE(keep != NULL && use != NULL);
     CHECK(keep != NULL && use != NULL);
     StashRun s;
     stash_init(&s, 0.0f, NULL, NULL, 0);
@@ -244,6 +245,7 @@ TEST(a_handle_of_a_thread_that_has_ended_is_refused)
 {
     Runner *r = handle_runner();
     RuntimeCallable *keep = stash_callable(r, "fx_stash_keep"), *use = stash_callable(r, "fx_stash_use");
+    REQUIRE(keep != NULL && use != NULL);
     KeepThread k;
     keep_start(&k, r, keep, NULL, NULL, NULL);
     keep_join(&k);
@@ -259,6 +261,7 @@ TEST(a_handle_of_a_parked_thread_is_refused)
 {
     Runner *r = handle_runner();
     RuntimeCallable *keep = stash_callable(r, "fx_stash_keep"), *use = stash_callable(r, "fx_stash_use");
+    REQUIRE(keep != NULL && use != NULL);
     Park after;
     park_init(&after);
     KeepThread k;
@@ -280,6 +283,7 @@ TEST(a_live_handle_is_refused_during_another_run_and_off_its_thread)
 {
     Runner *r1 = handle_runner(), *r2 = handle_runner();
     RuntimeCallable *keep = stash_callable(r1, "fx_stash_keep"), *use = stash_callable(r2, "fx_stash_use");
+    REQUIRE(keep != NULL && use != NULL);
     Park inside;
     park_init(&inside);
     KeepThread k;
@@ -310,6 +314,7 @@ TEST(a_live_handle_is_refused_on_another_thread_of_its_own_orchestration)
 {
     Runner *r = handle_runner();
     RuntimeCallable *c = stash_callable(r, "fx_stash_other_thread");
+    REQUIRE(c != NULL);
     StashRun s;
     stash_init(&s, 5.0f, NULL, NULL, 0);
     CHECK_EQ_INT(stash_run(r, c, &s), PTO_OK);
@@ -324,6 +329,7 @@ TEST(forged_handles_are_refused)
 {
     Runner *r = handle_runner();
     RuntimeCallable *use = stash_callable(r, "fx_stash_use");
+    REQUIRE(use != NULL);
     StashRun decoy;
     stash_init(&decoy, 0.0f, NULL, NULL, 0);
     use_and_check(r, use, FORGED, __LINE__);
@@ -341,6 +347,7 @@ TEST(a_failed_submit_is_sticky)
 {
     Runner *r = handle_runner();
     RuntimeCallable *c = stash_callable(r, "fx_sticky_submit");
+    REQUIRE(c != NULL);
     StashRun s;
     stash_init(&s, 5.0f, NULL, NULL, 0);
     CHECK_EQ_INT(stash_run(r, c, &s), PTO_ERR_ORCHESTRATION);
@@ -364,6 +371,7 @@ TEST(a_refused_tensor_access_is_not_sticky_and_zero_bytes_outside_are_refused)
 {
     Runner *r = handle_runner();
     RuntimeCallable *c = stash_callable(r, "fx_sticky_read");
+    REQUIRE(c != NULL);
     StashRun s;
     stash_init(&s, 5.0f, NULL, NULL, 0);
     CHECK_EQ_INT(stash_run(r, c, &s), PTO_OK);

@@ -748,7 +748,9 @@ TEST(execute_times_a_run_out_on_the_device_while_the_caller_runs_it)
     CHECK_CONTAINS(pto_last_error(), "exceeded its timeout of 50 ms");
     CHECK(pthread_equal(inline_run.ran_on[0], pthread_self()));
     CHECK_EQ_INT(k.ran[3], 0);
-    CHECK(status_of(&g)->tasks_completed >= 2 && status_of(&g)->tasks_completed <= 3);
+    /* three 30 ms tasks already pass the 50 ms deadline, so the fourth never runs;
+       how many finished before the check depends on the machine (valgrind, load) */
+    CHECK(status_of(&g)->tasks_completed <= 3);
     CHECK_EQ_INT(status_of(&g)->error_code, PTO_ERR_TIMEOUT);
     free_graph(r, &g);
     /* the device is usable again */
