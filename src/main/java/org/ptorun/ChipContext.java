@@ -33,7 +33,10 @@ import org.slf4j.LoggerFactory;
  * whose {@code inCall} is set belongs to the calling thread, which alone touches the
  * slot's off-heap blocks and run resources; the lock hand-offs order those accesses.
  * {@link #deviceLock} orders calls that are not about a run (memory, copies, callables,
- * queries: read side) before device teardown (write side).
+ * queries: read side) before device teardown (write side). {@link #callableLock} makes a
+ * prepare's signature lookup and its native call one step against registration (taken
+ * before deviceLock). close() waits on phaseLock for the calls in flight to end
+ * ({@link #endCall} notifies), bounded by each run's timeout.
  */
 final class ChipContext {
 
