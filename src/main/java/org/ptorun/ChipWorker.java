@@ -350,28 +350,30 @@ public final class ChipWorker implements AutoCloseable {
 
     // ---- counters and queries ----------------------------------------------------------------
 
-    /** trb device-side orchestration library loads. */
-    public long aicpuDlopenCount() {
+    // Diagnostics for this package's tests (raw addresses and native counters): not API.
+
+    /** trb device-side orchestration library loads (tests). */
+    long aicpuDlopenCount() {
         return context.aicpuDlopenCount();
     }
 
-    /** hbg host-side orchestration library loads. */
-    public long hostDlopenCount() {
+    /** hbg host-side orchestration library loads (tests). */
+    long hostDlopenCount() {
         return context.hostDlopenCount();
     }
 
-    /** Run stream sets created (a2a3 onboard; 0 elsewhere). */
-    public long runStreamSetCreateCount() {
+    /** Run stream sets created (a2a3 onboard; 0 elsewhere; tests). */
+    long runStreamSetCreateCount() {
         return context.runStreamSetCreateCount();
     }
 
-    /** The GM heap base of an arena bank (0 or 1); 0 if never committed. */
-    public long arenaBankGmHeapBase(int bank) {
+    /** The GM heap base of an arena bank (0 or 1); 0 if never committed (tests). */
+    long arenaBankGmHeapBase(int bank) {
         return context.arenaBankGmHeapBase(bank);
     }
 
-    /** The retained staging buffer of a slot (trb); 0 if none. */
-    public long retainedTempAddr(int slot) {
+    /** The retained staging buffer of a slot (trb); 0 if none (tests). */
+    long retainedTempAddr(int slot) {
         return context.retainedTempAddr(slot);
     }
 
@@ -385,8 +387,8 @@ public final class ChipWorker implements AutoCloseable {
         return context.supportsConcurrentPrepare();
     }
 
-    /** The address of each slot's run storage, one distinct storage per slot. */
-    public List<Long> runtimeBufferAddresses() {
+    /** The address of each slot's run storage, one distinct storage per slot (tests). */
+    List<Long> runtimeBufferAddresses() {
         return context.runtimeBufferAddresses();
     }
 

@@ -9,6 +9,7 @@ import java.util.Set;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Test;
+import org.ptorun.internal.ElfSymbols;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
 
@@ -35,7 +36,7 @@ class LibraryContractTest {
     @MethodSource("variants")
     void exportsExactlyTheContractAndNothingElse(Variant variant) throws Exception {
         Path file = libDir().resolve(variant.libraryFileName());
-        Set<String> exported = ElfDynamicSymbols.definedGlobals(file);
+        Set<String> exported = ElfSymbols.definedGlobals(file);
         assertThat(exported).containsExactlyInAnyOrderElementsOf(NativeApi.SYMBOLS);
         assertThat(exported).doesNotContainAnyElementsOf(NativeApi.FORBIDDEN_SYMBOLS);
     }

@@ -1,17 +1,19 @@
 package org.ptorun.cli;
 
 import java.io.IOException;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
@@ -37,7 +39,47 @@ final class Bench {
     private Bench() {
     }
 
-    static int run(Variant variant, int runs, PrintStream out) {
+    /** The figures of one bench. */
+    record Result(Variant variant, int runs, double p50, double p90, double p99, double switchesPerRun,
+                  double floorP50) {
+
+        double cycleOverFloor() {
+            return p50 / floorP50;
+        }
+
+        ObjectNode toJson() {
+            ObjectNode o = Json.object();
+            o.put("variant", variant.toString());
+            o.put("runs", runs);
+            o.put("task", "noop");
+            ObjectNode cycle = o.putObject("cycleMicros");
+            cycle.put("p50", p50);
+            cycle.put("p90", p90);
+            cycle.put("p99", p99);
+            o.put("voluntaryContextSwitchesPerRun", switchesPerRun);
+            o.put("wakeRoundTripMicrosP50", floorP50);
+            o.put("cycleOverFloor", cycleOverFloor());
+            return o;
+        }
+    }
+
+    static int run(Variant variant, int runs, boolean json, PrintWriter out, PrintWriter err) {
+        Result r = measure(variant, runs, new Progress(err, "bench " + variant));
+        if (json) {
+            Json.print(out, r.toJson());
+            return 0;
+        }
+        out.printf(Locale.ROOT, "%s trivial run (1 noop task), full ChipWorker cycle over %d runs: "
+                        + "p50 %.1f us, p90 %.1f us, p99 %.1f us%n", variant, runs, r.p50(), r.p90(), r.p99());
+        out.printf(Locale.ROOT, "voluntary context switches per run, all threads of the process: %.2f "
+                + "(each is a thread that parked; a hand-off costs one)%n", r.switchesPerRun());
+        out.printf(Locale.ROOT, "floor in the same run: one wake round trip between two parked threads "
+                + "p50 %.1f us; cycle / floor = %.2f%n", r.floorP50(), r.cycleOverFloor());
+        out.flush();
+        return 0;
+    }
+
+    static Result measure(Variant variant, int runs, Progress progress) {
         if (runs < 100) {
             throw new IllegalArgumentException("bench needs at least 100 runs, got " + runs);
         }
@@ -67,20 +109,16 @@ final class Bench {
                 if (i >= 0) {
                     cycle[i] = t1 - t0;
                 }
+                if ((i & 1023) == 0) {
+                    progress.update(i + warmup, runs + warmup, "runs (warm-up included)");
+                }
             }
             double switchesPerRun = (voluntaryContextSwitches() - switchesBefore) / (double) runs;
             Arrays.sort(cycle);
             long[] floor = wakeRoundTrips(runs);
-            out.printf(Locale.ROOT, "%s trivial run (1 noop task), full ChipWorker cycle over %d runs: "
-                            + "p50 %.1f us, p90 %.1f us, p99 %.1f us%n", variant, runs,
-                    micros(cycle, 0.50), micros(cycle, 0.90), micros(cycle, 0.99));
-            out.printf(Locale.ROOT, "voluntary context switches per run, all threads of the process: %.2f "
-                    + "(each is a thread that parked; a hand-off costs one)%n", switchesPerRun);
-            out.printf(Locale.ROOT, "floor in the same run: one wake round trip between two parked threads "
-                    + "p50 %.1f us; cycle / floor = %.2f%n", micros(floor, 0.50),
-                    micros(cycle, 0.50) / micros(floor, 0.50));
+            return new Result(variant, runs, micros(cycle, 0.50), micros(cycle, 0.90), micros(cycle, 0.99),
+                    switchesPerRun, micros(floor, 0.50));
         }
-        return 0;
     }
 
     /**
@@ -127,10 +165,15 @@ final class Bench {
      * benchmark suite (org.ptorun.bench.BenchSuite, test code) runs this command and
      * reads its lines: keep their shape "variant idle ChipWorker: N ms CPU in M ms ...".
      */
-    static int idle(Iterable<Variant> variants, PrintStream out) {
+    static int idle(List<Variant> variants, PrintWriter out, PrintWriter err) {
         com.sun.management.OperatingSystemMXBean os =
                 ManagementFactory.getPlatformMXBean(com.sun.management.OperatingSystemMXBean.class);
+        Progress progress = new Progress(err, "idle");
+        int done = 0;
         for (Variant v : variants) {
+            if (done++ > 0) {
+                progress.say(v + " (" + done + "/" + variants.size() + ")");
+            }
             try (ChipWorker chip = ChipWorker.open(HostRuntime.load(v), 0)) {
                 sleep(300);
                 long t0 = os.getProcessCpuTime();
@@ -138,6 +181,7 @@ final class Bench {
                 long cpu = os.getProcessCpuTime() - t0;
                 out.printf(Locale.ROOT, "%-18s idle ChipWorker: %.1f ms CPU in 2000 ms (%.2f %%, whole JVM)%n", v,
                         cpu / 1e6, cpu / 2e7);
+                out.flush();
             }
         }
         return 0;

@@ -3,7 +3,7 @@ package org.ptorun.cli;
 import static org.ptorun.callable.Direction.IN;
 import static org.ptorun.callable.Direction.OUT;
 
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.util.Locale;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.CallConfig;
@@ -27,13 +27,13 @@ import org.ptorun.callable.Program;
 final class Demo {
 
     private static final int N = 1 << 20;
-    private static final int RUNS = 6;
     private static final int CHAIN = 0;
 
     private Demo() {
     }
 
-    static int run(Variant variant, PrintStream out) {
+    /** {@code runs} runs of the chain on {@code variant}: 0, or an exception (a failure). */
+    static int run(Variant variant, int runs, PrintWriter out, PrintWriter err) {
         HostRuntime runtime = HostRuntime.load(variant);
         out.printf(Locale.ROOT, "ptorun demo on %s (contract %s)%n", variant, runtime.contract());
         try (ChipWorker chip = ChipWorker.open(runtime, 0);
@@ -45,45 +45,50 @@ final class Demo {
             out.printf(Locale.ROOT, "chip open: depth %d, prepare-while-running %s, %d MiB per run of f32 in and out%n",
                     chip.pipelineDepth(), pipelined ? "yes" : "no", 7L * N * 4 >> 20);
 
-            float[][] as = new float[RUNS][];
-            float[][] bs = new float[RUNS][];
-            float[][] fs = new float[RUNS][];
-            NativeRun[] runs = new NativeRun[RUNS];
+            // two runs live at most (the one executing, the one prepared): index i % 2
+            float[][] as = new float[2][];
+            float[][] bs = new float[2][];
+            float[][] fs = new float[2][];
+            NativeRun[] live = new NativeRun[2];
             AcceptanceWord[] words = {accepted0, accepted1};
             long start = System.nanoTime();
-            for (int i = 0; i < RUNS; i++) {
-                as[i] = ramp(N, i);
-                bs[i] = ramp(N, 7 * i + 3);
-                fs[i] = new float[N];
-                int slot = pipelined ? i % 2 : 0;
+            for (int i = 0; i < runs; i++) {
+                int k = i % 2;
+                int p = 1 - k;
+                as[k] = ramp(N, i);
+                bs[k] = ramp(N, 7 * i + 3);
+                fs[k] = new float[N];
+                int slot = pipelined ? k : 0;
                 long t0 = System.nanoTime();
-                runs[i] = chip.prepare(CHAIN, args(as[i], bs[i], fs[i]), CallConfig.DEFAULT,
+                live[k] = chip.prepare(CHAIN, args(as[k], bs[k], fs[k]), CallConfig.DEFAULT,
                         PipelineSlotLease.of(slot, 1), i + 1, i + 1, words[slot]);
                 long prepared = System.nanoTime();
-                if (i > 0) {
-                    finish(chip, runs[i - 1], as[i - 1], bs[i - 1], fs[i - 1], out);
+                if (live[p] != null) {
+                    finish(chip, live[p], as[p], bs[p], fs[p], out);
+                    live[p] = null;
                 }
-                chip.launch(runs[i]);
+                chip.launch(live[k]);
                 out.printf(Locale.ROOT, "run %d: prepared in %.2f ms%s, launched (accepted=%s)%n", i + 1,
                         (prepared - t0) / 1e6, pipelined && i > 0 ? " while run " + i + " executed" : "",
                         words[slot].isAccepted());
                 if (!pipelined) {
-                    finish(chip, runs[i], as[i], bs[i], fs[i], out);
-                    runs[i] = null;
+                    finish(chip, live[k], as[k], bs[k], fs[k], out);
+                    live[k] = null;
                 }
             }
-            if (runs[RUNS - 1] != null) {
-                finish(chip, runs[RUNS - 1], as[RUNS - 1], bs[RUNS - 1], fs[RUNS - 1], out);
+            int last = (runs - 1) % 2;
+            if (live[last] != null) {
+                finish(chip, live[last], as[last], bs[last], fs[last], out);
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             out.printf(Locale.ROOT, "%d runs in %.3f s; committed device memory after the last finalize: %.1f MiB "
-                            + "(the banks' arenas, kept for the next runs; %.1f MiB before the first run)%n", RUNS,
+                            + "(the banks' arenas, kept for the next runs; %.1f MiB before the first run)%n", runs,
                     seconds, chip.committedDeviceMemory() / 1048576.0, baseline / 1048576.0);
         }
         return 0;
     }
 
-    private static void finish(ChipWorker chip, NativeRun run, float[] a, float[] b, float[] f, PrintStream out) {
+    private static void finish(ChipWorker chip, NativeRun run, float[] a, float[] b, float[] f, PrintWriter out) {
         while (!chip.poll(run)) {
             chip.await(run); // poll never blocks; await parks until the run ended
         }

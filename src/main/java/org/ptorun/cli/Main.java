@@ -1,74 +1,230 @@
 package org.ptorun.cli;
 
 import java.io.PrintStream;
-import java.util.Arrays;
-import java.util.Locale;
-import org.ptorun.HostRuntime;
-import org.ptorun.PipelineContract;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
 import org.ptorun.Variant;
+import picocli.CommandLine;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 /**
- * The ptorun command line.
+ * The ptorun command line (docs/cli.md).
  *
  * <pre>
- * ptorun demo [variant]              the vector chain on a chip, pipelined (default a2a3/sim/hbg)
- * ptorun inspect [variant ...]       loaded libraries and their pipeline contracts
- * ptorun bench [variant] [runs]      p50/p90/p99 of one trivial run's full cycle through ChipWorker
- * ptorun idle [variant ...]          CPU a ChipWorker burns while it has no run (should be ~0)
+ * ptorun demo [--variant V] [--runs N]       the vector chain on a chip, pipelined
+ * ptorun inspect [--variant V ... | --all] [--json]
+ *                                            library file, exported symbols, contract, storage, images, driver
+ * ptorun bench [--variant V] [--runs N] [--json]
+ *                                            p50/p90/p99 of one trivial run's full cycle through ChipWorker
+ * ptorun idle [V ...]                        CPU a ChipWorker burns while it has no run (should be ~0)
  * </pre>
+ *
+ * Exit codes: 0 ok, 1 a failure (a library that does not load or breaks its contract, a
+ * run that fails or computes a wrong result), 2 a usage error. Progress of long commands
+ * goes to stderr, results to stdout.
  */
-public final class Main {
+@Command(name = "ptorun", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        description = "Drives accelerator chips through native runs: the demo, a look at the eight "
+                + "host-runtime libraries, a quick benchmark.",
+        subcommands = {Main.DemoCommand.class, Main.InspectCommand.class, Main.BenchCommand.class,
+            Main.IdleCommand.class, CommandLine.HelpCommand.class},
+        exitCodeListHeading = "%nExit codes:%n",
+        exitCodeList = {"0:ok", "1:failure: a library does not load or breaks its contract, a run fails or is wrong",
+            "2:usage: unknown command or option, bad value"},
+        footer = {"", "Variants: a2a3|a5 / sim|onboard / hbg|trb, e.g. a2a3/sim/hbg (the default)."})
+public final class Main implements Callable<Integer> {
 
-    private Main() {
-    }
+    /** Exit code of a failure. */
+    public static final int FAILURE = 1;
+    /** Exit code of a usage error. */
+    public static final int USAGE = 2;
+
+    @Spec
+    CommandSpec spec;
 
     public static void main(String[] args) {
-        int rc = run(args, System.out, System.err);
-        if (rc != 0) {
-            System.exit(rc);
+        int rc = execute(args, new PrintWriter(System.out, true, StandardCharsets.UTF_8),
+                new PrintWriter(System.err, true, StandardCharsets.UTF_8));
+        System.exit(rc);
+    }
+
+    /** Runs the command line in this JVM: the exit code. */
+    static int execute(String[] args, PrintWriter out, PrintWriter err) {
+        CommandLine cmd = commandLine();
+        cmd.setOut(out);
+        cmd.setErr(err);
+        int rc = cmd.execute(args);
+        out.flush();
+        err.flush();
+        return rc;
+    }
+
+    /** The same, to {@link PrintStream}s. */
+    static int execute(String[] args, PrintStream out, PrintStream err) {
+        return execute(args, new PrintWriter(out, true, StandardCharsets.UTF_8),
+                new PrintWriter(err, true, StandardCharsets.UTF_8));
+    }
+
+    static CommandLine commandLine() {
+        CommandLine cmd = new CommandLine(new Main());
+        cmd.setExecutionExceptionHandler((e, line, parsed) -> {
+            line.getErr().println("ptorun " + line.getCommandName() + ": " + describe(e));
+            if (Boolean.getBoolean("ptorun.stacktrace")) {
+                e.printStackTrace(line.getErr());
+            }
+            return FAILURE;
+        });
+        return cmd;
+    }
+
+    private static String describe(Throwable e) {
+        StringBuilder sb = new StringBuilder(e.getClass().getSimpleName()).append(": ").append(e.getMessage());
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            sb.append("; caused by ").append(c.getClass().getSimpleName()).append(": ").append(c.getMessage());
+        }
+        return sb.toString();
+    }
+
+    /** No subcommand: the usage, on stderr, and exit code 2. */
+    @Override
+    public Integer call() {
+        spec.commandLine().getErr().println("ptorun: a command is required");
+        spec.commandLine().usage(spec.commandLine().getErr());
+        return USAGE;
+    }
+
+    /** Parses a variant for picocli; a bad one is a usage error. */
+    static final class VariantConverter implements CommandLine.ITypeConverter<Variant> {
+        @Override
+        public Variant convert(String value) {
+            try {
+                return Variant.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
         }
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) {
-        String command = args.length == 0 ? "demo" : args[0];
-        String[] rest = Arrays.copyOfRange(args, Math.min(1, args.length), args.length);
-        switch (command) {
-            case "demo":
-                return Demo.run(rest.length > 0 ? Variant.parse(rest[0]) : Variant.DEFAULT, out);
-            case "inspect":
-                return inspect(rest, out);
-            case "bench":
-                return Bench.run(rest.length > 0 ? Variant.parse(rest[0]) : Variant.DEFAULT,
-                        rest.length > 1 ? Integer.parseInt(rest[1]) : 20_000, out);
-            case "idle":
-                return Bench.idle(rest.length == 0 ? Variant.all() : Arrays.stream(rest).map(Variant::parse).toList(),
-                        out);
-            default:
-                err.println("usage: ptorun demo [variant] | inspect [variant ...] | bench [variant] [runs]"
-                        + " | idle [variant ...]");
-                return 2;
+    /** The jar's Implementation-Version. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Main.class.getPackage().getImplementationVersion();
+            return new String[] {"ptorun " + (v == null ? "(development build)" : v),
+                "Java " + System.getProperty("java.version") + " on " + System.getProperty("os.name") + " "
+                        + System.getProperty("os.arch")};
         }
     }
 
-    private static int inspect(String[] variants, PrintStream out) {
-        Iterable<Variant> selected = variants.length == 0
-                ? Variant.all()
-                : Arrays.stream(variants).map(Variant::parse).toList();
-        for (Variant v : selected) {
-            HostRuntime runtime = HostRuntime.load(v);
-            PipelineContract c = runtime.contract();
-            out.printf(Locale.ROOT, "%-18s %s  run storage %d B / align %d  contract %s  bank(slot)=%s%n",
-                    v, runtime.libraryFile().getFileName(), runtime.runStorageSize(),
-                    runtime.runStorageAlignment(), c, banks(c));
+    @Command(name = "demo", mixinStandardHelpOptions = true,
+            description = "Runs the vector chain f = (a+b+1)*(a+b+2)+(a+b) as five dependent tasks, the next run "
+                    + "prepared while the current one executes, every result checked against plain Java.")
+    static final class DemoCommand implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Option(names = {"-v", "--variant"}, converter = VariantConverter.class, paramLabel = "V",
+                description = "the library (default: ${DEFAULT-VALUE})", defaultValue = "a2a3/sim/hbg")
+        Variant variant;
+
+        @Option(names = {"-n", "--runs"}, paramLabel = "N", defaultValue = "6",
+                description = "runs of the chain, >= 1 (default: ${DEFAULT-VALUE})")
+        int runs;
+
+        @Override
+        public Integer call() {
+            if (runs < 1) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--runs must be >= 1, got " + runs);
+            }
+            return Demo.run(variant, runs, spec.commandLine().getOut(), spec.commandLine().getErr());
         }
-        return 0;
     }
 
-    private static String banks(PipelineContract c) {
-        StringBuilder sb = new StringBuilder("[");
-        for (int slot = 0; slot < c.pipelineDepth(); slot++) {
-            sb.append(slot == 0 ? "" : ",").append(c.bankOfSlot(slot));
+    @Command(name = "inspect", mixinStandardHelpOptions = true,
+            description = "Loads libraries and shows, for each: its file, its exported symbols against the contract "
+                    + "(and the absence of the four removed setters), its pipeline contract, run storage size and "
+                    + "alignment, the device images and the driver it uses. Exit 1 if one does not load or breaks "
+                    + "the contract.")
+    static final class InspectCommand implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        static final class Selection {
+            @Option(names = {"-v", "--variant"}, converter = VariantConverter.class, paramLabel = "V",
+                    description = "a library (repeatable; default a2a3/sim/hbg)")
+            List<Variant> variants = new ArrayList<>();
+
+            @Option(names = {"-a", "--all"}, description = "all eight libraries")
+            boolean all;
         }
-        return sb.append(']').toString();
+
+        @ArgGroup(exclusive = true, multiplicity = "0..1")
+        Selection selection;
+
+        @Option(names = "--json", description = "one JSON document on stdout")
+        boolean json;
+
+        @Override
+        public Integer call() {
+            List<Variant> selected = selection == null ? List.of(Variant.DEFAULT)
+                    : selection.all ? Variant.all() : selection.variants;
+            return Inspect.run(selected, json, spec.commandLine().getOut(), spec.commandLine().getErr());
+        }
+    }
+
+    @Command(name = "bench", mixinStandardHelpOptions = true,
+            description = "A quick look at one trivial run's cost (one noop task): the full cycle prepare, launch, "
+                    + "poll/await, finalize through ChipWorker, p50/p90/p99 after a warm-up, against a Java "
+                    + "park/unpark round trip. The benchmark suite proper is `mvn -q -Pbench verify`.")
+    static final class BenchCommand implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Option(names = {"-v", "--variant"}, converter = VariantConverter.class, paramLabel = "V",
+                description = "the library (default: ${DEFAULT-VALUE})", defaultValue = "a2a3/sim/hbg")
+        Variant variant;
+
+        @Option(names = {"-n", "--runs"}, paramLabel = "N", defaultValue = "20000",
+                description = "measured runs, >= 100 (default: ${DEFAULT-VALUE}; plus a warm-up of a fifth, "
+                        + ">= 1000)")
+        int runs;
+
+        @Option(names = "--json", description = "one JSON document on stdout")
+        boolean json;
+
+        @Override
+        public Integer call() {
+            if (runs < 100) {
+                throw new CommandLine.ParameterException(spec.commandLine(),
+                        "--runs must be >= 100, got " + runs);
+            }
+            return Bench.run(variant, runs, json, spec.commandLine().getOut(), spec.commandLine().getErr());
+        }
+    }
+
+    @Command(name = "idle", mixinStandardHelpOptions = true,
+            description = "The process CPU an open, idle ChipWorker costs over two seconds, per library "
+                    + "(benchmark P7; should be ~0).")
+    static final class IdleCommand implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Parameters(paramLabel = "V", arity = "0..*", converter = VariantConverter.class,
+                description = "libraries (default: all eight)")
+        List<Variant> variants = new ArrayList<>();
+
+        @Override
+        public Integer call() {
+            return Bench.idle(variants.isEmpty() ? Variant.all() : variants, spec.commandLine().getOut(),
+                    spec.commandLine().getErr());
+        }
     }
 }

@@ -1,4 +1,4 @@
-package org.ptorun;
+package org.ptorun.internal;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -8,21 +8,26 @@ import java.nio.file.Path;
 import java.util.Set;
 import java.util.TreeSet;
 
-/** Reads the defined global symbols of an ELF64 little-endian shared object's .dynsym. */
-final class ElfDynamicSymbols {
+/** Reads the defined global symbols of an ELF64 little-endian shared object's .dynsym (tests, the ptorun command). */
+public final class ElfSymbols {
 
     private static final int SHT_DYNSYM = 11;
     private static final int SHN_UNDEF = 0;
     private static final int STB_GLOBAL = 1;
     private static final int STB_WEAK = 2;
 
-    private ElfDynamicSymbols() {
+    private ElfSymbols() {
     }
 
-    static Set<String> definedGlobals(Path file) throws IOException {
-        ByteBuffer elf = ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN);
-        if (elf.getInt(0) != 0x464C457F || elf.get(4) != 2 || elf.get(5) != 1) {
-            throw new IOException(file + " is not an ELF64 little-endian file");
+    public static Set<String> definedGlobals(Path file) throws IOException {
+        return definedGlobals(Files.readAllBytes(file), file.toString());
+    }
+
+    /** The same, of a file's bytes; {@code name} names it in the exception. */
+    public static Set<String> definedGlobals(byte[] bytes, String name) throws IOException {
+        ByteBuffer elf = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        if (bytes.length < 0x40 || elf.getInt(0) != 0x464C457F || elf.get(4) != 2 || elf.get(5) != 1) {
+            throw new IOException(name + " is not an ELF64 little-endian file");
         }
         long shoff = elf.getLong(0x28);
         int shentsize = Short.toUnsignedInt(elf.getShort(0x3A));
