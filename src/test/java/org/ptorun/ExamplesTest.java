@@ -1,0 +1,75 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.examples.PipelinedBatch;
+import org.ptorun.examples.UserKernel;
+import org.ptorun.examples.VectorService;
+
+/**
+ * The examples of docs/getting-started.md (examples/), run on all eight libraries so they
+ * stay true: the Worker service, a user kernel library compiled with the documented
+ * command against the headers the jar ships, and the pipelined batch.
+ */
+class ExamplesTest {
+
+    private static Path kernelLibrary;
+
+    static List<Variant> variants() {
+        return Variant.all();
+    }
+
+    /** The build line of docs/getting-started.md, against the headers as the jar carries them. */
+    @BeforeAll
+    static void buildTheUserKernel() throws IOException, InterruptedException {
+        Path headers = Path.of("target/classes/META-INF/ptorun/include").toAbsolutePath();
+        assertThat(headers.resolve("ptorun/pto_kernel.h")).as("the headers the jar ships").isRegularFile();
+        Path out = Files.createDirectories(Path.of("target/examples")).toAbsolutePath();
+        kernelLibrary = out.resolve("libscale_add.so");
+        Process cc = new ProcessBuilder("cc", "-std=c11", "-O2", "-fPIC", "-shared", "-Wl,--no-undefined",
+                "-I", headers.toString(), "-o", kernelLibrary.toString(),
+                Path.of("examples/kernel/scale_add.c").toAbsolutePath().toString())
+                .redirectErrorStream(true).start();
+        String output = new String(cc.getInputStream().readAllBytes());
+        assertThat(cc.waitFor(120, TimeUnit.SECONDS)).isTrue();
+        assertThat(cc.exitValue()).as("cc: %s", output).isZero();
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void theWorkerServiceServesEveryRequestExactly(Variant variant) throws Exception {
+        try (VectorService service = new VectorService(variant, 1024)) {
+            assertThat(service.serve(40)).isEqualTo(40);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void theUserKernelComputesScaleAdd(Variant variant) {
+        float[] x = {1, 2, 3, 4};
+        float[] y = {10, 20, 30, 40};
+        UserKernel.scaleAdd(variant, kernelLibrary, 3f, x, y);
+        assertThat(y).containsExactly(13f, 26f, 39f, 52f);
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void thePipelinedBatchOverlapsWhereTheLibraryCan(Variant variant) {
+        int runs = 20;
+        int overlapped = PipelinedBatch.run(variant, runs);
+        if (variant.runtime() == Variant.RuntimeKind.HBG) {
+            assertThat(overlapped).as("every run after the first prepared while its predecessor was unfinalized")
+                    .isEqualTo(runs - 1);
+        } else {
+            assertThat(overlapped).as("trb cannot prepare while a run executes").isZero();
+        }
+    }
+}
