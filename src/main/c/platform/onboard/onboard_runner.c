@@ -20,6 +20,7 @@
 #include "common/device_resources.h"
 #include "common/last_error.h"
 #include "common/library_cache.h"
+#include "common/native_log.h"
 #include "device/pto_device_abi.h"
 #include "platform/onboard/onboard_driver.h"
 #include "platform/runner.h"
@@ -250,7 +251,7 @@ static void log_driver(Runner *r)
     if (r->logged)
         return;
     r->logged = 1;
-    fprintf(stderr, "ptorun: onboard %s device %d uses driver %s (%s, %s)\n", PTO_ARCH_NAME, r->device_id,
+    native_log(PTO_LOG_INFO, "onboard %s device %d uses driver %s (%s, %s)", PTO_ARCH_NAME, r->device_id,
             r->driver.path, r->driver.api->name, r->driver.from_env ? "PTORUN_DRIVER" : "bundled");
 }
 
