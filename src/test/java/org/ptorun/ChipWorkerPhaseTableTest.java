@@ -12,6 +12,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.ptorun.testlog.LogCapture;
+import org.slf4j.event.Level;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.ptorun.ChipContext.Phase;
@@ -763,7 +765,11 @@ class ChipWorkerPhaseTableTest {
         NativeRun run = prepare(chip, 0, 1);
         chip.launch(run);
         fake.script("finalizeRun", -9, "device lost");
-        chip.close();
+        try (LogCapture logs = LogCapture.open()) {
+            chip.close();
+            assertThat(logs.messages(Level.WARN)).singleElement().asString()
+                    .contains("finalizing the outstanding run").contains("device lost");
+        }
         assertThat(fake.count("destroyDeviceContext")).isEqualTo(1);
     }
 
