@@ -517,7 +517,7 @@ TEST(executor_records_the_first_kernel_fault_and_dispatches_no_successor)
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 10000, &g), 0);
     CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_KERNEL_FAULT);
-    CHECK_CONTAINS(pto_last_error(), "task 1 (func_id 11) failed: its kernel returned 7");
+    CHECK_CONTAINS(pto_last_error(), "kernel fault: task 1 (func_id 11) returned 7 on core ");
     PtoDeviceStatus *s = status_of(&g);
     CHECK_EQ_INT(s->error_code, PTO_ERR_KERNEL_FAULT);
     CHECK_EQ_INT(s->kernel_code, 7);

@@ -43,12 +43,19 @@ static int run_fail_current(int code, const char *fn, const NativeRunDescriptor 
 }
 
 /* Reports the job's outcome on the calling thread: the executor recorded the
- * failure message on its own thread (simpler_last_error is per thread). */
-static int job_outcome(const NativeRunContext *run, const char *fn, int rc)
+ * failure message on its own thread (simpler_last_error is per thread). A kernel
+ * fault is named by the runtime from the device status, as finalize names it, so it
+ * reads the same whichever phase reports it. The platform's messages already say
+ * what happened to the run: they are quoted as they are. */
+static int job_outcome(NativeRunContext *run, const char *fn, int rc)
 {
     if (rc == PTO_OK)
         return PTO_OK;
-    return run_fail(rc, fn, &run->desc, "the run failed: %s", run->job.message);
+    if (rc == PTO_ERR_KERNEL_FAULT &&
+        runtime_describe_failure(&run->runtime, &run->host_api, rc) == PTO_ERR_KERNEL_FAULT &&
+        strncmp(pto_last_error(), "kernel fault: ", 14) == 0)
+        return run_fail_current(rc, fn, &run->desc);
+    return run_fail(rc, fn, &run->desc, "%s", run->job.message[0] != '\0' ? run->job.message : "the run failed");
 }
 
 static const char *phase_name(int phase)

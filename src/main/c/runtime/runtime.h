@@ -52,4 +52,9 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
  * buffers (retained per-slot buffers stay with the slot). Returns 0 or the error. */
 int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc);
 
+/* launch, wait, blocking run: names a launched run's failure from the device status
+ * exactly as runtime_validate will (returned, with its message), freeing nothing, so a
+ * kernel fault reads the same whichever phase reports it. */
+int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc);
+
 #endif

@@ -37,6 +37,13 @@ extern "C" {
 #define PTO_ERR_ORCHESTRATION       -14
 #define PTO_ERR_POISONED            -15
 
+/* native log levels (ptorun_log_next), in SLF4J's order */
+#define PTO_LOG_ERROR 1
+#define PTO_LOG_WARN  2
+#define PTO_LOG_INFO  3
+#define PTO_LOG_DEBUG 4
+#define PTO_LOG_TRACE 5
+
 /* ---- constants ----------------------------------------------------------- */
 #define PTO_PIPELINE_CONTRACT_ABI_VERSION   1u
 #define PTO_PIPELINE_MAX_DEPTH              2u
@@ -265,6 +272,16 @@ PTO_EXPORT const PipelineContract *get_pipeline_contract(void);
 PTO_EXPORT int supports_concurrent_native_prepare_ctx(void *ctx);
 PTO_EXPORT uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank);
 PTO_EXPORT uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot);
+
+/* native log: native code never prints; it records (level, text) in a bounded ring
+ * of this library that the caller drains. Both leave simpler_last_error alone.
+ * ptorun_log_pending: records waiting (an atomic load, cheap to call after every call).
+ * ptorun_log_next: moves the oldest record's text into buf (NUL-terminated, truncated
+ * to cap) and returns its PTO_LOG_* level; 0 when empty; PTO_ERR_INVALID_ARGUMENT for
+ * a NULL buf or cap 0. After an overflow the first record is a PTO_LOG_WARN saying how
+ * many records were dropped (the oldest go first). */
+PTO_EXPORT uint64_t ptorun_log_pending(void);
+PTO_EXPORT int ptorun_log_next(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

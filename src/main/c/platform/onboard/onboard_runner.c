@@ -20,6 +20,7 @@
 #include "common/device_resources.h"
 #include "common/last_error.h"
 #include "common/library_cache.h"
+#include "common/native_log.h"
 #include "device/pto_device_abi.h"
 #include "platform/onboard/onboard_driver.h"
 #include "platform/runner.h"
@@ -250,7 +251,7 @@ static void log_driver(Runner *r)
     if (r->logged)
         return;
     r->logged = 1;
-    fprintf(stderr, "ptorun: onboard %s device %d uses driver %s (%s, %s)\n", PTO_ARCH_NAME, r->device_id,
+    native_log(PTO_LOG_INFO, "onboard %s device %d uses driver %s (%s, %s)", PTO_ARCH_NAME, r->device_id,
             r->driver.path, r->driver.api->name, r->driver.from_env ? "PTORUN_DRIVER" : "bundled");
 }
 
@@ -923,13 +924,14 @@ static int device_result(Runner *r, ObRunExec *x)
         return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms; %llu task(s) had completed",
                         x->timeout_ms, (unsigned long long)args.status.tasks_completed);
     if (result == PTO_ERR_KERNEL_FAULT)
-        return pto_fail(PTO_ERR_KERNEL_FAULT, "task %llu (func_id %u) failed: its kernel returned %d",
-                        (unsigned long long)args.status.task_id, args.status.func_id, args.status.kernel_code);
+        return pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u) returned %d on core %u",
+                        (unsigned long long)args.status.task_id, args.status.func_id, args.status.kernel_code,
+                        args.status.core_id);
     char message[OB_MESSAGE_BYTES];
     if (args.message_dev != 0 && alloc_table_contains(&r->memory, (uintptr_t)args.message_dev, sizeof message) &&
         r->driver.api->memcpy_d2h(r->dev, message, args.message_dev, sizeof message) == PTO_DRV_OK &&
         memchr(message, '\0', sizeof message) != NULL && message[0] != '\0')
-        return pto_fail(result, "the run failed (%d): %s", result, message);
+        return pto_fail(result, "the device failed the run: %s", message);
     return pto_fail(result, "the device reported error %d for the run", result);
 }
 

@@ -605,10 +605,11 @@ int runner_drain(Runner *r, RunExec *exec)
         pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms; %llu task(s) had completed", x->timeout_ms,
                  (unsigned long long)x->args->status.tasks_completed);
     else if (x->result == PTO_ERR_KERNEL_FAULT)
-        pto_fail(PTO_ERR_KERNEL_FAULT, "task %llu (func_id %u) failed: its kernel returned %d",
-                 (unsigned long long)x->args->status.task_id, x->args->status.func_id, x->args->status.kernel_code);
+        pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u) returned %d on core %u",
+                 (unsigned long long)x->args->status.task_id, x->args->status.func_id, x->args->status.kernel_code,
+                 x->args->status.core_id);
     else if (x->result != PTO_OK && device_message(r, x->args) != NULL)
-        pto_fail(x->result, "the run failed (%d): %s", x->result, device_message(r, x->args));
+        pto_fail(x->result, "the device failed the run: %s", device_message(r, x->args));
     else if (x->result != PTO_OK)
         pto_fail(x->result, "the device reported error %d for the run", x->result);
     return x->result;

@@ -588,6 +588,16 @@ static int write_dep_graph(const HbgRun *h)
     return rc;
 }
 
+int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
+{
+    if (run == NULL || api == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "describe: NULL run or HostApi");
+    HbgRun *h = hbg_run(run);
+    if (h->magic != HBG_RUN_MAGIC)
+        return pto_fail(PTO_ERR_WRONG_PHASE, "describe: the run was never bound");
+    return describe_failure(api, h, execution_rc);
+}
+
 int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
 {
     if (run == NULL || api == NULL)

@@ -531,6 +531,16 @@ static int describe_failure(const HostApi *api, const TrbRunState *h, int execut
     }
 }
 
+int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
+{
+    if (run == NULL || api == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "describe: NULL run or HostApi");
+    TrbRunState *h = trb_run(run);
+    if (h->magic != TRB_RUN_MAGIC)
+        return pto_fail(PTO_ERR_WRONG_PHASE, "describe: the run was never bound");
+    return describe_failure(api, h, execution_rc);
+}
+
 int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
 {
     if (run == NULL || api == NULL)

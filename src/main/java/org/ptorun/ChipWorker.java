@@ -76,12 +76,19 @@ public final class ChipWorker implements AutoCloseable {
         this.leakNet = LeakNet.register(this, "ChipWorker of " + c.describe(), c::close);
     }
 
+    private static String codeSource() {
+        java.security.CodeSource source = ChipWorker.class.getProtectionDomain().getCodeSource();
+        return source == null || source.getLocation() == null ? "an unknown location" : source.getLocation().toString();
+    }
+
     static byte[] readImage(String fileName) {
         String resource = LibraryLoader.resourcePath(fileName);
         try (InputStream in = ChipWorker.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
-                throw new LibraryLoadException("device image " + resource + " is not on the classpath;"
-                        + " build the native tree (mvn generate-resources) or pass the images to"
+                throw new LibraryLoadException("device image " + fileName + " not found: looked for the"
+                        + " resource " + resource + " on the class path of " + ChipWorker.class.getName()
+                        + " (loaded from " + codeSource() + "), where the ptorun jar carries it next to the"
+                        + " host-runtime libraries; use a complete ptorun jar or pass the images to"
                         + " ChipWorker.open(runtime, deviceId, aicpuImage, aicoreImage)");
             }
             return in.readAllBytes();

@@ -7,10 +7,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import org.ptorun.internal.DrainingNativeApi;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.LoadedLibrary;
 import org.ptorun.internal.NativeApi;
+import org.ptorun.internal.NativeLog;
 import org.ptorun.internal.NativeMemory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,7 +57,8 @@ public final class HostRuntime {
         String fileName = variant.libraryFileName();
         LoadedLibrary library = LibraryLoader.load(variant.libraryName(), fileName);
         try {
-            NativeApi api = library.api();
+            // every call that may record drains the library's native log into org.ptorun.native
+            NativeApi api = new DrainingNativeApi(library.api(), new NativeLog(library.api(), variant.toString()));
             String reported = NativeMemory.cString(api.variant());
             if (!variant.toString().equals(reported)) {
                 throw new LibraryLoadException(fileName + " (" + library.file() + ") reports variant '"

@@ -1,7 +1,24 @@
 package org.ptorun;
 
-/** The one mapping from a native status code to the exception class a caller sees. */
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * The one mapping from a native status code to the exception class a caller sees, and
+ * the one format of its message (docs/java.md, Errors):
+ * {@code <what> failed: <CODE_NAME> (<code>): <native message> <run identity>}.
+ */
 final class NativeErrors {
+
+    /** Codes that are the run's own outcome on the device, not a refusal of the call. */
+    private static final Set<PtoError> RUN_OUTCOMES =
+            Set.of(PtoError.KERNEL_FAULT, PtoError.TIMEOUT, PtoError.ORCHESTRATION);
+
+    /** The calls that report an accepted run's outcome without having failed themselves. */
+    private static final Set<String> REPORTING_PHASES = Set.of("launch", "poll", "await", "finalize");
+
+    /** {@code "simpler_launch_run (run_id=… run_epoch=…): "}: the library's own lead. */
+    private static final Pattern NATIVE_RUN_LEAD = Pattern.compile("^simpler_\\w+ \\(run_id=[^)]*\\): ");
 
     private NativeErrors() {
     }
@@ -15,9 +32,18 @@ final class NativeErrors {
      * @param run the run concerned, or null
      */
     static PtoRunException fromNative(String operation, int code, String nativeMessage, NativeRun run) {
-        String description = operation + " failed: " + PtoError.nameOf(code) + " (" + code + ")"
-                + (nativeMessage == null || nativeMessage.isEmpty() ? "" : ": " + nativeMessage);
         PtoError error = PtoError.lookup(code).orElse(PtoError.FAILED);
+        String what = nativeMessage == null ? "" : nativeMessage;
+        if (run != null) {
+            // the identity is appended once, by PtoRunException
+            what = NATIVE_RUN_LEAD.matcher(what).replaceFirst("");
+        }
+        // a fault after the run was accepted is the run's, whichever call reported it
+        String subject = RUN_OUTCOMES.contains(error) && REPORTING_PHASES.contains(operation)
+                ? "run failed (reported by " + operation + ")"
+                : operation + " failed";
+        String description = subject + ": " + PtoError.nameOf(code) + " (" + code + ")"
+                + (what.isEmpty() ? "" : ": " + what);
         switch (error) {
             case WRONG_PHASE:
             case BAD_STORAGE:

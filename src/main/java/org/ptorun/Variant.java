@@ -63,7 +63,10 @@ public record Variant(Arch arch, Platform platform, RuntimeKind runtime) {
         Objects.requireNonNull(runtime, "runtime");
     }
 
-    /** Parses {@code "<arch>/<platform>/<runtime>"}, e.g. {@code "a5/onboard/trb"}. */
+    /**
+     * Parses {@code "<arch>/<platform>/<runtime>"}, e.g. {@code "a5/onboard/trb"}, ignoring case;
+     * an unknown part is refused with the accepted values.
+     */
     public static Variant parse(String text) {
         Objects.requireNonNull(text, "text");
         String[] parts = text.trim().split("/", -1);
@@ -78,8 +81,9 @@ public record Variant(Arch arch, Platform platform, RuntimeKind runtime) {
     }
 
     private static <E extends Enum<E>> E parsePart(Class<E> type, String part, String text) {
+        String wanted = part.trim();
         for (E value : type.getEnumConstants()) {
-            if (value.name().toLowerCase(Locale.ROOT).equals(part)) {
+            if (value.name().equalsIgnoreCase(wanted)) {
                 return value;
             }
         }
@@ -87,9 +91,12 @@ public record Variant(Arch arch, Platform platform, RuntimeKind runtime) {
         for (E value : type.getEnumConstants()) {
             allowed.add(value.name().toLowerCase(Locale.ROOT));
         }
-        throw new IllegalArgumentException("variant '" + text + "': '" + part + "' is not a "
-                + type.getSimpleName() + " (one of " + allowed + ")");
+        throw new IllegalArgumentException("variant '" + text + "': '" + part + "' is not " + KINDS.get(type)
+                + "; expected one of " + String.join(", ", allowed) + " (any case)");
     }
+
+    private static final java.util.Map<Class<?>, String> KINDS = java.util.Map.of(
+            Arch.class, "an arch", Platform.class, "a platform", RuntimeKind.class, "a runtime");
 
     /** All eight variants, sim before onboard. */
     public static List<Variant> all() {

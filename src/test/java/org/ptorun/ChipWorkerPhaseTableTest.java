@@ -12,6 +12,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.ptorun.testlog.LogCapture;
+import org.slf4j.event.Level;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.ptorun.ChipContext.Phase;
@@ -124,7 +126,11 @@ class ChipWorkerPhaseTableTest {
     void aMissingDeviceImageNamesItsResource() {
         assertThatThrownBy(() -> ChipWorker.readImage("libptorun_aicpu_nosucharch.so"))
                 .isInstanceOf(LibraryLoadException.class)
-                .hasMessageContaining("linux-x86-64/libptorun_aicpu_nosucharch.so is not on the classpath");
+                .hasMessageStartingWith("device image libptorun_aicpu_nosucharch.so not found: looked for the"
+                        + " resource linux-x86-64/libptorun_aicpu_nosucharch.so on the class path of org.ptorun.ChipWorker"
+                        + " (loaded from file:")
+                .hasMessageContaining("ChipWorker.open(runtime, deviceId, aicpuImage, aicoreImage)")
+                .hasMessageNotContaining("mvn");
     }
 
     // ---- prepare ---------------------------------------------------------------------
@@ -368,7 +374,7 @@ class ChipWorkerPhaseTableTest {
         fake.script("finalizeRun", -10, "task 3 func_id 7 returned 5");
         assertThatThrownBy(() -> chip.finalize(run))
                 .isExactlyInstanceOf(KernelFaultException.class)
-                .hasMessageContaining("finalize failed: PTO_ERR_KERNEL_FAULT (-10): task 3 func_id 7 returned 5")
+                .hasMessageContaining("run failed (reported by finalize): PTO_ERR_KERNEL_FAULT (-10): task 3 func_id 7 returned 5")
                 .hasMessageContaining(run.identity());
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
         assertThat(fake.count("waitRun")).isZero();
@@ -763,7 +769,11 @@ class ChipWorkerPhaseTableTest {
         NativeRun run = prepare(chip, 0, 1);
         chip.launch(run);
         fake.script("finalizeRun", -9, "device lost");
-        chip.close();
+        try (LogCapture logs = LogCapture.open()) {
+            chip.close();
+            assertThat(logs.messages(Level.WARN)).singleElement().asString()
+                    .contains("finalizing the outstanding run").contains("device lost");
+        }
         assertThat(fake.count("destroyDeviceContext")).isEqualTo(1);
     }
 

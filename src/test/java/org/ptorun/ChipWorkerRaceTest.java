@@ -20,6 +20,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.ptorun.ChipContext.Phase;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
+import org.ptorun.testlog.LogCapture;
+import org.slf4j.event.Level;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
 import org.ptorun.callable.Program;
@@ -249,7 +251,12 @@ class ChipWorkerRaceTest {
             chip.await(run);
         });
         gate.awaitEntered();
-        chip.close(); // waits 1 ms + the grace, then leaves the call behind
+        try (LogCapture logs = LogCapture.open()) {
+            chip.close(); // waits 1 ms + the grace, then leaves the call behind
+            assertThat(logs.messages(Level.ERROR)).singleElement().asString()
+                    .contains("the LAUNCHED call of").contains("did not return within its timeout of 1 ms")
+                    .contains("leaking the device context");
+        }
         assertThat(chip.isClosed()).isTrue();
         assertThat(fake.callsOf("finalizeDevice")).as("nothing freed under the live call").isEmpty();
         assertThat(fake.callsOf("destroyDeviceContext")).isEmpty();

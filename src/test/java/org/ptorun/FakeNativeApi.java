@@ -362,4 +362,14 @@ final class FakeNativeApi implements NativeApi, AutoCloseable {
         answer("retainedTempAddr", 0, 0);
         return 0x2_0000_0000L + slot;
     }
+
+    @Override
+    public long logPending() {
+        return 0;
+    }
+
+    @Override
+    public int logNext(long buf, long cap) {
+        return 0;
+    }
 }

@@ -39,6 +39,7 @@ class LibraryContractTest {
         Set<String> exported = ElfSymbols.definedGlobals(file);
         assertThat(exported).containsExactlyInAnyOrderElementsOf(NativeApi.SYMBOLS);
         assertThat(exported).doesNotContainAnyElementsOf(NativeApi.FORBIDDEN_SYMBOLS);
+        assertThat(exported).as("the native log").contains("ptorun_log_pending", "ptorun_log_next");
     }
 
     @ParameterizedTest

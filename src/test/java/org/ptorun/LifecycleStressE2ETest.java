@@ -73,6 +73,9 @@ import org.ptorun.worker.Worker;
  */
 class LifecycleStressE2ETest {
 
+    /** The tests' figures: INFO, off unless -Dorg.slf4j.simpleLogger.log.org.ptorun.tests=info. */
+    private static final org.slf4j.Logger FIGURES = org.slf4j.LoggerFactory.getLogger("org.ptorun.tests");
+
     private static final int CHAIN = WorkerE2ETest.CHAIN;
     private static final int N = WorkerE2ETest.N;
     private static final int THREADS = 4;
@@ -224,13 +227,13 @@ class LifecycleStressE2ETest {
                     stress.assertEveryRefusalWasExercised(chip.supportsConcurrentPrepare());
                     runs += stress.total;
                     if (!soak.on()) {
-                        System.out.printf("ptorun: %s ChipWorker stress, seed %d: %d runs from %d threads in %.2f s"
+                        FIGURES.info(String.format(java.util.Locale.ROOT, "ptorun: %s ChipWorker stress, seed %d: %d runs from %d threads in %.2f s"
                                         + " (%d staged behind a running predecessor, %d abandoned,"
                                         + " %d steps on a thread other than the previous step's);"
-                                        + " refusals %s; native threads %s%n",
+                                        + " refusals %s; native threads %s",
                                 variant, seed, stress.total, THREADS, elapsed / 1e9, stress.staged.get(),
                                 stress.abandoned.get(), stress.threadChanges.get(), stress.refusalCounts(),
-                                warm.counts());
+                                warm.counts()));
                     }
                 } catch (Throwable t) {
                     throw soak.failedRound(round, roundSeed, t);
@@ -837,8 +840,8 @@ class LifecycleStressE2ETest {
             soak.sample(iterations, driverMemory(variant), NativeThreads.now().minus(before));
         }
         if (!soak.on()) {
-            System.out.printf("ptorun: %s Worker stress, seed %d, %.2f s: %s%n", variant, seed,
-                    (System.nanoTime() - start) / 1e9, summary);
+            FIGURES.info(String.format(java.util.Locale.ROOT, "ptorun: %s Worker stress, seed %d, %.2f s: %s", variant, seed,
+                    (System.nanoTime() - start) / 1e9, summary));
         }
         soak.finish(iterations, driverMemory(variant), NativeThreads.now().minus(before));
     }

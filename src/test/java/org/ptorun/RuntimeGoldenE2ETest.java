@@ -2,6 +2,7 @@ package org.ptorun;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.ptorun.SimE2E.SENTINEL;
 import static org.ptorun.SimE2E.assertBitExact;
 import static org.ptorun.SimE2E.filled;
@@ -144,13 +145,10 @@ class RuntimeGoldenE2ETest {
 
     // ---- a kernel fault ------------------------------------------------------------------------------
 
-    @ParameterizedTest
-    @MethodSource("variants")
-    void aKernelFaultNamesTaskAndFuncIdCopiesNothingBackAndTheChipRunsTheNextRun(Variant variant) {
-        int n = 256;
+    /** Task 2 (func_id 9) multiplies n floats but its first input view holds 8: the kernel refuses. */
+    private static ChipCallable faultyAtTask2(int n) {
         long bytes = 4L * n;
-        // task 2 (func_id 9) multiplies n floats but its first input view holds 8: the kernel refuses
-        ChipCallable faulty = ChipCallable.builder()
+        return ChipCallable.builder()
                 .signature(IN, IN, OUT, OUT)
                 .child(0, Kernel.vadd())
                 .child(9, Kernel.vmul())
@@ -161,6 +159,57 @@ class RuntimeGoldenE2ETest {
                         .submit(0, Param.tensor(3, IN, 0, bytes), Param.tensor(2, IN, 0, bytes), Param.tensor(2, OUT, 0, bytes))
                         .build())
                 .build();
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aKernelFaultReadsTheSameWhicheverPhaseReportsIt(Variant variant) {
+        int n = 256;
+        List<String> messages = new ArrayList<>();
+        try (ChipWorker chip = open(variant)) {
+            chip.registerCallable(ID, faultyAtTask2(n));
+            NativeRun run = chip.prepare(ID, TaskArgs.of(Tensor.of(random(n, 1)), Tensor.of(random(n, 2)),
+                    Tensor.of(filled(n)), Tensor.of(filled(n))), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 600, 1, null);
+            try {
+                chip.launch(run);
+                chip.await(run);
+            } catch (KernelFaultException early) {
+                messages.add(early.getMessage());
+            }
+            KernelFaultException late = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
+            assertThat(late).isNotNull();
+            messages.add(late.getMessage());
+            KernelFaultException blocking = catchThrowableOfType(KernelFaultException.class, () -> chip.run(ID,
+                    TaskArgs.of(Tensor.of(random(n, 1)), Tensor.of(random(n, 2)), Tensor.of(filled(n)),
+                            Tensor.of(filled(n))), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 601, 2, null));
+            assertThat(blocking).isNotNull();
+            messages.add(blocking.getMessage());
+        }
+        java.util.Set<String> faults = new java.util.TreeSet<>();
+        for (String m : messages) {
+            assertThat(m.split("run_id=", -1)).as("the identity once: %s", m).hasSize(2);
+            assertThat(m).doesNotContain("launch failed").doesNotContain("the run failed");
+            int from = m.indexOf("PTO_ERR_KERNEL_FAULT (-10): ");
+            int to = m.lastIndexOf(" (run_id=");
+            assertThat(from).as(m).isPositive();
+            // two runs: any core, and (trb) any number of tasks submitted before the fault stopped it
+            faults.add(m.substring(from, to).replaceFirst("on core \\d+; .*", "on core N"));
+        }
+        assertThat(faults).as("one text whichever phase reports it").hasSize(1);
+        assertThat(faults.iterator().next()).startsWith("PTO_ERR_KERNEL_FAULT (-10): kernel fault: task 2 (func_id 9,"
+                + " kernel 'vmul') returned 2 (a view is too small) on core N");
+        assertThat(messages).allMatch(m -> m.matches("(?s).* on core \\d+; \\d+ of \\d+ (submitted )?task\\(s\\) completed \\(run_id=.*"));
+        assertThat(messages.get(messages.size() - 1)).startsWith("run of callable " + ID + " failed: ");
+        assertThat(messages.get(messages.size() - 2)).startsWith("run failed (reported by ");
+    }
+
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aKernelFaultNamesTaskAndFuncIdCopiesNothingBackAndTheChipRunsTheNextRun(Variant variant) {
+        int n = 256;
+        long bytes = 4L * n;
+        ChipCallable faulty = faultyAtTask2(n);
         try (ChipWorker chip = open(variant)) {
             chip.registerCallable(ID, faulty);
             chip.registerCallable(ID + 1, ChipWorkerE2ETest.vectorChain(n));

@@ -67,9 +67,15 @@ class ValueTypesTest {
             assertThat(e.codeName()).isEqualTo(PtoError.nameOf(code));
             assertThat(e.nativeMessage()).isEqualTo("native words");
             assertThat(e.run()).contains(run);
-            assertThat(e.getMessage()).isEqualTo("launch failed: " + PtoError.nameOf(code) + " (" + code
+            String subject = code == -10 || code == -11 || code == -14 ? "run failed (reported by launch)" : "launch failed";
+            assertThat(e.getMessage()).isEqualTo(subject + ": " + PtoError.nameOf(code) + " (" + code
                     + "): native words (run_id=5 slot=0 generation=3 dispatch_id=6 run_epoch=99)");
         }
+        PtoRunException lead = NativeErrors.fromNative("finalize", -10,
+                "simpler_finalize_run (run_id=5 slot=0 generation=3 dispatch_id=6 run_epoch=99): kernel fault: x", run);
+        assertThat(lead.getMessage()).as("the identity once").isEqualTo("run failed (reported by finalize):"
+                + " PTO_ERR_KERNEL_FAULT (-10): kernel fault: x (run_id=5 slot=0 generation=3 dispatch_id=6 run_epoch=99)");
+        assertThat(lead.nativeMessage()).startsWith("simpler_finalize_run (run_id=5");
         PtoRunException bare = NativeErrors.fromNative("copy_to_device", -3, "", null);
         assertThat(bare.getMessage()).isEqualTo("copy_to_device failed: PTO_ERR_INVALID_ARGUMENT (-3)");
         assertThat(bare.run()).isEmpty();

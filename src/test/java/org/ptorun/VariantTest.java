@@ -24,9 +24,18 @@ class VariantTest {
     @Test
     void refusesMalformedText() {
         assertThatThrownBy(() -> Variant.parse("a2a3/sim")).hasMessageContaining("<arch>/<platform>/<runtime>");
-        assertThatThrownBy(() -> Variant.parse("a3/sim/hbg")).hasMessageContaining("'a3' is not a Arch");
-        assertThatThrownBy(() -> Variant.parse("a2a3/board/hbg")).hasMessageContaining("'board' is not a Platform");
+        assertThatThrownBy(() -> Variant.parse("a3/sim/hbg")).hasMessage(
+                "variant 'a3/sim/hbg': 'a3' is not an arch; expected one of a2a3, a5 (any case)");
+        assertThatThrownBy(() -> Variant.parse("a2a3/board/hbg")).hasMessageContaining(
+                "'board' is not a platform; expected one of sim, onboard (any case)");
+        assertThatThrownBy(() -> Variant.parse("a2a3/sim/xyz")).hasMessageContaining(
+                "'xyz' is not a runtime; expected one of hbg, trb (any case)");
         assertThatThrownBy(() -> Variant.parse("a2a3/sim/xyz/")).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> Variant.parse("A2A3/SIM/HBG")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void ignoresCase() {
+        assertThat(Variant.parse("A2A3/SIM/HBG")).isEqualTo(Variant.DEFAULT);
+        assertThat(Variant.parse("A5/Onboard/TRB")).isEqualTo(Variant.parse("a5/onboard/trb"));
     }
 }

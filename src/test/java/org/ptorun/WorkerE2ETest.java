@@ -28,6 +28,8 @@ import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.CoreType;
 import org.ptorun.callable.Kernel;
 import org.ptorun.internal.ProcessEnvironment;
+import org.ptorun.testlog.LogCapture;
+import org.slf4j.event.Level;
 import org.ptorun.testing.DriverStats;
 import org.ptorun.testing.EmulatedFaults;
 import org.ptorun.testing.Fault;
@@ -47,6 +49,9 @@ import org.ptorun.worker.Worker;
  * asserted from the order of recorded phase boundaries.
  */
 class WorkerE2ETest {
+
+    /** The tests' figures: INFO, off unless -Dorg.slf4j.simpleLogger.log.org.ptorun.tests=info. */
+    private static final org.slf4j.Logger FIGURES = org.slf4j.LoggerFactory.getLogger("org.ptorun.tests");
 
     static final int CHAIN = 1;
     private static final int HEAVY = 2;
@@ -335,8 +340,8 @@ class WorkerE2ETest {
             }
         }
         double speedup = (double) best[1] / best[2];
-        System.out.printf("ptorun: %s paced %d runs (5 ms prepare + 5 ms execution): depth 1 %.1f ms,"
-                + " depth 2 %.1f ms, throughput ratio %.2f%n", variant, runs, best[1] / 1e6, best[2] / 1e6, speedup);
+        FIGURES.info(String.format(java.util.Locale.ROOT, "ptorun: %s paced %d runs (5 ms prepare + 5 ms execution): depth 1 %.1f ms,"
+                + " depth 2 %.1f ms, throughput ratio %.2f", variant, runs, best[1] / 1e6, best[2] / 1e6, speedup));
         assertThat(overlapped[1]).as("depth 1 never prepares during execution").isZero();
         assertThat(overlapped[2]).as("depth 2 stages successors during execution").isGreaterThan(3 * (runs - 1) / 2);
         assertThat(speedup).as("depth-2 throughput / depth-1 throughput").isGreaterThan(1.25);
@@ -529,7 +534,12 @@ class WorkerE2ETest {
             jobs.add(enqueueChain(worker, i)); // alternate: chip 0, chip 1, chip 0, chip 1
         }
         assertThat(jobs).extracting(j -> j.ticket().deviceId()).containsExactly(0, 1, 0, 1);
-        DrainReport report = worker.drain(); // chip 0 is driven first: its prepare meets the lost device
+        DrainReport report;
+        try (LogCapture logs = LogCapture.open()) {
+            report = worker.drain(); // chip 0 is driven first: its prepare meets the lost device
+            assertThat(logs.messages(Level.WARN))
+                    .containsExactly("device 0 is poisoned: its queued runs fail with ChipPoisonedException");
+        }
         assertThat(report.failed()).isEqualTo(2);
         assertThat(report.succeeded()).isEqualTo(2);
         assertThatThrownBy(() -> jobs.get(2).ticket().result().join()).cause()

@@ -208,4 +208,18 @@ public final class DirectBindings implements NativeApi {
     public long retainedTempAddr(long ctx, int slot) {
         return get_retained_temp_addr_ctx(ctx, slot);
     }
+
+    private static native long ptorun_log_pending();
+
+    @Override
+    public long logPending() {
+        return ptorun_log_pending();
+    }
+
+    private static native int ptorun_log_next(long buf, long cap);
+
+    @Override
+    public int logNext(long buf, long cap) {
+        return ptorun_log_next(buf, cap);
+    }
 }

@@ -21,7 +21,7 @@ public interface NativeApi {
             "simpler_wait_run", "simpler_finalize_run", "simpler_run",
             "get_aicpu_dlopen_count", "get_host_dlopen_count", "get_run_stream_set_create_count",
             "get_pipeline_contract", "supports_concurrent_native_prepare_ctx", "get_arena_bank_gm_heap_base_ctx",
-            "get_retained_temp_addr_ctx");
+            "get_retained_temp_addr_ctx", "ptorun_log_pending", "ptorun_log_next");
 
     /** The ambient-selection setters this design replaces: no library may export them. */
     List<String> FORBIDDEN_SYMBOLS = List.of(
@@ -111,4 +111,13 @@ public interface NativeApi {
 
     /** {@code get_retained_temp_addr_ctx} */
     long retainedTempAddr(long ctx, int slot);
+
+    /** {@code ptorun_log_pending}: native log records waiting to be drained (an atomic load). */
+    long logPending();
+
+    /**
+     * {@code ptorun_log_next}: moves the oldest native log record's text into {@code buf}
+     * ({@code cap} bytes, NUL-terminated) and returns its level (1 ERROR … 5 TRACE); 0 when none.
+     */
+    int logNext(long buf, long cap);
 }

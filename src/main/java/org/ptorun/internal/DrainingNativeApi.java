@@ -1,0 +1,266 @@
+package org.ptorun.internal;
+
+/**
+ * A {@link NativeApi} that drains the library's native log ({@link NativeLog}) after
+ * every call that may record: one atomic-count check when nothing was recorded. The
+ * drain runs on the calling thread at the end of the call, never from a device thread,
+ * and leaves {@code simpler_last_error} alone, so a failed call's message is still there.
+ */
+public final class DrainingNativeApi implements NativeApi {
+
+    private final NativeApi api;
+    private final NativeLog log;
+
+    /** Wraps {@code api}; records go to {@code log}. */
+    public DrainingNativeApi(NativeApi api, NativeLog log) {
+        this.api = api;
+        this.log = log;
+    }
+
+    /** The log this api drains. */
+    public NativeLog log() {
+        return log;
+    }
+
+    @Override
+    public long variant() {
+        return api.variant();
+    }
+
+    @Override
+    public long lastError() {
+        return api.lastError();
+    }
+
+    @Override
+    public long createDeviceContext() {
+        try {
+            return api.createDeviceContext();
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public void destroyDeviceContext(long ctx) {
+        try {
+            api.destroyDeviceContext(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int init(long ctx, int deviceId, long aicpu, long aicpuSize, long aicore, long aicoreSize, long dispatcher, long dispatcherSize, long prewarm) {
+        try {
+            return api.init(ctx, deviceId, aicpu, aicpuSize, aicore, aicoreSize, dispatcher, dispatcherSize, prewarm);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int finalizeDevice(long ctx) {
+        try {
+            return api.finalizeDevice(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long runtimeSize() {
+        return api.runtimeSize();
+    }
+
+    @Override
+    public long runtimeAlignment() {
+        return api.runtimeAlignment();
+    }
+
+    @Override
+    public long deviceMalloc(long ctx, long n) {
+        try {
+            return api.deviceMalloc(ctx, n);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public void deviceFree(long ctx, long p) {
+        try {
+            api.deviceFree(ctx, p);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long committedDeviceMemory(long ctx) {
+        try {
+            return api.committedDeviceMemory(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int copyToDevice(long ctx, long dev, long host, long n) {
+        try {
+            return api.copyToDevice(ctx, dev, host, n);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int copyFromDevice(long ctx, long host, long dev, long n) {
+        try {
+            return api.copyFromDevice(ctx, host, dev, n);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int registerCallable(long ctx, int id, long callable) {
+        try {
+            return api.registerCallable(ctx, id, callable);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int unregisterCallable(long ctx, int id) {
+        try {
+            return api.unregisterCallable(ctx, id);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int prepareRun(long ctx, long storage, int id, long args, long cfg, long desc) {
+        try {
+            return api.prepareRun(ctx, storage, id, args, cfg, desc);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int launchRun(long ctx, long storage) {
+        try {
+            return api.launchRun(ctx, storage);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int pollRun(long ctx, long storage) {
+        try {
+            return api.pollRun(ctx, storage);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int waitRun(long ctx, long storage) {
+        try {
+            return api.waitRun(ctx, storage);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int finalizeRun(long ctx, long storage) {
+        try {
+            return api.finalizeRun(ctx, storage);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int run(long ctx, long storage, int id, long args, long cfg, long desc) {
+        try {
+            return api.run(ctx, storage, id, args, cfg, desc);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long aicpuDlopenCount(long ctx) {
+        try {
+            return api.aicpuDlopenCount(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long hostDlopenCount(long ctx) {
+        try {
+            return api.hostDlopenCount(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long runStreamSetCreateCount(long ctx) {
+        try {
+            return api.runStreamSetCreateCount(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long pipelineContract() {
+        return api.pipelineContract();
+    }
+
+    @Override
+    public int supportsConcurrentNativePrepare(long ctx) {
+        try {
+            return api.supportsConcurrentNativePrepare(ctx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long arenaBankGmHeapBase(long ctx, int bank) {
+        try {
+            return api.arenaBankGmHeapBase(ctx, bank);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long retainedTempAddr(long ctx, int slot) {
+        try {
+            return api.retainedTempAddr(ctx, slot);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public long logPending() {
+        return api.logPending();
+    }
+
+    @Override
+    public int logNext(long buf, long cap) {
+        return api.logNext(buf, cap);
+    }
+}

@@ -1,0 +1,76 @@
+package org.ptorun.internal;
+
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The Java end of one library's native log ring ({@code ptorun_log_pending} /
+ * {@code ptorun_log_next}): {@link #drain()} moves every waiting record into the SLF4J
+ * logger {@code org.ptorun.native}, prefixed with the variant. Native code never prints;
+ * there is no polling thread — the callers drain after their native calls.
+ */
+public final class NativeLog {
+
+    /** The logger native records go to. */
+    public static final String LOGGER_NAME = "org.ptorun.native";
+
+    /** Text bytes of one record, NUL included (the native ring truncates to 256). */
+    static final int RECORD_BYTES = 256;
+
+    private static final Logger LOG = LoggerFactory.getLogger(LOGGER_NAME);
+
+    private final NativeApi api;
+    private final String variant;
+    private final ReentrantLock lock = new ReentrantLock();
+    private long buffer;
+
+    /** The log of the library behind {@code api}, named {@code variant} in each line. */
+    public NativeLog(NativeApi api, String variant) {
+        this.api = api;
+        this.variant = variant;
+    }
+
+    /** Logs every waiting record; costs one native atomic load when there is none. */
+    public void drain() {
+        if (api.logPending() == 0) {
+            return;
+        }
+        lock.lock();
+        try {
+            if (buffer == 0) {
+                // one buffer per library for the JVM's life: the library is never unloaded
+                buffer = NativeMemory.malloc(RECORD_BYTES);
+                if (buffer == 0) {
+                    return;
+                }
+            }
+            int level;
+            while ((level = api.logNext(buffer, RECORD_BYTES)) > 0) {
+                log(level, NativeMemory.cString(buffer));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void log(int level, String text) {
+        switch (level) {
+            case 1:
+                LOG.error("{}: {}", variant, text);
+                break;
+            case 2:
+                LOG.warn("{}: {}", variant, text);
+                break;
+            case 3:
+                LOG.info("{}: {}", variant, text);
+                break;
+            case 4:
+                LOG.debug("{}: {}", variant, text);
+                break;
+            default:
+                LOG.trace("{}: {}", variant, text);
+                break;
+        }
+    }
+}
