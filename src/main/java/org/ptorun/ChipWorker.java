@@ -80,13 +80,14 @@ public final class ChipWorker implements AutoCloseable {
         String resource = LibraryLoader.resourcePath(fileName);
         try (InputStream in = ChipWorker.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
-                throw new LibraryLoadException("device image " + resource + " is not on the classpath;"
+                throw new LibraryLoadException("device image " + resource + " is not on the class path;"
                         + " build the native tree (mvn generate-resources) or pass the images to"
                         + " ChipWorker.open(runtime, deviceId, aicpuImage, aicoreImage)");
             }
             return in.readAllBytes();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read device image " + resource, e);
+            throw new LibraryLoadException("cannot read the device image " + resource + " from "
+                    + ChipWorker.class.getClassLoader().getResource(resource) + ": " + e, e);
         }
     }
 
