@@ -95,19 +95,22 @@ public final class LibraryLoader {
                 + " --illegal-native-access=deny refuses)", e);
     }
 
-    /** The flag granting native access to ptorun and JNA as they are loaded now. */
+    /**
+     * The flag granting native access to the module that calls the restricted methods:
+     * JNA's ({@code com.sun.jna.Native} calls {@code System.load}), {@code ALL-UNNAMED} on
+     * the class path, {@code com.sun.jna} on the module path (measured with
+     * {@code --illegal-native-access=deny} on Java 25: granting ptorun's module alone does
+     * not help, JNA's alone does).
+     */
     public static String enableNativeAccessFlag() {
-        java.util.Set<String> modules = new java.util.LinkedHashSet<>();
-        modules.add(moduleName(LibraryLoader.class.getModule()));
+        String module = "ALL-UNNAMED";
         try {
             Class<?> jna = Class.forName("com.sun.jna.Native", false, LibraryLoader.class.getClassLoader());
-            modules.add(moduleName(jna.getModule()));
+            module = moduleName(jna.getModule());
         } catch (ClassNotFoundException | LinkageError e) {
-            // JNA missing: the flag for ptorun alone
+            // JNA missing: its load fails on its own
         }
-        /* each library's bindings class is defined by a class loader of its own, in its unnamed module */
-        modules.add("ALL-UNNAMED");
-        return "--enable-native-access=" + String.join(",", modules);
+        return "--enable-native-access=" + module;
     }
 
     private static String moduleName(Module module) {
