@@ -59,8 +59,14 @@ public final class LibraryLoader {
     }
 
     private static NativeLibrary open(String name, String fileName) {
-        String resource = resourcePath(fileName);
-        Path file = NativeFolder.libraryFile(fileName);
+        String resource;
+        Path file;
+        try {
+            resource = resourcePath(fileName);
+            file = NativeFolder.libraryFile(fileName);
+        } catch (ExceptionInInitializerError | NoClassDefFoundError | IllegalCallerException e) {
+            throw nativeAccessRefused(fileName, e);
+        }
         try {
             return NativeLibrary.getInstance(file == null ? name : file.toString(),
                     Map.of(Library.OPTION_OPEN_FLAGS, RTLD_NOW | RTLD_LOCAL));
@@ -86,8 +92,14 @@ public final class LibraryLoader {
      */
     static LibraryLoadException nativeAccessRefused(String fileName, Throwable e) {
         Throwable root = e;
+        boolean denied = e instanceof IllegalCallerException;
         while (root.getCause() != null && root.getCause() != root) {
             root = root.getCause();
+            denied |= root instanceof IllegalCallerException;
+        }
+        if (!denied) {
+            return new LibraryLoadException("cannot load " + fileName + ": JNA is missing or could not initialise ("
+                    + root + "); put jna-<version>.jar on the class path (or module path)", e);
         }
         return new LibraryLoadException("cannot load " + fileName + ": JNA could not initialise (" + root
                 + "). Java refuses native access to code that was not granted it: run java with "

@@ -111,7 +111,20 @@ class PackagedJarIT {
         return jar;
     }
 
+    @Test
+    void withoutJnaItIsALibraryLoadException() throws Exception {
+        Outcome o = run(false, List.of(), Map.of(), "a5/sim/hbg");
+        assertThat(o.exitCode()).as(o.output()).isEqualTo(3);
+        assertThat(o.output()).contains("FAIL org.ptorun.LibraryLoadException: cannot load libptorun_a5_sim_hbg.so:"
+                + " JNA is missing or could not initialise");
+    }
+
     private Outcome run(List<String> jvmOptions, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
+        return run(true, jvmOptions, env, args);
+    }
+
+    private Outcome run(boolean withJna, List<String> jvmOptions, Map<String, String> env, String... args)
             throws IOException, InterruptedException {
         Path source = Path.of(System.getProperty("ptorun.itSource", "src/it/jar-smoke/JarSmoke.java"))
                 .toAbsolutePath();
@@ -119,11 +132,12 @@ class PackagedJarIT {
         classPath.add(jar().toAbsolutePath().toString());
         for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             String name = Path.of(entry).getFileName().toString();
-            if (name.startsWith("jna-") || name.startsWith("slf4j-api-") || name.startsWith("slf4j-simple-")) {
+            if ((withJna && name.startsWith("jna-")) || name.startsWith("slf4j-api-")
+                    || name.startsWith("slf4j-simple-")) {
                 classPath.add(entry);
             }
         }
-        assertThat(classPath).as("jar, jna, slf4j-api, slf4j-simple").hasSize(4);
+        assertThat(classPath).as("jar, jna, slf4j-api, slf4j-simple").hasSize(withJna ? 4 : 3);
         Path dir = Files.createTempDirectory(work, "cwd");
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
