@@ -80,7 +80,7 @@ public final class ChipWorker implements AutoCloseable {
         String resource = LibraryLoader.resourcePath(fileName);
         try (InputStream in = ChipWorker.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {
-                throw new LibraryLoadException("device image " + resource + " is not on the class path;"
+                throw new LibraryLoadException("device image " + resource + " is not on the classpath;"
                         + " build the native tree (mvn generate-resources) or pass the images to"
                         + " ChipWorker.open(runtime, deviceId, aicpuImage, aicoreImage)");
             }
