@@ -1,11 +1,13 @@
 /* The onboard runner's driver loading through the exported contract: a missing
  * driver file, a library that is no driver, and a driver whose table lacks an
  * entry all fail simpler_init with PTO_ERR_DEVICE naming the file and the entry,
- * and leave the context usable (the bundled driver then initializes it). */
+ * and leave the context usable (the bundled driver then initializes it); a
+ * libptorun_driver.so next to the runner (the pin of -Dptorun.driver) wins. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ptest.h"
 #include "test_util.h"
@@ -84,5 +86,66 @@ TEST(onboard_init_refuses_an_incomplete_driver_naming_the_entry_then_works_on_th
         CHECK_CONTAINS(lib.last_error(), "load_image of the AICPU image");
         lib.destroy(ctx);
         test_unload_lib(&lib);
+    }
+}
+
+/* A copy of libptorun_<variant>.so in a fresh folder, loaded from there: the
+ * runner then looks for libptorun_driver.so (the pin of -Dptorun.driver) in
+ * that folder. */
+static int load_copy(const char *variant, char *dir, size_t n, LoadedLib *lib)
+{
+    const char *libs = getenv("PTORUN_LIB_DIR");
+    char from[2048], to[256], command[2400];
+    snprintf(dir, n, "/tmp/ptorun-pin-test-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    snprintf(from, sizeof from, "%.1900s/libptorun_%.40s.so", libs != NULL ? libs : ".", variant);
+    snprintf(to, sizeof to, "%.100s/libptorun_%.40s.so", dir, variant);
+    snprintf(command, sizeof command, "cp '%s' '%s'", from, to);
+    if (system(command) != 0)
+        return -1;
+    char *saved = libs != NULL ? strdup(libs) : NULL;
+    setenv("PTORUN_LIB_DIR", dir, 1);
+    int rc = test_load_lib(variant, lib);
+    if (saved != NULL) {
+        setenv("PTORUN_LIB_DIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("PTORUN_LIB_DIR");
+    }
+    return rc;
+}
+
+static void remove_dir(const char *dir)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%.100s'", dir);
+    CHECK(system(command) == 0);
+}
+
+TEST(onboard_init_prefers_the_pinned_driver_next_to_the_runner_over_PTORUN_DRIVER)
+{
+    char dir[64], link[96], incomplete[256], kernels[256];
+    fixture_path("libptorun_fixture_incomplete_driver.so", incomplete, sizeof incomplete);
+    fixture_path("libptorun_fixture_kernels.so", kernels, sizeof kernels);
+    for (int i = 4; i < 8; i++) {
+        LoadedLib lib;
+        CHECK(load_copy(TEST_ALL_VARIANTS[i], dir, sizeof dir, &lib) == 0);
+        snprintf(link, sizeof link, "%.60s/libptorun_driver.so", dir);
+        void *ctx = lib.create();
+        /* a dangling pin is refused, naming the link and its origin; PTORUN_DRIVER is not consulted */
+        CHECK(symlink("/nonexistent/pinned_driver.so", link) == 0);
+        CHECK_EQ_INT(init_with_driver(&lib, ctx, kernels), PTO_ERR_DEVICE);
+        CHECK_CONTAINS(lib.last_error(), link);
+        CHECK_CONTAINS(lib.last_error(), "pinned by ptorun.driver");
+        CHECK_CONTAINS(lib.last_error(), "cannot load it");
+        /* a pin to the incomplete driver: its refusal, not the PTORUN_DRIVER library's */
+        CHECK(unlink(link) == 0);
+        CHECK(symlink(incomplete, link) == 0);
+        CHECK_EQ_INT(init_with_driver(&lib, ctx, kernels), PTO_ERR_DEVICE);
+        CHECK_CONTAINS(lib.last_error(), "'launch' is missing");
+        lib.destroy(ctx);
+        test_unload_lib(&lib);
+        remove_dir(dir);
     }
 }

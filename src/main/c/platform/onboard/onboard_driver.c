@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/last_error.h"
 #include "platform/onboard/onboard_driver.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define BUNDLED_DRIVER "libptorun_emudrv.so"
+#define PINNED_DRIVER "libptorun_driver.so"
 
 /* Every function pointer of the table, with its name for the refusal. */
 #define ENTRY(f) { offsetof(PtoDriverApi, f), #f }
@@ -24,17 +26,17 @@ static const struct {
 };
 #undef ENTRY
 
-/* The bundled driver sits next to the library holding this function. */
-static int bundled_driver_path(char *out, size_t n)
+/* The bundled driver (or the pinned one) sits next to the library holding this function. */
+static int driver_path_next_to_runner(const char *file_name, char *out, size_t n)
 {
     Dl_info info;
-    if (dladdr((void *)bundled_driver_path, &info) == 0 || info.dli_fname == NULL)
+    if (dladdr((void *)driver_path_next_to_runner, &info) == 0 || info.dli_fname == NULL)
         return pto_fail(PTO_ERR_DEVICE, "onboard driver: cannot locate the library file of the onboard runner (dladdr)");
     const char *slash = strrchr(info.dli_fname, '/');
     int dir_len = slash == NULL ? 1 : (int)(slash - info.dli_fname);
     const char *dir = slash == NULL ? "." : info.dli_fname;
-    if (snprintf(out, n, "%.*s/%s", dir_len, dir, BUNDLED_DRIVER) >= (int)n)
-        return pto_fail(PTO_ERR_DEVICE, "onboard driver: the path of %s is too long", BUNDLED_DRIVER);
+    if (snprintf(out, n, "%.*s/%s", dir_len, dir, file_name) >= (int)n)
+        return pto_fail(PTO_ERR_DEVICE, "onboard driver: the path of %s is too long", file_name);
     return PTO_OK;
 }
 
@@ -63,19 +65,30 @@ int onboard_driver_load(OnboardDriver *d)
 {
     if (d->handle != NULL)
         return PTO_OK;
-    const char *env = getenv("PTORUN_DRIVER");
-    d->from_env = env != NULL && *env != '\0';
     int rc;
-    if (d->from_env) {
+    /* A pinned driver next to the runner wins: the Java loader links it there for
+     * -Dptorun.driver (docs/java.md, Loading), so no environment variable has to be
+     * set in a running, multi-threaded JVM. lstat: a dangling link is a refusal, not
+     * a fall-through. */
+    struct stat st;
+    if ((rc = driver_path_next_to_runner(PINNED_DRIVER, d->path, sizeof d->path)) != PTO_OK)
+        return rc;
+    d->pinned = lstat(d->path, &st) == 0;
+    const char *env = d->pinned ? NULL : getenv("PTORUN_DRIVER");
+    d->from_env = env != NULL && *env != '\0';
+    if (d->pinned) {
+        /* d->path is the link */
+    } else if (d->from_env) {
         if (snprintf(d->path, sizeof d->path, "%s", env) >= (int)sizeof d->path)
             return pto_fail(PTO_ERR_DEVICE, "onboard driver: PTORUN_DRIVER is too long");
-    } else if ((rc = bundled_driver_path(d->path, sizeof d->path)) != PTO_OK) {
+    } else if ((rc = driver_path_next_to_runner(BUNDLED_DRIVER, d->path, sizeof d->path)) != PTO_OK) {
         return rc;
     }
     void *handle = dlopen(d->path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL)
         return pto_fail(PTO_ERR_DEVICE, "onboard driver %s (%s): cannot load it: %s", d->path,
-                        d->from_env ? "PTORUN_DRIVER" : "bundled", dlerror());
+                        d->pinned ? "pinned by ptorun.driver" : d->from_env ? "PTORUN_DRIVER" : "bundled",
+                        dlerror());
     PtoDriverApiFn table = (PtoDriverApiFn)dlsym(handle, PTO_DRIVER_API_SYMBOL);
     if (table == NULL) {
         dlclose(handle);

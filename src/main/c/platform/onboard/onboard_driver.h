@@ -1,4 +1,6 @@
-/* Loading the device driver of an onboard runner: the shared library named by
+/* Loading the device driver of an onboard runner: libptorun_driver.so in the
+ * directory of the library this code is linked into when it exists (a link the
+ * Java loader makes for -Dptorun.driver), else the shared library named by
  * PTORUN_DRIVER (a path), else the bundled emulated driver
  * (libptorun_emudrv.so) in the directory of the library this code is linked
  * into. The table it exports must be complete: a missing file, symbol or
@@ -16,6 +18,7 @@ typedef struct OnboardDriver {
     const PtoDriverApi *api;
     char path[PATH_MAX];
     int from_env;                 /* 1: PTORUN_DRIVER named it */
+    int pinned;                   /* 1: libptorun_driver.so next to the runner (-Dptorun.driver) */
 } OnboardDriver;
 
 int onboard_driver_load(OnboardDriver *d);

@@ -14,6 +14,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
+import org.ptorun.internal.EmulatedDriverLibrary;
+import org.ptorun.internal.NativeFolder;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.NativeMemory;
@@ -146,7 +148,16 @@ final class ChipContext {
             int rc = api.init(context, deviceId, aicpu.address(), aicpuImage.length, aicore.address(),
                     aicoreImage.length, 0, 0, 0);
             if (rc != 0) {
-                throw failure("simpler_init on device " + deviceId, rc, lastError(), null);
+                String message = lastError();
+                if (rc == PtoError.DEVICE.code() && message.startsWith(DRIVER_LOAD_PREFIX)) {
+                    /* onboard_driver.c: every refusal to load the driver starts so */
+                    throw new LibraryLoadException(describe() + ": cannot open the device, its driver does not load: "
+                            + message + " (an onboard library loads -D" + NativeFolder.DRIVER_PROPERTY
+                            + " when set, else the file named by PTORUN_DRIVER, else "
+                            + EmulatedDriverLibrary.BUNDLED_FILE_NAME + " next to itself; docs/java.md, Loading)",
+                            NativeErrors.fromNative("simpler_init on device " + deviceId, rc, message, null));
+                }
+                throw failure("simpler_init on device " + deviceId, rc, message, null);
             }
         }
     }
@@ -186,6 +197,8 @@ final class ChipContext {
      * (platform/onboard: stream error, timeout, device lost).
      */
     static final String POISON_MARKER = "poisoned until finalize_device";
+    /** How every refusal of platform/onboard/onboard_driver.c to load the driver begins. */
+    static final String DRIVER_LOAD_PREFIX = "onboard driver";
 
     private volatile boolean poisoned;
 

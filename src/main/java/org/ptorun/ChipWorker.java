@@ -93,7 +93,8 @@ public final class ChipWorker implements AutoCloseable {
             }
             return in.readAllBytes();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read device image " + resource, e);
+            throw new LibraryLoadException("cannot read the device image " + resource + " from "
+                    + ChipWorker.class.getClassLoader().getResource(resource) + ": " + e, e);
         }
     }
 

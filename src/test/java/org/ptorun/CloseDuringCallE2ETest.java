@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -111,6 +112,14 @@ class CloseDuringCallE2ETest {
         TaskArgs args = TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(outs[0]), Tensor.of(outs[1]),
                 Tensor.of(outs[2]), Tensor.of(outs[3]), Tensor.of(outs[4]));
         NativeRun[] token = new NativeRun[1];
+        /* a thread per task: the caller blocks in the gate, and on Java 25 runAsync without an
+           executor uses the common pool even at parallelism 1 (2 CPUs), where the closer would
+           wait behind it for good */
+        Executor threads = task -> {
+            Thread t = new Thread(task, "close-during-" + fn);
+            t.setDaemon(true);
+            t.start();
+        };
         CompletableFuture<Void> caller = CompletableFuture.runAsync(() -> {
             token[0] = chip.prepare(0, args, CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 11, 12, null);
             if (fn.equals("prepareRun")) {
@@ -122,12 +131,12 @@ class CloseDuringCallE2ETest {
             } else if (fn.equals("finalizeRun")) {
                 chip.finalize(token[0]);
             }
-        });
+        }, threads);
         assertThat(gate.entered.await(60, TimeUnit.SECONDS)).as("the caller reached " + fn).isTrue();
 
         CountDownLatch closeWaits = new CountDownLatch(1);
         chip.onCloseWaits(closeWaits::countDown);
-        CompletableFuture<Void> closer = CompletableFuture.runAsync(chip::close);
+        CompletableFuture<Void> closer = CompletableFuture.runAsync(chip::close, threads);
         assertThat(closeWaits.await(60, TimeUnit.SECONDS)).as("close waits for the call in flight").isTrue();
         assertThat(closer).isNotDone();
 

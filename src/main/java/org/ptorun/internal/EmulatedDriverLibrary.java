@@ -3,6 +3,8 @@ package org.ptorun.internal;
 import com.sun.jna.Function;
 import com.sun.jna.Memory;
 import com.sun.jna.Pointer;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -43,11 +45,32 @@ public final class EmulatedDriverLibrary {
     private static final Function DLERROR = Function.getFunction("c", "dlerror");
 
     /** Where a runner loads its driver from, and why there. */
-    public record Location(String path, boolean fromEnvironment) {
+    public record Location(String path, Origin origin) {
 
-        /** "PTORUN_DRIVER" or "bundled, next to the runner library". */
-        public String origin() {
-            return fromEnvironment ? DRIVER_ENV : "bundled, next to the runner library";
+        /** True when the user named the driver ({@code -Dptorun.driver} or {@code PTORUN_DRIVER}). */
+        public boolean fromEnvironment() {
+            return origin != Origin.BUNDLED;
+        }
+    }
+
+    /** Why a runner loads the driver it loads. */
+    public enum Origin {
+        /** {@code -Dptorun.driver}: {@code libptorun_driver.so} next to the runner links to it. */
+        PROPERTY("-D" + NativeFolder.DRIVER_PROPERTY),
+        /** The native environment's {@code PTORUN_DRIVER}. */
+        ENVIRONMENT(DRIVER_ENV),
+        /** {@code libptorun_emudrv.so} next to the runner library. */
+        BUNDLED("bundled, next to the runner library");
+
+        private final String text;
+
+        Origin(String text) {
+            this.text = text;
+        }
+
+        @Override
+        public String toString() {
+            return text;
         }
     }
 
@@ -67,18 +90,22 @@ public final class EmulatedDriverLibrary {
 
     /**
      * The driver the onboard runner in {@code runnerFile} loads when a device context is
-     * created now: the native {@code PTORUN_DRIVER} (read with {@code getenv}, as the
-     * runner does, so a value set with {@code setenv} counts), else the bundled file next
-     * to {@code runnerFile}.
+     * created now: the target of {@code libptorun_driver.so} next to {@code runnerFile}
+     * when that link exists (the pin of {@code -Dptorun.driver}); else the native
+     * {@code PTORUN_DRIVER} (read with {@code getenv}, as the runner does, so a value set
+     * with {@code setenv} counts); else the bundled file next to {@code runnerFile}.
      */
     public static Location locate(Path runnerFile) {
+        Path dir = runnerFile.getParent() == null ? Path.of(".") : runnerFile.getParent();
+        Path pin = dir.resolve(NativeFolder.PINNED_DRIVER_FILE_NAME);
+        if (Files.exists(pin, LinkOption.NOFOLLOW_LINKS)) {
+            return new Location(pin.toString(), Origin.PROPERTY);
+        }
         String env = (String) GETENV.invoke(String.class, new Object[] {DRIVER_ENV});
         if (env != null && !env.isEmpty()) {
-            return new Location(env, true);
+            return new Location(env, Origin.ENVIRONMENT);
         }
-        Path dir = runnerFile.getParent();
-        String path = (dir == null ? Path.of(".") : dir).resolve(BUNDLED_FILE_NAME).toString();
-        return new Location(path, false);
+        return new Location(dir.resolve(BUNDLED_FILE_NAME).toString(), Origin.BUNDLED);
     }
 
     /**

@@ -44,7 +44,8 @@ public final class EmulatedFaults {
 
     /**
      * The emulated driver {@code runtime}'s onboard libraries load: the file named by
-     * the process environment's {@code PTORUN_DRIVER} when it is set, else
+     * {@code -Dptorun.driver} when it was set as the library loaded, else the file named
+     * by the process environment's {@code PTORUN_DRIVER} when it is set, else
      * {@code libptorun_emudrv.so} next to {@link HostRuntime#libraryFile()}. The same
      * file is loaded once per process, so this binds exactly the instance the chips
      * use (it need not have been opened yet).
@@ -72,7 +73,8 @@ public final class EmulatedFaults {
             String message = variant + ": " + e.getMessage();
             if (e.notEmulated()) {
                 throw new IllegalStateException(message + "; fault injection needs the emulated driver"
-                        + " (unset PTORUN_DRIVER to use the bundled one)");
+                        + " (unset " + (location.origin() == EmulatedDriverLibrary.Origin.PROPERTY
+                                ? "-Dptorun.driver" : "PTORUN_DRIVER") + " to use the bundled one)");
             }
             throw new LibraryLoadException(message);
         }
@@ -83,7 +85,10 @@ public final class EmulatedFaults {
         return Path.of(driver.location().path());
     }
 
-    /** True when the driver was named by {@code PTORUN_DRIVER}, false for the bundled one. */
+    /**
+     * True when the user named the driver ({@code -Dptorun.driver} or {@code PTORUN_DRIVER}),
+     * false for the bundled one.
+     */
     public boolean fromEnvironment() {
         return driver.location().fromEnvironment();
     }
