@@ -148,9 +148,13 @@ final class Inspect {
             driver.put("note", "the sim platform runs the device in-process");
         } else {
             EmulatedDriverLibrary.Location at = EmulatedDriverLibrary.locate(runtime.libraryFile());
-            driver.put("kind", at.fromEnvironment() ? "PTORUN_DRIVER" : "bundled");
+            driver.put("kind", switch (at.origin()) {
+                case PROPERTY -> "ptorun.driver";
+                case ENVIRONMENT -> "PTORUN_DRIVER";
+                case BUNDLED -> "bundled";
+            });
             driver.put("path", at.path());
-            driver.put("origin", at.origin());
+            driver.put("origin", at.origin().toString());
             boolean present = !at.path().contains("/") || Files.isRegularFile(Path.of(at.path()));
             driver.put("present", present);
             if (!present) {
