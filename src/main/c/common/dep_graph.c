@@ -20,13 +20,12 @@ int dep_graph_path(char *out, size_t size, const char *output_prefix, const Nati
     return PTO_OK;
 }
 
-/* mkdir -p: every missing directory of `dir`. */
-static int make_directories(const char *dir)
+int diagnostic_make_directories(const char *dir, const char *what)
 {
     char path[PTO_OUTPUT_PREFIX_BYTES];
     size_t len = strlen(dir);
     if (len == 0 || len >= sizeof path)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "dep graph: output_prefix is empty or too long");
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: output_prefix is empty or too long", what);
     memcpy(path, dir, len + 1);
     for (size_t i = 1; i <= len; i++) {
         if (path[i] != '/' && path[i] != '\0')
@@ -34,7 +33,7 @@ static int make_directories(const char *dir)
         char keep = path[i];
         path[i] = '\0';
         if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return pto_fail(PTO_ERR_FAILED, "dep graph: cannot create directory '%s': %s", path, strerror(errno));
+            return pto_fail(PTO_ERR_FAILED, "%s: cannot create directory '%s': %s", what, path, strerror(errno));
         path[i] = keep;
     }
     return PTO_OK;
@@ -93,7 +92,7 @@ int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, 
     char path[PTO_OUTPUT_PREFIX_BYTES + 64], tmp[PTO_OUTPUT_PREFIX_BYTES + 96];
     int rc;
     if ((rc = dep_graph_path(path, sizeof path, output_prefix, desc)) != PTO_OK ||
-        (rc = make_directories(output_prefix)) != PTO_OK)
+        (rc = diagnostic_make_directories(output_prefix, "dep graph")) != PTO_OK)
         return rc;
     uint64_t *edges;
     if ((rc = sorted_edges(task_count, edge_producer, edge_consumer, edge_count, &edges)) != PTO_OK)

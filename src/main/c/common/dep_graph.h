@@ -32,4 +32,9 @@ int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, 
  * PTO_OK, or PTO_ERR_INVALID_ARGUMENT when it does not fit `size` bytes. */
 int dep_graph_path(char *out, size_t size, const char *output_prefix, const NativeRunDescriptor *desc);
 
+/* mkdir -p for a diagnostic file's directory (the dependency graph, the trace);
+ * `what` starts the error message. PTO_OK, or PTO_ERR_INVALID_ARGUMENT /
+ * PTO_ERR_FAILED. */
+int diagnostic_make_directories(const char *dir, const char *what);
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "common/call_config.h"
 #include "common/last_error.h"
+#include "common/spin_wait.h"
 
 #define IDENTITY_BYTES 160
 
@@ -138,6 +139,8 @@ static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig 
     memcpy(&run->config, cfg, sizeof run->config);
     memset(&run->launch, 0, sizeof run->launch);
     memset(&run->runtime, 0, sizeof run->runtime);
+    memset(&run->trace_spans, 0, sizeof run->trace_spans);
+    run->runtime.trace_spans = &run->trace_spans;
     memset(&run->exec, 0, sizeof run->exec);
     atomic_init(&run->phase, NATIVE_RUN_PREPARED);
 
@@ -266,6 +269,7 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
        reservation, the slot and the HostApi all use this copy, so a caller
        changing its descriptor during prepare (hbg runs the orchestration in
        here) cannot bind a slot or bank other than the one reserved. */
+    uint64_t prepare_start = pto_monotonic_ns();
     NativeRunDescriptor desc = *caller_desc;
     int rc = check_prepare(dc, storage, id, args, cfg, &desc, fn);
     if (rc != PTO_OK)
@@ -274,6 +278,7 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     NativeRunContext *run = storage;
     if ((rc = construct(run, dc, cfg, &desc)) != PTO_OK)
         return run_fail_current(rc, fn, &desc);
+    run->trace_spans.prepare_start = prepare_start;
     RuntimeCallable *callable;
     if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
         goto fail;
@@ -286,6 +291,7 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
         run_fail_current(rc, fn, &run->desc);
         goto fail_slot;
     }
+    run->trace_spans.prepare_end = pto_monotonic_ns();
     return PTO_OK;
 
 fail_slot:
@@ -343,9 +349,11 @@ int native_run_launch(void *ctx, void *storage)
     }
 
     set_phase(run, NATIVE_RUN_LAUNCHING);
+    run->trace_spans.launch_start = pto_monotonic_ns();
     executor_submit(&run->owner->executor, &run->job, runner, &run->exec, run->desc.pipeline_slot, &run->launch,
                     &run->signal);
     launch_signal_wait(&run->signal);
+    run->trace_spans.launch_end = pto_monotonic_ns();
     if (executor_job_done(&run->job)) {
         /* ended before the marker, or so short that it already finished */
         set_phase(run, NATIVE_RUN_COMPLETE);
@@ -393,7 +401,10 @@ int native_run_wait(void *ctx, void *storage)
     if (phase == NATIVE_RUN_PREPARED || phase == NATIVE_RUN_LAUNCHING)
         return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; wait for it after launch returned",
                         phase_name(phase));
+    if (run->trace_spans.wait_start == 0)
+        run->trace_spans.wait_start = pto_monotonic_ns();
     rc = executor_job_wait(&run->job);
+    run->trace_spans.wait_end = pto_monotonic_ns();
     set_phase(run, NATIVE_RUN_COMPLETE);
     return job_outcome(run, fn, rc);
 }
@@ -411,6 +422,7 @@ int native_run_finalize(void *ctx, void *storage)
     if (phase == NATIVE_RUN_LAUNCHING)
         return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run's launch is still in flight");
 
+    run->trace_spans.finalize_start = pto_monotonic_ns();
     int launched = phase != NATIVE_RUN_PREPARED;
     int execution_rc = launched ? executor_job_wait(&run->job) : PTO_OK;
     int validation_rc = runtime_validate(&run->runtime, &run->host_api, launched, execution_rc);

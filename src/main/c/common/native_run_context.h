@@ -21,6 +21,7 @@
 #include "common/executor.h"
 #include "common/host_api.h"
 #include "common/launch_signal.h"
+#include "common/run_trace.h"
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/runtime.h"
@@ -46,6 +47,7 @@ typedef struct NativeRunContext {
     RuntimeRun runtime;                 /* the runtime's per-run state */
     RunExec exec;                       /* the platform's per-run execution state */
     ExecutorJob job;                    /* the run's job record, from launch through finalize */
+    RunTraceSpans trace_spans;          /* host phase stamps (CallConfig.enable_trace only) */
 } NativeRunContext;
 
 _Static_assert(offsetof(NativeRunContext, tag) == 0, "the storage tag is the first 8 bytes");

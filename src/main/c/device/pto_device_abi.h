@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DEVICE_ABI_VERSION 1u
+#define PTO_DEVICE_ABI_VERSION 2u
 
 /* Both images export `uint32_t pto_device_abi_version(void)`; a platform refuses
  * an image whose version differs from the one it was built with. */
@@ -140,7 +140,38 @@ typedef struct PtoAicpuArgs {
                                  error other than KERNEL_FAULT or TIMEOUT (trb:
                                  orchestration failures); a platform may quote it */
     PtoDeviceStatus status;
+    uint64_t trace_dev;       /* 0, or the device address of the run's PtoTraceHeader
+                                 (CallConfig.enable_trace): every task's kernel call is
+                                 recorded there */
 } PtoAicpuArgs;
+
+/* ---- the trace buffer (enable_trace) ----------------------------------------
+   Allocated by the host at bind only when the trace is on, header written with
+   count 0; the executor appends one record per kernel call (any order, slot by
+   an atomic fetch-add on count) and drops the ones past capacity (count still
+   counts them, so the host can tell). Timestamps are the device's
+   CLOCK_MONOTONIC in ns: on the sim and the emulated driver that is the host's
+   clock; a real device would need its clock mapped onto the host's. */
+#define PTO_TRACE_MAGIC 0x43525450u  /* "PTRC" */
+
+typedef struct PtoTraceHeader {
+    uint32_t magic;           /* PTO_TRACE_MAGIC */
+    uint32_t capacity;        /* PtoTraceRecord[capacity] follow the header */
+    uint64_t count;           /* device: kernel calls recorded (may exceed capacity) */
+} PtoTraceHeader;
+
+typedef struct PtoTraceRecord {
+    uint64_t task_id;
+    uint64_t start_ns;        /* just before the kernel call */
+    uint64_t end_ns;          /* just after it returned */
+    uint32_t func_id;
+    uint32_t core_id;         /* the logical core (block * 3 + lane) */
+} PtoTraceRecord;
+
+static inline uint64_t pto_trace_bytes(uint32_t capacity)
+{
+    return sizeof(PtoTraceHeader) + (uint64_t)capacity * sizeof(PtoTraceRecord);
+}
 
 /* ---- the graph work image (hbg) --------------------------------------------
    Built on the host in prepare. Task ids are submission order; a task's
@@ -180,7 +211,9 @@ static inline uint64_t pto_graph_state_bytes(uint32_t task_count)
 }
 
 _Static_assert(sizeof(PtoDeviceStatus) == 64, "PtoDeviceStatus size");
-_Static_assert(sizeof(PtoAicpuArgs) == 128, "PtoAicpuArgs size");
+_Static_assert(sizeof(PtoAicpuArgs) == 136, "PtoAicpuArgs size");
+_Static_assert(sizeof(PtoTraceHeader) == 16, "PtoTraceHeader size");
+_Static_assert(sizeof(PtoTraceRecord) == 32, "PtoTraceRecord size");
 _Static_assert(offsetof(PtoAicpuArgs, status) == 64, "PtoAicpuArgs.status");
 _Static_assert(sizeof(PtoGraphHeader) == 48, "PtoGraphHeader size");
 _Static_assert(sizeof(PtoGraphTask) == 40, "PtoGraphTask size");

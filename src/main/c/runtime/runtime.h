@@ -34,8 +34,12 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg);
 /* The runtime's per-run state. Lives inside the NativeRunContext (the caller's
  * storage) from prepare through finalize; its content is the runtime's. */
 #define PTO_RUNTIME_RUN_BYTES 1024
+struct RunTraceSpans;
 typedef struct RuntimeRun {
     alignas(64) unsigned char opaque[PTO_RUNTIME_RUN_BYTES];
+    /* set by the caller after the zeroing, before bind: the host's phase stamps
+       for the trace (common/run_trace.h); NULL = none (the trace then has no host track) */
+    const struct RunTraceSpans *trace_spans;
 } RuntimeRun;
 
 /* prepare: validates the args against the callable's signature, stages tensors,

@@ -33,6 +33,11 @@ void aicpu_device_start(AicpuDevice *d, PtoAicpuArgs *args, uint32_t block_dim)
     d->ended = 0;
     d->running = d->parked = d->signaled = d->requested = 0;
     d->block_dim = block_dim;
+    /* a trace buffer the host did not set up is ignored, never written */
+    PtoTraceHeader *tr = (PtoTraceHeader *)(uintptr_t)args->trace_dev;
+    d->trace = tr != NULL && args->trace_dev % 8 == 0 && tr->magic == PTO_TRACE_MAGIC ? tr : NULL;
+    if (d->trace != NULL)
+        __atomic_store_n(&d->trace->count, 0, __ATOMIC_RELAXED);
     for (int t = 0; t < AICPU_CORE_TYPES; t++)
         d->free_count[t] = 0;
     /* lowest core ids on top of the stacks */
@@ -135,7 +140,7 @@ void aicpu_park(AicpuDevice *d)
 }
 
 int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,
-                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id)
+                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id, uint32_t func_id)
 {
     PtoKernelContext kc = {
         .core_type = core_type,
@@ -146,7 +151,16 @@ int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint6
         .arg_sizes = arg_sizes,
     };
     PtoKernelFn fn = (PtoKernelFn)(uintptr_t)kernel_addr;
-    return fn(args, nargs, &kc);
+    PtoTraceHeader *tr = aicpu_device.trace;
+    if (tr == NULL)
+        return fn(args, nargs, &kc);
+    uint64_t start = pto_monotonic_ns();
+    int32_t rc = fn(args, nargs, &kc);
+    uint64_t end = pto_monotonic_ns();
+    uint64_t i = __atomic_fetch_add(&tr->count, 1, __ATOMIC_RELAXED);
+    if (i < tr->capacity)
+        ((PtoTraceRecord *)(tr + 1))[i] = (PtoTraceRecord){ task_id, start, end, func_id, core };
+    return rc;
 }
 
 /* The run's work kind, or 0 for an argument block no executor accepts. */

@@ -44,6 +44,10 @@ typedef struct AicpuDevice {
     uint32_t parked;
     uint32_t signaled;            /* parked ones already woken, not yet running */
     uint32_t requested;           /* asked of the platform, not yet arrived */
+
+    /* the run's trace buffer (args->trace_dev), NULL when off; set at start,
+       read unlocked by aicpu_run_kernel */
+    PtoTraceHeader *trace;
 } AicpuDevice;
 
 extern AicpuDevice aicpu_device;
@@ -79,8 +83,8 @@ void aicpu_requests_granted(AicpuDevice *d, uint32_t asked, uint32_t granted);
 /* Parks an idle participation (eager launch) until work is spread or the run ends. */
 void aicpu_park(AicpuDevice *d);
 
-/* Calls a kernel (unlocked). */
+/* Calls a kernel (unlocked), recording it in the run's trace buffer when there is one. */
 int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,
-                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id);
+                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id, uint32_t func_id);
 
 #endif

@@ -192,7 +192,7 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
             const PtoGraphTask *t = &g->tasks[task];
             int32_t rc = aicpu_run_kernel(t->kernel_addr, &g->task_args[t->arg_index],
                                           &g->task_arg_sizes[t->arg_index], t->arg_count, t->core_type, core,
-                                          d->block_dim, task);
+                                          d->block_dim, task, t->func_id);
             pthread_mutex_lock(&d->lock);
             aicpu_requests_granted(d, ask, granted);
             complete(d, g, task, core, rc);

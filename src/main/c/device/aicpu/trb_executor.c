@@ -421,7 +421,7 @@ static int run_one(AicpuDevice *d, TrbRun *t, uint32_t thread_count, const PtoAi
     uint32_t granted = aicpu_request_threads(hooks, ask);
     PtoTrbSlot *s = slot_of(t, ref);
     int32_t rc = aicpu_run_kernel(s->kernel_addr, s->args, s->arg_sizes, s->arg_count, s->core_type, core,
-                                  d->block_dim, s->task_id);
+                                  d->block_dim, s->task_id, s->func_id);
     pthread_mutex_lock(&d->lock);
     aicpu_requests_granted(d, ask, granted);
     complete(d, t, ref, core, rc);

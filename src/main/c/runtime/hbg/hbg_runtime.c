@@ -23,6 +23,7 @@
 #include "common/chip_callable.h"
 #include "common/dep_graph.h"
 #include "common/last_error.h"
+#include "common/run_trace.h"
 #include "common/run_args.h"
 #include "device/pto_builtin_kernels.h"
 #include "device/pto_device_abi.h"
@@ -43,6 +44,7 @@ typedef struct HbgRun {
     HbgWorkspace *ws;
     uint64_t args_dev;        /* the argument block (and status) on the device */
     int32_t dep_graph;        /* CallConfig.enable_dep_graph (prefix in ws->output_prefix) */
+    void *trace;              /* the run's trace buffer (CallConfig.enable_trace), NULL when off */
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
 } HbgRun;
@@ -419,8 +421,8 @@ static int reserve_image(HbgWorkspace *ws, size_t bytes)
 
 /* Writes the argument block and the graph into the bank's runtime arena (the
    scheduler's scratch state goes to its GM shared memory) and fills launch. */
-static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *cfg, DeviceLaunch *launch,
-                       uint64_t *args_dev)
+static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *cfg, const void *trace,
+                       DeviceLaunch *launch, uint64_t *args_dev)
 {
     HbgGraph *g = &ws->graph;
     size_t graph_bytes = hbg_graph_image_bytes(g);
@@ -448,6 +450,7 @@ static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *c
         .work_bytes = graph_bytes,
         .state_dev = (uint64_t)(uintptr_t)sm,
         .state_bytes = sm_size,
+        .trace_dev = (uint64_t)(uintptr_t)trace,
     };
     memcpy(ws->image, &a, sizeof a);
     hbg_graph_write_image(g, ws->image + sizeof a);
@@ -505,14 +508,22 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
         return rc;
 
     HbgRun *h = hbg_run(run);
-    if ((rc = write_image(api, ws, cfg, launch, &h->args_dev)) != PTO_OK)
+    /* the graph is built: its task count is the trace's size */
+    void *trace = NULL;
+    if (cfg->enable_trace && ((rc = run_trace_check_tasks(ws->graph.task_count, "the run's graph has")) != PTO_OK ||
+                              (rc = run_trace_alloc(api, ws->graph.task_count, &trace)) != PTO_OK))
         return rc;
+    if ((rc = write_image(api, ws, cfg, trace, launch, &h->args_dev)) != PTO_OK) {
+        run_trace_free(api, &trace);
+        return rc;
+    }
+    h->trace = trace;
     h->task_count = ws->graph.task_count;
     h->timeout_ms = launch->timeout_ms;
     h->callable = c;
     h->ws = ws;
     h->dep_graph = cfg->enable_dep_graph;
-    if (h->dep_graph)
+    if (h->dep_graph || h->trace != NULL)
         memcpy(ws->output_prefix, cfg->output_prefix, sizeof ws->output_prefix);
     if (desc != NULL)
         h->desc = *desc;
@@ -610,9 +621,13 @@ int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int exec
         rc = copy_back(api, h->ws);
         if (rc == PTO_OK && h->dep_graph)
             rc = write_dep_graph(h);
+        if (rc == PTO_OK && h->trace != NULL)
+            rc = run_trace_write(api, h->trace, h->ws->output_prefix, &h->desc, &h->callable->view,
+                                 run->trace_spans);
     } else if (launched)
         rc = describe_failure(api, h, execution_rc);
-    /* staged tensors live in the bank's GM heap: nothing per run to free */
+    /* staged tensors live in the bank's GM heap: only the trace buffer is per run */
+    run_trace_free(api, &h->trace);
     memset(h, 0, sizeof *h);
     return rc;
 }

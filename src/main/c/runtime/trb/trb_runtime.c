@@ -26,6 +26,7 @@
 #include "common/call_config.h"
 #include "common/chip_callable.h"
 #include "common/dep_graph.h"
+#include "common/run_trace.h"
 #include "common/last_error.h"
 #include "common/run_args.h"
 #include "device/pto_builtin_kernels.h"
@@ -59,7 +60,8 @@ typedef struct TrbRunState {
     TrbWorkspace *ws;
     uint8_t *staging;         /* the slot's retained buffer: header first */
     void *dep_graph;          /* the run's dependency-graph buffer, NULL when off */
-    char *output_prefix;      /* a copy, when the dependency graph is on */
+    void *trace;              /* the run's trace buffer, NULL when off */
+    char *output_prefix;      /* a copy, when the dependency graph or the trace is on */
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     NativeRunDescriptor desc; /* a copy: names the dependency-graph file */
 } TrbRunState;
@@ -326,6 +328,31 @@ static int check_dep_graph_tasks(const RuntimeCallable *c, const CallConfig *cfg
     return PTO_OK;
 }
 
+/* The trace holds RUN_TRACE_MAX_TASKS records: a program known to submit more
+   is refused here; a library's count is unknown, so finalize refuses to write
+   a trace that overflowed. */
+static int check_trace_tasks(const RuntimeCallable *c, const CallConfig *cfg)
+{
+    if (!cfg->enable_trace || c->view.header.orchestration_kind != PTO_ORCH_PROGRAM)
+        return PTO_OK;
+    return run_trace_check_tasks(chip_program_task_count(&c->view),
+                                 "the program submits (its SUBMITs times their loops' trip counts)");
+}
+
+static int alloc_trace(const HostApi *api, const CallConfig *cfg, TrbRunState *h)
+{
+    if (!cfg->enable_trace)
+        return PTO_OK;
+    if (h->output_prefix == NULL && (h->output_prefix = strdup(cfg->output_prefix)) == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory");
+    uint32_t capacity = RUN_TRACE_MAX_TASKS;
+    if (h->orchestration_kind == PTO_ORCH_PROGRAM) {
+        uint64_t tasks = chip_program_task_count(&h->callable->view);
+        capacity = tasks < capacity ? (uint32_t)tasks : capacity;
+    }
+    return run_trace_alloc(api, capacity, &h->trace);
+}
+
 static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunState *h)
 {
     if (!cfg->enable_dep_graph)
@@ -348,6 +375,7 @@ static void free_run_memory(const HostApi *api, TrbRunState *h)
 {
     if (h->dep_graph != NULL)
         host_api_device_free(api, h->dep_graph);
+    run_trace_free(api, &h->trace);
     free(h->output_prefix);
     h->dep_graph = NULL;
     h->output_prefix = NULL;
@@ -371,6 +399,7 @@ static int write_header(const HostApi *api, const RuntimeCallable *c, const Call
         .work_dev = base + offsetof(TrbHeader, work),
         .work_bytes = sizeof(PtoTrbWork),
         .message_dev = base + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, message),
+        .trace_dev = (uint64_t)(uintptr_t)h->trace,
     };
     PtoTrbWork *w = &hdr.work;
     w->magic = PTO_TRB_WORK_MAGIC;
@@ -406,6 +435,8 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     int rc = run_args_check(api, &c->view, args);
     if (rc == PTO_OK)
         rc = check_dep_graph_tasks(c, cfg);
+    if (rc == PTO_OK)
+        rc = check_trace_tasks(c, cfg);
     if (rc != PTO_OK)
         return rc;
 
@@ -419,7 +450,10 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
         (rc = retained_buffer(api, required, &h->staging)) != PTO_OK ||
         (rc = stage_tensors(api, ws, args, h->staging)) != PTO_OK || (rc = write_args(api, ws, args, h->staging)) != PTO_OK)
         return rc;
-    if ((rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK) {
+    h->orchestration_kind = c->view.header.orchestration_kind;
+    h->callable = c;
+    if ((rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = alloc_trace(api, cfg, h)) != PTO_OK ||
+        (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK) {
         free_run_memory(api, h);
         return rc;
     }
@@ -553,6 +587,9 @@ int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int exec
         rc = copy_back(api, h->ws);
         if (rc == PTO_OK && h->dep_graph != NULL)
             rc = write_dep_graph(api, h);
+        if (rc == PTO_OK && h->trace != NULL)
+            rc = run_trace_write(api, h->trace, h->output_prefix, &h->desc, &h->callable->view,
+                                 run->trace_spans);
     } else if (launched) {
         rc = describe_failure(api, h, execution_rc);
     }

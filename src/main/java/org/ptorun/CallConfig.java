@@ -279,7 +279,12 @@ public final class CallConfig {
             return this;
         }
 
-        /** Per-task timing written under the output prefix as a Chrome/Perfetto trace. */
+        /**
+         * Per-task timing: finalize of a successful run writes
+         * {@code <output_prefix>/trace_<run_id>_<run_epoch>.json}, a Chrome/Perfetto trace (one track per
+         * logical core, one slice per task, a host track with prepare/launch/wait/finalize; at most 65 536
+         * tasks, docs/orchestration.md).
+         */
         public Builder enableTrace(boolean on) {
             this.enableTrace = on;
             return this;

@@ -3,7 +3,11 @@ package org.ptorun.cli;
 import static org.ptorun.callable.Direction.IN;
 import static org.ptorun.callable.Direction.OUT;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.CallConfig;
@@ -22,7 +26,10 @@ import org.ptorun.callable.Program;
 /**
  * The demo: the vector chain f = (a+b+1)*(a+b+2)+(a+b) as five dependent tasks on one
  * chip, several runs with the next run prepared while the current one executes (on a
- * library that supports it), each result checked against plain Java.
+ * library that supports it), each result checked against plain Java. With a trace file,
+ * the last run has {@code CallConfig.enableTrace} on (so it is not prepared while its
+ * predecessor executes: a diagnostic run never overlaps another) and its trace is moved
+ * to that file.
  */
 final class Demo {
 
@@ -33,7 +40,27 @@ final class Demo {
     }
 
     /** {@code runs} runs of the chain on {@code variant}: 0, or an exception (a failure). */
-    static int run(Variant variant, int runs, PrintWriter out, PrintWriter err) {
+    static int run(Variant variant, int runs, Path trace, PrintWriter out, PrintWriter err) throws IOException {
+        Path traceDir = null;
+        if (trace != null) {
+            Path parent = trace.toAbsolutePath().getParent();
+            traceDir = Files.createTempDirectory(Files.createDirectories(parent), ".ptorun-trace-");
+        }
+        try {
+            return run(variant, runs, trace, traceDir, out);
+        } finally {
+            if (traceDir != null) {
+                try (var left = Files.list(traceDir)) {
+                    for (Path p : left.toList()) {
+                        Files.deleteIfExists(p);
+                    }
+                }
+                Files.deleteIfExists(traceDir);
+            }
+        }
+    }
+
+    private static int run(Variant variant, int runs, Path trace, Path traceDir, PrintWriter out) throws IOException {
         HostRuntime runtime = HostRuntime.load(variant);
         out.printf(Locale.ROOT, "ptorun demo on %s (contract %s)%n", variant, runtime.contract());
         try (ChipWorker chip = ChipWorker.open(runtime, 0);
@@ -52,16 +79,28 @@ final class Demo {
             NativeRun[] live = new NativeRun[2];
             AcceptanceWord[] words = {accepted0, accepted1};
             long start = System.nanoTime();
+            NativeRun traced = null;
             for (int i = 0; i < runs; i++) {
                 int k = i % 2;
                 int p = 1 - k;
+                boolean tracing = traceDir != null && i == runs - 1;
+                CallConfig config = tracing
+                        ? CallConfig.builder().enableTrace(true).outputPrefix(traceDir).build()
+                        : CallConfig.DEFAULT;
+                if (tracing && live[p] != null) {
+                    finish(chip, live[p], as[p], bs[p], fs[p], out); // a traced run overlaps no other
+                    live[p] = null;
+                }
                 as[k] = ramp(N, i);
                 bs[k] = ramp(N, 7 * i + 3);
                 fs[k] = new float[N];
                 int slot = pipelined ? k : 0;
                 long t0 = System.nanoTime();
-                live[k] = chip.prepare(CHAIN, args(as[k], bs[k], fs[k]), CallConfig.DEFAULT,
+                live[k] = chip.prepare(CHAIN, args(as[k], bs[k], fs[k]), config,
                         PipelineSlotLease.of(slot, 1), i + 1, i + 1, words[slot]);
+                if (tracing) {
+                    traced = live[k];
+                }
                 long prepared = System.nanoTime();
                 if (live[p] != null) {
                     finish(chip, live[p], as[p], bs[p], fs[p], out);
@@ -84,6 +123,12 @@ final class Demo {
             out.printf(Locale.ROOT, "%d runs in %.3f s; committed device memory after the last finalize: %.1f MiB "
                             + "(the banks' arenas, kept for the next runs; %.1f MiB before the first run)%n", runs,
                     seconds, chip.committedDeviceMemory() / 1048576.0, baseline / 1048576.0);
+            if (traced != null) {
+                Path written = traceDir.resolve("trace_" + traced.runId() + "_" + traced.runEpoch() + ".json");
+                Files.move(written, trace, StandardCopyOption.REPLACE_EXISTING);
+                out.printf(Locale.ROOT, "run %d's trace: %s (open it in ui.perfetto.dev or chrome://tracing)%n",
+                        traced.runId(), trace);
+            }
         }
         return 0;
     }

@@ -19,7 +19,9 @@ import picocli.CommandLine.Spec;
  * The ptorun command line (docs/cli.md).
  *
  * <pre>
- * ptorun demo [--variant V] [--runs N]       the vector chain on a chip, pipelined
+ * ptorun demo [--variant V] [--runs N] [--trace FILE]
+ *                                            the vector chain on a chip, pipelined; --trace: the last
+ *                                            run's Chrome/Perfetto trace to FILE
  * ptorun inspect [--variant V ... | --all] [--json]
  *                                            library file, exported symbols, contract, storage, images, driver
  * ptorun bench [--variant V] [--runs N] [--json]
@@ -139,12 +141,17 @@ public final class Main implements Callable<Integer> {
                 description = "runs of the chain, >= 1 (default: ${DEFAULT-VALUE})")
         int runs;
 
+        @Option(names = "--trace", paramLabel = "FILE",
+                description = "write the last run's Chrome/Perfetto trace (CallConfig.enableTrace) to FILE; open it "
+                        + "in ui.perfetto.dev or chrome://tracing")
+        java.nio.file.Path trace;
+
         @Override
-        public Integer call() {
+        public Integer call() throws java.io.IOException {
             if (runs < 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--runs must be >= 1, got " + runs);
             }
-            return Demo.run(variant, runs, spec.commandLine().getOut(), spec.commandLine().getErr());
+            return Demo.run(variant, runs, trace, spec.commandLine().getOut(), spec.commandLine().getErr());
         }
     }
 

@@ -56,6 +56,27 @@ class MainTest {
     }
 
     @Test
+    void demoWritesTheLastRunsTraceToTheGivenFile(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        java.nio.file.Path file = dir.resolve("out/demo-trace.json");
+        Outcome o = run("demo", "--runs", "3", "--trace", file.toString());
+        assertThat(o.exitCode()).as(o.err()).isZero();
+        assertThat(o.out()).contains("run 3's trace: " + file).doesNotContain("WRONG");
+        JsonNode doc = JSON.readTree(file.toFile());
+        assertThat(doc.at("/metadata/run_id").asLong()).isEqualTo(3);
+        long slices = 0;
+        for (JsonNode e : doc.get("traceEvents")) {
+            if (e.get("ph").asText().equals("X") && e.get("tid").asInt() > 0) {
+                slices++;
+            }
+        }
+        assertThat(slices).as("the chain's five tasks").isEqualTo(5);
+        try (var listing = java.nio.file.Files.list(file.getParent())) {
+            assertThat(listing.toList()).as("no temporary directory left").containsExactly(file);
+        }
+    }
+
+    @Test
     void inspectAllAsJsonReportsEveryLibrarySound() throws Exception {
         Outcome o = run("inspect", "--all", "--json");
         assertThat(o.exitCode()).as(o.err()).isZero();
