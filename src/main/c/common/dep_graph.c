@@ -82,6 +82,42 @@ static int write_dot(FILE *f, uint32_t task_count, const uint32_t *func_ids, con
     return ferror(f) ? -1 : 0;
 }
 
+typedef struct DotFile {
+    uint32_t task_count;
+    const uint32_t *func_ids;
+    const uint64_t *edges;
+    uint32_t edge_count;
+} DotFile;
+
+static int write_dot_file(FILE *f, const void *ctx)
+{
+    const DotFile *d = ctx;
+    return write_dot(f, d->task_count, d->func_ids, d->edges, d->edge_count);
+}
+
+int diagnostic_write_file(const char *path, const char *what, int (*write)(FILE *f, const void *ctx),
+                          const void *ctx)
+{
+    char tmp[PTO_OUTPUT_PREFIX_BYTES + 96];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+        return pto_fail(PTO_ERR_FAILED, "%s: the path '%s' is too long", what, path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return pto_fail(PTO_ERR_FAILED, "%s: cannot create '%s': %s", what, tmp, strerror(errno));
+    int werr = write(f, ctx);
+    if (fclose(f) != 0 || werr != 0) {
+        int rc = pto_fail(PTO_ERR_FAILED, "%s: writing '%s' failed: %s", what, tmp, strerror(errno));
+        unlink(tmp);
+        return rc;
+    }
+    if (rename(tmp, path) != 0) {
+        int rc = pto_fail(PTO_ERR_FAILED, "%s: cannot rename '%s' to '%s': %s", what, tmp, path, strerror(errno));
+        unlink(tmp);
+        return rc;
+    }
+    return PTO_OK;
+}
+
 int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, uint32_t task_count,
                     const uint32_t *func_ids, const uint32_t *edge_producer, const uint32_t *edge_consumer,
                     uint32_t edge_count)
@@ -89,7 +125,7 @@ int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, 
     if (output_prefix == NULL || desc == NULL || (task_count > 0 && func_ids == NULL) ||
         (edge_count > 0 && (edge_producer == NULL || edge_consumer == NULL)))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "dep graph: NULL output_prefix, descriptor, func_ids or edges");
-    char path[PTO_OUTPUT_PREFIX_BYTES + 64], tmp[PTO_OUTPUT_PREFIX_BYTES + 96];
+    char path[PTO_OUTPUT_PREFIX_BYTES + 64];
     int rc;
     if ((rc = dep_graph_path(path, sizeof path, output_prefix, desc)) != PTO_OK ||
         (rc = diagnostic_make_directories(output_prefix, "dep graph")) != PTO_OK)
@@ -97,23 +133,8 @@ int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, 
     uint64_t *edges;
     if ((rc = sorted_edges(task_count, edge_producer, edge_consumer, edge_count, &edges)) != PTO_OK)
         return rc;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        rc = pto_fail(PTO_ERR_FAILED, "dep graph: cannot create '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
-    int werr = write_dot(f, task_count, func_ids, edges, edge_count);
-    if (fclose(f) != 0 || werr != 0) {
-        rc = pto_fail(PTO_ERR_FAILED, "dep graph: writing '%s' failed: %s", tmp, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = pto_fail(PTO_ERR_FAILED, "dep graph: cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
-out:
+    DotFile dot = { task_count, func_ids, edges, edge_count };
+    rc = diagnostic_write_file(path, "dep graph", write_dot_file, &dot);
     free(edges);
     return rc;
 }

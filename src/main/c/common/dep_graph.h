@@ -14,6 +14,7 @@
 #ifndef PTORUN_DEP_GRAPH_H
 #define PTORUN_DEP_GRAPH_H
 
+#include <stdio.h>
 #include <stdint.h>
 
 #include "ptorun/pto_runtime_c_api.h"
@@ -36,5 +37,11 @@ int dep_graph_path(char *out, size_t size, const char *output_prefix, const Nati
  * `what` starts the error message. PTO_OK, or PTO_ERR_INVALID_ARGUMENT /
  * PTO_ERR_FAILED. */
 int diagnostic_make_directories(const char *dir, const char *what);
+
+/* Writes a diagnostic file atomically: `write(f, ctx)` fills a temporary file next
+ * to `path` (non-zero: failed), which is then renamed to `path`; nothing is left
+ * behind on failure. `what` starts the error message. PTO_OK or PTO_ERR_FAILED. */
+int diagnostic_write_file(const char *path, const char *what, int (*write)(FILE *f, const void *ctx),
+                          const void *ctx);
 
 #endif

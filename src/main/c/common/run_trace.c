@@ -165,6 +165,21 @@ static int write_json(FILE *f, const PtoTraceRecord *recs, uint32_t count, const
     return ferror(f) ? -1 : 0;
 }
 
+typedef struct TraceFile {
+    const PtoTraceRecord *recs;
+    uint32_t count;
+    const NativeRunDescriptor *desc;
+    const ChipCallableView *view;
+    const RunTraceSpans *spans;
+    uint64_t finalize_end;
+} TraceFile;
+
+static int write_trace_file(FILE *f, const void *ctx)
+{
+    const TraceFile *t = ctx;
+    return write_json(f, t->recs, t->count, t->desc, t->view, t->spans, t->finalize_end);
+}
+
 int run_trace_write(const HostApi *api, const void *buf, const char *output_prefix, const NativeRunDescriptor *desc,
                     const ChipCallableView *view, const RunTraceSpans *spans)
 {
@@ -190,28 +205,13 @@ int run_trace_write(const HostApi *api, const void *buf, const char *output_pref
         goto out;
     qsort(recs, count, sizeof *recs, by_task);
 
-    char path[PTO_OUTPUT_PREFIX_BYTES + 64], tmp[PTO_OUTPUT_PREFIX_BYTES + 96];
+    char path[PTO_OUTPUT_PREFIX_BYTES + 64];
     if ((rc = run_trace_path(path, sizeof path, output_prefix, desc)) != PTO_OK ||
         (rc = diagnostic_make_directories(output_prefix, "trace")) != PTO_OK)
         goto out;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        rc = pto_fail(PTO_ERR_FAILED, "trace: cannot create '%s': %s", tmp, strerror(errno));
-        goto out;
-    }
     static const RunTraceSpans none;
-    const RunTraceSpans *sp = spans != NULL ? spans : &none;
-    int werr = write_json(f, recs, count, desc, view, sp, pto_monotonic_ns());
-    if (fclose(f) != 0 || werr != 0) {
-        rc = pto_fail(PTO_ERR_FAILED, "trace: writing '%s' failed: %s", tmp, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = pto_fail(PTO_ERR_FAILED, "trace: cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        unlink(tmp);
-    }
+    TraceFile file = { recs, count, desc, view, spans != NULL ? spans : &none, pto_monotonic_ns() };
+    rc = diagnostic_write_file(path, "trace", write_trace_file, &file);
 out:
     free(recs);
     return rc;
