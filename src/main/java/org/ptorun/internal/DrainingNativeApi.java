@@ -2,7 +2,9 @@ package org.ptorun.internal;
 
 /**
  * A {@link NativeApi} that drains the library's native log ({@link NativeLog}) after
- * every call that may record: one atomic-count check when nothing was recorded. The
+ * every call that may record: one atomic-count check when nothing was recorded. A run
+ * drains once, at finalize (or its blocking run): prepare, launch, poll and wait are the
+ * hot path and are passed through, and whatever they record waits in the ring until then. The
  * drain runs on the calling thread at the end of the call, never from a device thread,
  * and leaves {@code simpler_last_error} alone, so a failed call's message is still there.
  */
@@ -143,38 +145,22 @@ public final class DrainingNativeApi implements NativeApi {
 
     @Override
     public int prepareRun(long ctx, long storage, int id, long args, long cfg, long desc) {
-        try {
-            return api.prepareRun(ctx, storage, id, args, cfg, desc);
-        } finally {
-            log.drain();
-        }
+        return api.prepareRun(ctx, storage, id, args, cfg, desc);
     }
 
     @Override
     public int launchRun(long ctx, long storage) {
-        try {
-            return api.launchRun(ctx, storage);
-        } finally {
-            log.drain();
-        }
+        return api.launchRun(ctx, storage);
     }
 
     @Override
     public int pollRun(long ctx, long storage) {
-        try {
-            return api.pollRun(ctx, storage);
-        } finally {
-            log.drain();
-        }
+        return api.pollRun(ctx, storage);
     }
 
     @Override
     public int waitRun(long ctx, long storage) {
-        try {
-            return api.waitRun(ctx, storage);
-        } finally {
-            log.drain();
-        }
+        return api.waitRun(ctx, storage);
     }
 
     @Override
