@@ -99,7 +99,7 @@ public final class PipelinedBatch {
         if (s == null) {
             return;
         }
-        chip.finalize(s.run());
+        chip.finalizeRun(s.run());
         pool.release(s.lease());
         for (int i = 0; i < N; i++) {
             if (s.y()[i] != s.x()[i] + 1f) {

@@ -23,7 +23,7 @@ import org.ptorun.internal.OffHeapBlock;
  *     NativeRun run = chip.prepare(0, args, CallConfig.DEFAULT, lease, runId, dispatchId, acceptance);
  *     chip.launch(run);               // returns after the kernel-launch marker
  *     while (!chip.poll(run)) { … }   // never blocks
- *     chip.finalize(run);             // drains, copies results back, releases; throws on run failure
+ *     chip.finalizeRun(run);             // drains, copies results back, releases; throws on run failure
  * }
  * }</pre>
  *
@@ -322,7 +322,7 @@ public final class ChipWorker implements AutoCloseable {
 
     /**
      * Waits until the run's execution and drain ended. Does not throw on a run failure:
-     * {@link #finalize(NativeRun)} reports it.
+     * {@link #finalizeRun(NativeRun)} reports it.
      *
      * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
      */
@@ -338,7 +338,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or already finalized"
      * @throws PtoRunException (a subclass where one fits) when the run failed
      */
-    public void finalize(NativeRun run) {
+    public void finalizeRun(NativeRun run) {
         context.finalizeRun(run);
     }
 

@@ -59,86 +59,86 @@ final class ChipMisuses {
         m.add(of(a, "poll before launch", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.prepare(0);
             f.refused(() -> f.chip.poll(run));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "await before launch", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.prepare(0);
             f.refused(() -> f.chip.await(run));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "launch twice", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.launched(0);
             f.refused(() -> f.chip.launch(run));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "launch a reaped run", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.reaped(0);
             f.refused(() -> f.chip.launch(run));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "finalize twice after a launch", StaleRunException.class, FINALIZED, f -> {
             NativeRun run = f.launched(0);
-            f.chip.finalize(run);
-            f.refused(() -> f.chip.finalize(run));
+            f.chip.finalizeRun(run);
+            f.refused(() -> f.chip.finalizeRun(run));
         }));
         m.add(of(a, "finalize twice without a launch", StaleRunException.class, FINALIZED, f -> {
             NativeRun run = f.prepare(0);
-            f.chip.finalize(run);
-            f.refused(() -> f.chip.finalize(run));
+            f.chip.finalizeRun(run);
+            f.refused(() -> f.chip.finalizeRun(run));
         }));
         m.add(of(a, "launch after finalize", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.prepare(0);
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
             f.refused(() -> f.chip.launch(run));
         }));
         m.add(of(a, "poll after finalize", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.launched(0);
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
             f.refused(() -> f.chip.poll(run));
         }));
         m.add(of(a, "await after finalize", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.launched(0);
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
             f.refused(() -> f.chip.await(run));
         }));
         m.add(of(a, "prepare into a slot holding a prepared run", ChipBusyException.class,
                 "slot already owns an unfinished native run", f -> {
                     NativeRun run = f.prepare(0);
                     f.refused(() -> f.prepare(0));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(of(a, "prepare into a slot holding a launched run", ChipBusyException.class,
                 "slot already owns an unfinished native run", f -> {
                     NativeRun run = f.launched(0);
                     f.refused(() -> f.prepare(0));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(of(a, "blocking run() while slot 0 holds a prepared run", ChipBusyException.class,
                 "slot already owns an unfinished native run", f -> {
                     NativeRun run = f.prepare(0);
                     f.refused(() -> f.chip.run(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(only(DEPTH2, a, "prepare a successor next to a merely prepared run", ChipBusyException.class,
                 "requires an active predecessor before staging a successor", f -> {
                     NativeRun run = f.prepare(0);
                     f.refused(() -> f.prepare(1));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(only(DEPTH2_TRB, a, "prepare a successor while a trb run executes", ChipBusyException.class,
                 "requires an active predecessor before staging a successor", f -> {
                     NativeRun run = f.launched(0);
                     f.refused(() -> f.prepare(1));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(only(HBG, a, "launch a staged successor while its predecessor holds the chip", ChipBusyException.class,
                 "PTO_ERR_BUSY", f -> {
                     NativeRun predecessor = f.launched(0);
                     NativeRun successor = f.prepare(1);
                     f.refused(() -> f.chip.launch(successor));
-                    f.chip.finalize(predecessor);
+                    f.chip.finalizeRun(predecessor);
                     f.chip.launch(successor); // the same token launches once the predecessor is gone
-                    f.chip.finalize(successor);
+                    f.chip.finalizeRun(successor);
                 }));
         m.add(only(HBG, a, "stage a traced successor (a diagnostic never overlaps)", ChipBusyException.class,
                 "requires an active predecessor before staging a successor", f -> {
@@ -146,7 +146,7 @@ final class ChipMisuses {
                     CallConfig traced = CallConfig.builder().enableTrace(true)
                             .outputPrefix(System.getProperty("java.io.tmpdir")).build();
                     f.refused(() -> f.chip.prepare(CHAIN, MisuseFixture.args(), traced, f.lease(1), 3, 3, null));
-                    f.chip.finalize(predecessor);
+                    f.chip.finalizeRun(predecessor);
                 }));
     }
 
@@ -157,79 +157,79 @@ final class ChipMisuses {
         m.add(of(a, "launch a token of another ChipWorker", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun theirs = f.prepareOther(0);
             f.refused(() -> f.chip.launch(theirs));
-            f.other.finalize(theirs);
+            f.other.finalizeRun(theirs);
         }));
         m.add(of(a, "poll a launched token of another ChipWorker", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun theirs = f.prepareOther(0);
             f.other.launch(theirs);
             f.refused(() -> f.chip.poll(theirs));
-            f.other.finalize(theirs);
+            f.other.finalizeRun(theirs);
         }));
         m.add(of(a, "finalize a token of another ChipWorker", StaleRunException.class, FINALIZED, f -> {
             NativeRun theirs = f.prepareOther(0);
-            f.refused(() -> f.chip.finalize(theirs));
-            f.other.finalize(theirs);
+            f.refused(() -> f.chip.finalizeRun(theirs));
+            f.other.finalizeRun(theirs);
         }));
         m.add(of(a, "finalize my token on another ChipWorker while it has its own run", StaleRunException.class,
                 FINALIZED, f -> {
                     NativeRun mine = f.prepare(0);
                     NativeRun theirs = f.prepareOther(0);
-                    f.refused(() -> f.other.finalize(mine));
-                    f.other.finalize(theirs);
-                    f.chip.finalize(mine);
+                    f.refused(() -> f.other.finalizeRun(mine));
+                    f.other.finalizeRun(theirs);
+                    f.chip.finalizeRun(mine);
                 }));
         m.add(of(a, "finalize a fabricated token with run epoch 0", StaleRunException.class, FINALIZED, f -> {
             NativeRun run = f.prepare(0);
-            f.refused(() -> f.chip.finalize(new NativeRun(0, run.generation(), 0, run.runId(), run.dispatchId())));
-            f.chip.finalize(run);
+            f.refused(() -> f.chip.finalizeRun(new NativeRun(0, run.generation(), 0, run.runId(), run.dispatchId())));
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "launch a forged token (right slot, epoch + 1)", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.prepare(0);
             f.refused(() -> f.chip.launch(new NativeRun(0, run.generation(), run.runEpoch() + 1, 1, 1)));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "launch a forged token naming slot 5", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun run = f.prepare(0);
             f.refused(() -> f.chip.launch(new NativeRun(5, run.generation(), run.runEpoch(), 1, 1)));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "finalize a forged token naming slot -1", StaleRunException.class, FINALIZED, f -> {
             NativeRun run = f.prepare(0);
-            f.refused(() -> f.chip.finalize(new NativeRun(-1, run.generation(), run.runEpoch(), 1, 1)));
-            f.chip.finalize(run);
+            f.refused(() -> f.chip.finalizeRun(new NativeRun(-1, run.generation(), run.runEpoch(), 1, 1)));
+            f.chip.finalizeRun(run);
         }));
         m.add(only(DEPTH2, a, "launch a token whose epoch is moved to the other slot", StaleRunException.class,
                 WRONG_PHASE, f -> {
                     NativeRun run = f.prepare(0);
                     f.refused(() -> f.chip.launch(new NativeRun(1, run.generation(), run.runEpoch(), 1, 1)));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(of(a, "launch an old token after its slot was reused under the same lease", StaleRunException.class,
                 WRONG_PHASE, f -> {
                     PipelineSlotLease lease = f.lease(0);
                     NativeRun old = f.chip.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT, lease, 1, 1, null);
-                    f.chip.finalize(old);
+                    f.chip.finalizeRun(old);
                     NativeRun now = f.chip.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT, lease, 2, 2, null);
                     f.refused(() -> f.chip.launch(old));
-                    f.chip.finalize(now);
+                    f.chip.finalizeRun(now);
                 }));
         m.add(of(a, "finalize an old token after its slot was reused", StaleRunException.class, FINALIZED, f -> {
             NativeRun old = f.prepare(0);
-            f.chip.finalize(old);
+            f.chip.finalizeRun(old);
             NativeRun now = f.launched(0);
-            f.refused(() -> f.chip.finalize(old));
-            f.chip.finalize(now);
+            f.refused(() -> f.chip.finalizeRun(old));
+            f.chip.finalizeRun(now);
         }));
         m.add(of(a, "await an old token while the slot's new run executes", StaleRunException.class, WRONG_PHASE, f -> {
             NativeRun old = f.launched(0);
-            f.chip.finalize(old);
+            f.chip.finalizeRun(old);
             NativeRun now = f.launched(0);
             f.refused(() -> f.chip.await(old));
-            f.chip.finalize(now);
+            f.chip.finalizeRun(now);
         }));
         m.add(of(a, "launch a null token", NullPointerException.class, "run", f -> f.refused(() -> f.chip.launch(null))));
         m.add(of(a, "finalize a null token", NullPointerException.class, "run",
-                f -> f.refused(() -> f.chip.finalize(null))));
+                f -> f.refused(() -> f.chip.finalizeRun(null))));
     }
 
     // ---- two threads on one run (gated just before the library) -------------------------------
@@ -245,7 +245,7 @@ final class ChipMisuses {
             gate.open();
             first.join();
             if (!firstCall.equals("finalize")) {
-                f.chip.finalize(run);
+                f.chip.finalizeRun(run);
             }
         }));
     }
@@ -255,7 +255,7 @@ final class ChipMisuses {
             case "launch" -> f.chip.launch(run);
             case "poll" -> f.chip.poll(run);
             case "await" -> f.chip.await(run);
-            case "finalize" -> f.chip.finalize(run);
+            case "finalize" -> f.chip.finalizeRun(run);
             default -> throw new AssertionError(what);
         }
     }
@@ -290,7 +290,7 @@ final class ChipMisuses {
                     f.refused(() -> f.prepare(0));
                     gate.open();
                     first.join();
-                    f.chip.finalize(run[0]);
+                    f.chip.finalizeRun(run[0]);
                 }));
     }
 
@@ -301,18 +301,18 @@ final class ChipMisuses {
         m.add(of(a, "register while a run is prepared", ChipBusyException.class, "PTO_ERR_BUSY", f -> {
             NativeRun run = f.prepare(0);
             f.refused(() -> f.chip.registerCallable(5, MisuseFixture.chain()));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "re-register the running callable's id while it executes", ChipBusyException.class, "PTO_ERR_BUSY",
                 f -> {
                     NativeRun run = f.launched(0);
                     f.refused(() -> f.chip.registerCallable(CHAIN, MisuseFixture.chain()));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(of(a, "unregister while a run is prepared", ChipBusyException.class, "PTO_ERR_BUSY", f -> {
             NativeRun run = f.prepare(0);
             f.refused(() -> f.chip.unregisterCallable(CHAIN));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "register callable id 64", IllegalArgumentException.class, "callable id 64 is outside [0, 64)",
                 f -> f.refused(() -> f.chip.registerCallable(64, MisuseFixture.chain()))));
@@ -472,7 +472,7 @@ final class ChipMisuses {
             NativeRun run = f.chip.prepare(CHAIN, bufferArgs(Tensor.of(buf, DType.F32)), CallConfig.DEFAULT,
                     f.lease(0), 1, 1, null);
             f.refused(buf::close);
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
             buf.close();
         }));
         m.add(of(a, "free (chip.free) a buffer a launched run uses", IllegalStateException.class, "unfinalized run", f -> {
@@ -481,7 +481,7 @@ final class ChipMisuses {
                     f.lease(0), 1, 1, null);
             f.chip.launch(run);
             f.refused(() -> f.chip.free(buf));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
             f.chip.free(buf);
         }));
     }
@@ -521,14 +521,14 @@ final class ChipMisuses {
                 NativeRun run = f.chip.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT, f.lease(0), 1, 1, word);
                 f.refused(() -> f.other.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT, f.lease(0), 1, 1,
                         word));
-                f.chip.finalize(run);
+                f.chip.finalizeRun(run);
             }
         }));
         m.add(of(a, "reset an acceptance word a prepared run captured", IllegalStateException.class, "captured", f -> {
             try (AcceptanceWord word = AcceptanceWord.allocate()) {
                 NativeRun run = f.chip.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT, f.lease(0), 1, 1, word);
                 f.refused(word::reset);
-                f.chip.finalize(run);
+                f.chip.finalizeRun(run);
             }
         }));
         m.add(of(a, "close an acceptance word a launched run captured", IllegalStateException.class, "captured", f -> {
@@ -536,7 +536,7 @@ final class ChipMisuses {
                 NativeRun run = f.chip.prepare(CHAIN, MisuseFixture.args(), CallConfig.DEFAULT, f.lease(0), 1, 1, word);
                 f.chip.launch(run);
                 f.refused(word::close);
-                f.chip.finalize(run);
+                f.chip.finalizeRun(run);
             }
         }));
         m.add(of(a, "prepare with a closed acceptance word", IllegalStateException.class, "closed", f -> {

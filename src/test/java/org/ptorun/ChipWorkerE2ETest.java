@@ -172,7 +172,7 @@ class ChipWorkerE2ETest {
         chip.launch(run);
         chip.await(run);
         assertThat(chip.poll(run)).isTrue();
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertBitExact(f, reference(a, b));
     }
 
@@ -218,7 +218,7 @@ class ChipWorkerE2ETest {
         assertThatThrownBy(() -> chip.registerCallable(FAULT, chain))
                 .as("registry changes wait for the outstanding run")
                 .isInstanceOf(ChipBusyException.class);
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertThat(f).containsOnly(SENTINEL);
         chip.unregisterCallable(CHAIN);
         chip.registerCallable(CHAIN, chain);
@@ -233,7 +233,7 @@ class ChipWorkerE2ETest {
         PipelineSlotLease lease = PipelineSlotLease.of(0, 1);
         NativeRun first = chip.prepare(CHAIN, chainArgs(random(16, 1), random(16, 2), filled(16)),
                 CallConfig.DEFAULT, lease, 1, 1, null);
-        chip.finalize(first);
+        chip.finalizeRun(first);
         float[] a = random(16, 3);
         float[] b = random(16, 4);
         float[] f = filled(16);
@@ -244,7 +244,7 @@ class ChipWorkerE2ETest {
                 .hasMessageContaining("stale or used in the wrong phase")
                 .hasMessageContaining(first.identity());
         chip.launch(second);
-        chip.finalize(second);
+        chip.finalizeRun(second);
         assertBitExact(f, reference(a, b));
     }
 
@@ -260,8 +260,8 @@ class ChipWorkerE2ETest {
         assertThatThrownBy(() -> chip.await(run))
                 .isInstanceOf(StaleRunException.class).hasMessageContaining("stale or used in the wrong phase");
         chip.launch(run);
-        chip.finalize(run);
-        assertThatThrownBy(() -> chip.finalize(run))
+        chip.finalizeRun(run);
+        assertThatThrownBy(() -> chip.finalizeRun(run))
                 .isInstanceOf(StaleRunException.class).hasMessageContaining("stale or already finalized");
     }
 
@@ -277,10 +277,10 @@ class ChipWorkerE2ETest {
             NativeRun theirs = other.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)),
                     CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 1, 1, null);
             assertThatThrownBy(() -> other.launch(mine)).hasMessageContaining("stale or used in the wrong phase");
-            assertThatThrownBy(() -> other.finalize(mine)).hasMessageContaining("stale or already finalized");
+            assertThatThrownBy(() -> other.finalizeRun(mine)).hasMessageContaining("stale or already finalized");
             assertThatThrownBy(() -> chip.launch(theirs)).hasMessageContaining("stale or used in the wrong phase");
-            chip.finalize(mine);
-            other.finalize(theirs);
+            chip.finalizeRun(mine);
+            other.finalizeRun(theirs);
         }
     }
 
@@ -289,7 +289,7 @@ class ChipWorkerE2ETest {
     void aStaleLeaseGenerationAndALeaseOutsideTheContractAreRefused(Variant variant) {
         open(variant);
         chip.registerCallable(CHAIN, vectorChain(8));
-        chip.finalize(chip.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)), CallConfig.DEFAULT,
+        chip.finalizeRun(chip.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)), CallConfig.DEFAULT,
                 PipelineSlotLease.of(0, 2), 1, 1, null));
         assertThatThrownBy(() -> chip.prepare(CHAIN, chainArgs(random(8, 1), random(8, 2), filled(8)),
                 CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 1, 1, null))
@@ -325,7 +325,7 @@ class ChipWorkerE2ETest {
         threads.submit(() -> chip.poll(run)).get(60, TimeUnit.SECONDS);
         threads.submit(() -> chip.await(run)).get(60, TimeUnit.SECONDS);
         assertThat(threads.submit(() -> chip.poll(run)).get(60, TimeUnit.SECONDS)).isTrue();
-        threads.submit(() -> chip.finalize(run)).get(60, TimeUnit.SECONDS);
+        threads.submit(() -> chip.finalizeRun(run)).get(60, TimeUnit.SECONDS);
         assertBitExact(f, reference(a, b));
     }
 
@@ -373,7 +373,7 @@ class ChipWorkerE2ETest {
             assertThat(f).containsOnly(SENTINEL);
             assertThatThrownBy(() -> chip.poll(successor)).hasMessageContaining("stale or used in the wrong phase");
 
-            chip.finalize(predecessor);
+            chip.finalizeRun(predecessor);
             float[] sum = new float[big];
             for (int i = 0; i < big; i++) {
                 sum[i] = x[i] + y[i];
@@ -382,7 +382,7 @@ class ChipWorkerE2ETest {
 
             chip.launch(successor);
             assertThat(second.value()).isEqualTo(2);
-            chip.finalize(successor);
+            chip.finalizeRun(successor);
             assertBitExact(f, reference(a, b));
         }
         long bank0 = chip.arenaBankGmHeapBase(0);
@@ -420,7 +420,7 @@ class ChipWorkerE2ETest {
                     .hasMessageContaining("injected failure before the launch marker")
                     .hasMessageContaining(failing.identity());
             assertThat(word.value()).as("never written, now or later").isZero();
-            assertThatThrownBy(() -> chip.finalize(failing)).isInstanceOf(PtoRunException.class);
+            assertThatThrownBy(() -> chip.finalizeRun(failing)).isInstanceOf(PtoRunException.class);
             assertThat(word.value()).isZero();
             assertThat(untouched).containsOnly(SENTINEL);
 
@@ -459,7 +459,7 @@ class ChipWorkerE2ETest {
                     predecessorTraced ? CallConfig.DEFAULT : traced, PipelineSlotLease.of(1, 1), 2, 2, null))
                     .isInstanceOf(ChipBusyException.class)
                     .hasMessageContaining("requires an active predecessor before staging a successor");
-            chip.finalize(predecessor);
+            chip.finalizeRun(predecessor);
         }
     }
 
@@ -481,7 +481,7 @@ class ChipWorkerE2ETest {
             if (i % 3 != 0) {
                 chip.launch(run);
             }
-            chip.finalize(run);
+            chip.finalizeRun(run);
             assertThat(chip.committedDeviceMemory()).as("after finalize %d", i).isEqualTo(baseline);
         }
     }
@@ -518,7 +518,7 @@ class ChipWorkerE2ETest {
             } catch (KernelFaultException early) {
                 // the fault may end the run before the launch marker: launch reports it, finalize still runs
             }
-            assertThatThrownBy(() -> chip.finalize(run))
+            assertThatThrownBy(() -> chip.finalizeRun(run))
                     .isInstanceOf(KernelFaultException.class)
                     .hasMessageMatching("(?s).*task 0\\b.*func_id 7\\b.*")
                     .hasMessageContaining(run.identity());
@@ -530,7 +530,7 @@ class ChipWorkerE2ETest {
         NativeRun next = chip.prepare(CHAIN, chainArgs(a, b, f), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 78, 2,
                 null);
         chip.launch(next);
-        chip.finalize(next);
+        chip.finalizeRun(next);
         assertBitExact(f, reference(a, b));
     }
 }

@@ -165,7 +165,7 @@ class ChipWorkerPhaseTableTest {
         long polls = fake.count("pollRun");
         assertThat(chip.poll(run)).as("REAPED answers without a native call").isTrue();
         assertThat(fake.count("pollRun")).isEqualTo(polls);
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertThat(chip.phaseOf(1)).isEqualTo(Phase.EMPTY);
         assertThat(fake.count("waitRun")).as("a reaped run is not waited again").isZero();
         assertThat(fake.callsOf("finalizeRun")).extracting(FakeNativeApi.Call::slot).containsExactly(1);
@@ -211,8 +211,8 @@ class ChipWorkerPhaseTableTest {
         chip.launch(first);
         assertThatThrownBy(() -> prepare(chip, 0, 2))
                 .hasMessageContaining("slot already owns an unfinished native run");
-        chip.finalize(first);
-        chip.finalize(prepare(chip, 0, 2));
+        chip.finalizeRun(first);
+        chip.finalizeRun(prepare(chip, 0, 2));
     }
 
     @Test
@@ -230,15 +230,15 @@ class ChipWorkerPhaseTableTest {
                 .hasMessageContaining("requires an active predecessor before staging a successor");
         NativeRun successor = prepare(chip, 1, 1);
         assertThat(chip.phaseOf(1)).isEqualTo(Phase.PREPARED);
-        chip.finalize(successor);
-        chip.finalize(predecessor);
+        chip.finalizeRun(successor);
+        chip.finalizeRun(predecessor);
 
         NativeRun traced = chip.prepare(0, args(), TRACED, PipelineSlotLease.of(0, 2), 0, 0, null);
         chip.launch(traced);
         assertThatThrownBy(() -> prepare(chip, 1, 2))
                 .as("a diagnostic predecessor")
                 .hasMessageContaining("requires an active predecessor before staging a successor");
-        chip.finalize(traced);
+        chip.finalizeRun(traced);
     }
 
     @Test
@@ -251,23 +251,23 @@ class ChipWorkerPhaseTableTest {
         chip.launch(predecessor);
         assertThatThrownBy(() -> prepare(chip, 1, 1))
                 .hasMessageContaining("requires an active predecessor before staging a successor");
-        chip.finalize(predecessor);
-        chip.finalize(prepare(chip, 1, 1));
+        chip.finalizeRun(predecessor);
+        chip.finalizeRun(prepare(chip, 1, 1));
     }
 
     @Test
     void theGenerationFilterRefusesOlderLeasesAndAdmitsEqualOnes() {
         FakeNativeApi fake = fake();
         ChipWorker chip = open(fake, DEPTH2);
-        chip.finalize(prepare(chip, 0, 5));
+        chip.finalizeRun(prepare(chip, 0, 5));
         assertThatThrownBy(() -> prepare(chip, 0, 4))
                 .isExactlyInstanceOf(LeaseRejectedException.class)
                 .hasMessageContaining("lease generation is stale")
                 .hasMessageContaining("slot=0 generation=4");
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
-        chip.finalize(prepare(chip, 0, 5));
-        chip.finalize(prepare(chip, 0, 6));
-        chip.finalize(prepare(chip, 1, 1)); // generations are per slot
+        chip.finalizeRun(prepare(chip, 0, 5));
+        chip.finalizeRun(prepare(chip, 0, 6));
+        chip.finalizeRun(prepare(chip, 1, 1)); // generations are per slot
         assertThat(fake.count("prepareRun")).as("the stale prepare reached no native code").isEqualTo(4);
     }
 
@@ -275,19 +275,19 @@ class ChipWorkerPhaseTableTest {
     void twoPreparesUnderOneGenerationGetTwoEpochsAndTheOldTokenIsRefused() {
         ChipWorker chip = open(fake(), DEPTH2);
         NativeRun first = prepare(chip, 0, 1);
-        chip.finalize(first);
+        chip.finalizeRun(first);
         NativeRun second = prepare(chip, 0, 1);
         assertThat(second.runEpoch()).isGreaterThan(first.runEpoch());
         assertThatThrownBy(() -> chip.launch(first))
                 .isExactlyInstanceOf(StaleRunException.class)
                 .hasMessageContaining("stale or used in the wrong phase")
                 .hasMessageContaining("run_epoch=" + first.runEpoch() + ")");
-        assertThatThrownBy(() -> chip.finalize(first)).hasMessageContaining("stale or already finalized");
+        assertThatThrownBy(() -> chip.finalizeRun(first)).hasMessageContaining("stale or already finalized");
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.PREPARED);
         chip.launch(second);
         assertThatThrownBy(() -> chip.poll(first)).hasMessageContaining("stale or used in the wrong phase");
         assertThatThrownBy(() -> chip.await(first)).hasMessageContaining("stale or used in the wrong phase");
-        chip.finalize(second);
+        chip.finalizeRun(second);
     }
 
     @Test
@@ -301,7 +301,7 @@ class ChipWorkerPhaseTableTest {
                 .hasMessageContaining("PREPARED");
         assertThatThrownBy(() -> chip.await(run)).hasMessageContaining("stale or used in the wrong phase");
         assertThat(fake.count("pollRun") + fake.count("waitRun")).isZero();
-        chip.finalize(run);
+        chip.finalizeRun(run);
     }
 
     @Test
@@ -309,8 +309,8 @@ class ChipWorkerPhaseTableTest {
         FakeNativeApi fake = fake();
         ChipWorker chip = open(fake, DEPTH2);
         NativeRun run = prepare(chip, 0, 1);
-        chip.finalize(run);
-        assertThatThrownBy(() -> chip.finalize(run))
+        chip.finalizeRun(run);
+        assertThatThrownBy(() -> chip.finalizeRun(run))
                 .isExactlyInstanceOf(StaleRunException.class)
                 .hasMessageContaining("stale or already finalized")
                 .hasMessageContaining("(run_id=7 slot=0 generation=1 dispatch_id=9 run_epoch=" + run.runEpoch() + ")");
@@ -325,14 +325,14 @@ class ChipWorkerPhaseTableTest {
         NativeRun onB = prepare(b, 0, 1);
         assertThat(onA.runEpoch()).isNotEqualTo(onB.runEpoch());
         assertThatThrownBy(() -> b.launch(onA)).hasMessageContaining("stale or used in the wrong phase");
-        assertThatThrownBy(() -> b.finalize(onA)).hasMessageContaining("stale or already finalized");
-        assertThatThrownBy(() -> a.finalize(new NativeRun(0, 1, 0, 7, 9)))
+        assertThatThrownBy(() -> b.finalizeRun(onA)).hasMessageContaining("stale or already finalized");
+        assertThatThrownBy(() -> a.finalizeRun(new NativeRun(0, 1, 0, 7, 9)))
                 .as("epoch 0 never names a prepared run")
                 .hasMessageContaining("stale or already finalized");
         assertThatThrownBy(() -> a.launch(new NativeRun(5, 1, onA.runEpoch(), 7, 9)))
                 .hasMessageContaining("stale or used in the wrong phase");
-        a.finalize(onA);
-        b.finalize(onB);
+        a.finalizeRun(onA);
+        b.finalizeRun(onB);
     }
 
     // ---- launch outcomes -----------------------------------------------------------------
@@ -354,7 +354,7 @@ class ChipWorkerPhaseTableTest {
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.PREPARED);
         chip.launch(run);
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.LAUNCHED);
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertThat(fake.count("waitRun")).isEqualTo(1);
     }
 
@@ -372,7 +372,7 @@ class ChipWorkerPhaseTableTest {
         assertThat(chip.poll(run)).isTrue();
         assertThat(fake.count("pollRun")).isEqualTo(polls);
         fake.script("finalizeRun", -10, "task 3 func_id 7 returned 5");
-        assertThatThrownBy(() -> chip.finalize(run))
+        assertThatThrownBy(() -> chip.finalizeRun(run))
                 .isExactlyInstanceOf(KernelFaultException.class)
                 .hasMessageContaining("run failed (reported by finalize): PTO_ERR_KERNEL_FAULT (-10): task 3 func_id 7 returned 5")
                 .hasMessageContaining(run.identity());
@@ -390,19 +390,19 @@ class ChipWorkerPhaseTableTest {
         chip.launch(run);
         fake.script("waitRun", -11, "run exceeded 45000 ms");
         fake.script("finalizeRun", -11, "run exceeded 45000 ms");
-        assertThatThrownBy(() -> chip.finalize(run)).isExactlyInstanceOf(RunTimeoutException.class);
+        assertThatThrownBy(() -> chip.finalizeRun(run)).isExactlyInstanceOf(RunTimeoutException.class);
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
 
         NativeRun next = prepare(chip, 0, 1);
         chip.launch(next);
         fake.script("waitRun", -15, "poisoned");
         fake.script("finalizeRun", 0, "");
-        assertThatThrownBy(() -> chip.finalize(next))
+        assertThatThrownBy(() -> chip.finalizeRun(next))
                 .as("a failed execution is reported even when finalize itself succeeded")
                 .isExactlyInstanceOf(ChipPoisonedException.class)
                 .hasMessageContaining("run failed: PTO_ERR_POISONED (-15): poisoned");
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
-        chip.finalize(prepare(chip, 0, 1));
+        chip.finalizeRun(prepare(chip, 0, 1));
     }
 
     @Test
@@ -444,18 +444,18 @@ class ChipWorkerPhaseTableTest {
         long inStaging = block.getLong(Layouts.ChipTensor.ADDR);
         assertThat(NativeMemory.view(inStaging, 16).order(ByteOrder.LITTLE_ENDIAN).getFloat(12))
                 .as("IN staged").isEqualTo(4f);
-        chip.finalize(abandoned);
+        chip.finalizeRun(abandoned);
         assertThat(out).as("never launched: nothing copied back").containsExactly(-1, -1, -1, -1);
 
         NativeRun failed = chip.prepare(0, args, CONFIG, PipelineSlotLease.of(0, 1), 0, 0, null);
         chip.launch(failed);
         fake.script("finalizeRun", -10, "task 0 func_id 0 returned 1");
-        assertThatThrownBy(() -> chip.finalize(failed)).isInstanceOf(KernelFaultException.class);
+        assertThatThrownBy(() -> chip.finalizeRun(failed)).isInstanceOf(KernelFaultException.class);
         assertThat(out).as("failed: nothing copied back").containsExactly(-1, -1, -1, -1);
 
         NativeRun ok = chip.prepare(0, args, CONFIG, PipelineSlotLease.of(0, 1), 0, 0, null);
         chip.launch(ok);
-        chip.finalize(ok);
+        chip.finalizeRun(ok);
         // an OUT array is produced whole: it takes every byte the run copied back into its staging
         assertThat(out[0]).isEqualTo(FakeNativeApi.RESULT);
         assertThat(in).as("IN is never copied back").containsExactly(1, 2, 3, 4);
@@ -481,7 +481,7 @@ class ChipWorkerPhaseTableTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("unfinalized run");
         chip.launch(run);
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertThat(direct.getFloat(16)).as("the library wrote the buffer in place").isEqualTo(FakeNativeApi.RESULT);
         device.close();
         device.close();
@@ -575,7 +575,7 @@ class ChipWorkerPhaseTableTest {
             chip.launch(run);
             assertThat(word.isAccepted()).isTrue();
             assertThat(word.value()).isEqualTo(5);
-            chip.finalize(run);
+            chip.finalizeRun(run);
             word.reset();
             assertThat(word.value()).isZero();
         }
@@ -603,20 +603,20 @@ class ChipWorkerPhaseTableTest {
         assertThatThrownBy(() -> chip.poll(predecessor))
                 .isInstanceOf(StaleRunException.class)
                 .hasMessageContaining("another call on this run is in progress");
-        assertThatThrownBy(() -> chip.finalize(predecessor))
+        assertThatThrownBy(() -> chip.finalizeRun(predecessor))
                 .hasMessageContaining("another call on this run is in progress");
         inPoll.open();
         assertThat(blockedPoll.get(30, TimeUnit.SECONDS)).isFalse();
 
         FakeNativeApi.Gate inFinalize = fake.block("finalizeRun", 0);
-        Future<?> blockedFinalize = pool.submit(() -> chip.finalize(predecessor));
+        Future<?> blockedFinalize = pool.submit(() -> chip.finalizeRun(predecessor));
         inFinalize.awaitEntered();
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.FINALIZING);
         chip.launch(successor); // the fake does not model the claim: this only shows the lock is free
         assertThat(chip.poll(successor)).isTrue();
         inFinalize.open();
         blockedFinalize.get(30, TimeUnit.SECONDS);
-        chip.finalize(successor);
+        chip.finalizeRun(successor);
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
         assertThat(chip.phaseOf(1)).isEqualTo(Phase.EMPTY);
     }
@@ -635,7 +635,7 @@ class ChipWorkerPhaseTableTest {
                 .hasMessageContaining("slot already owns an unfinished native run");
         inPrepare.open();
         NativeRun run = parked.get(30, TimeUnit.SECONDS);
-        chip.finalize(run);
+        chip.finalizeRun(run);
     }
 
     @Test
@@ -653,7 +653,7 @@ class ChipWorkerPhaseTableTest {
             threads[1].submit(() -> chip.launch(run)).get(30, TimeUnit.SECONDS);
             assertThat(threads[2].submit(() -> chip.poll(run)).get(30, TimeUnit.SECONDS)).isFalse();
             threads[3].submit(() -> chip.await(run)).get(30, TimeUnit.SECONDS);
-            threads[4].submit(() -> chip.finalize(run)).get(30, TimeUnit.SECONDS);
+            threads[4].submit(() -> chip.finalizeRun(run)).get(30, TimeUnit.SECONDS);
         } finally {
             for (ExecutorService t : threads) {
                 t.shutdownNow();
@@ -680,7 +680,7 @@ class ChipWorkerPhaseTableTest {
         assertThat(fake.count("waitRun")).isEqualTo(1);
         fake.script("finalizeRun", -10, "task 1 func_id 2 returned 3");
         assertThatThrownBy(() -> on(() -> {
-            chip.finalize(run);
+            chip.finalizeRun(run);
             return null;
         })).hasCauseInstanceOf(KernelFaultException.class);
     }
@@ -691,7 +691,7 @@ class ChipWorkerPhaseTableTest {
     void anUnleasedRunUsesSlotZeroWithEpochZeroAndTouchesNoGenerationFilter() {
         FakeNativeApi fake = fake();
         ChipWorker chip = open(fake, DEPTH2);
-        chip.finalize(prepare(chip, 0, 9));
+        chip.finalizeRun(prepare(chip, 0, 9));
         float[] out = new float[2];
         ChipCallable callable = ChipCallable.builder().signature(Direction.OUT).child(0, Kernel.vfill())
                 .program(Program.builder().submit(0, Param.tensor(0, Direction.OUT, 0, 8), Param.scalarF32(1f)).build())
@@ -704,7 +704,7 @@ class ChipWorkerPhaseTableTest {
         assertThat(d.getLong(Layouts.NativeRunDescriptor.RUN_EPOCH)).isZero();
         assertThat(d.getLong(Layouts.NativeRunDescriptor.GENERATION)).isZero();
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
-        chip.finalize(prepare(chip, 0, 9)); // the filter still admits generation 9
+        chip.finalizeRun(prepare(chip, 0, 9)); // the filter still admits generation 9
 
         fake.script("run", -10, "task 0 func_id 0 returned 1");
         assertThatThrownBy(() -> chip.run(0, TaskArgs.of(Tensor.of(out)), CONFIG))
@@ -728,7 +728,7 @@ class ChipWorkerPhaseTableTest {
         assertThatThrownBy(() -> chip.run(0, args(), CONFIG))
                 .isInstanceOf(ChipBusyException.class)
                 .hasMessageContaining("slot already owns an unfinished native run");
-        chip.finalize(held);
+        chip.finalizeRun(held);
     }
 
     // ---- close ------------------------------------------------------------------------------
@@ -753,7 +753,7 @@ class ChipWorkerPhaseTableTest {
         assertThat(chip.isClosed()).isTrue();
         assertThatThrownBy(() -> prepare(chip, 0, 2)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> chip.launch(waiting)).isInstanceOf(IllegalStateException.class);
-        assertThatThrownBy(() -> chip.finalize(running)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> chip.finalizeRun(running)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> chip.malloc(8)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(chip::committedDeviceMemory).isInstanceOf(IllegalStateException.class);
         buffer.close(); // the device released it already: no native call

@@ -108,7 +108,7 @@ class ChipWorkerRaceTest {
 
         // the prepared run copies back by the signature it was prepared with: y, not x
         chip.launch(run);
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertThat(x[0]).isEqualTo(1f);
         assertThat(y[0]).isEqualTo(FakeNativeApi.RESULT);
     }
@@ -135,7 +135,7 @@ class ChipWorkerRaceTest {
         prepare.join();
         NativeRun run = prepared.get();
         chip.launch(run);
-        chip.finalize(run);
+        chip.finalizeRun(run);
         assertThat(x[0]).as("OUT_IN writes x").isEqualTo(FakeNativeApi.RESULT);
         assertThat(y[0]).as("OUT_IN only reads y").isEqualTo(5f);
     }
@@ -207,7 +207,7 @@ class ChipWorkerRaceTest {
                     return;
                 default:
                     chip.launch(token[0]);
-                    chip.finalize(token[0]);
+                    chip.finalizeRun(token[0]);
             }
         });
         gate.awaitEntered();
@@ -230,7 +230,7 @@ class ChipWorkerRaceTest {
         assertThat(fake.callsOf("destroyDeviceContext")).hasSize(1);
         if (!fn.equals("finalizeRun")) {
             // the caller's token outlived its run: close finalized it
-            assertThatThrownBy(() -> chip.finalize(token[0]))
+            assertThatThrownBy(() -> chip.finalizeRun(token[0]))
                     .isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
         }
     }

@@ -129,7 +129,7 @@ class CloseDuringCallE2ETest {
             if (fn.equals("waitRun")) {
                 chip.await(token[0]);
             } else if (fn.equals("finalizeRun")) {
-                chip.finalize(token[0]);
+                chip.finalizeRun(token[0]);
             }
         }, threads);
         assertThat(gate.entered.await(60, TimeUnit.SECONDS)).as("the caller reached " + fn).isTrue();
@@ -148,7 +148,7 @@ class CloseDuringCallE2ETest {
             // the caller's finalize ran to the end: the golden result was copied back
             SimE2E.assertBitExact(outs[0], ChipWorkerE2ETest.reference(a, b));
         } else {
-            assertThatThrownBy(() -> chip.finalize(token[0])).isInstanceOf(IllegalStateException.class)
+            assertThatThrownBy(() -> chip.finalizeRun(token[0])).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("is closed");
         }
         assertThat(NativeThreads.now().minus(before).total()).as("ptorun native threads left after close")

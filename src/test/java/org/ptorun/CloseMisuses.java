@@ -95,7 +95,7 @@ final class CloseMisuses {
                         gate.open();
                         caller.join();
                         closer.join();
-                        f.refused(() -> chip.finalize(token[0]));
+                        f.refused(() -> chip.finalizeRun(token[0]));
                     }));
         }
         return m;
@@ -106,7 +106,7 @@ final class CloseMisuses {
             case "launch" -> chip.launch(run);
             case "poll" -> chip.poll(run);
             case "await" -> chip.await(run);
-            case "finalize" -> chip.finalize(run);
+            case "finalize" -> chip.finalizeRun(run);
             default -> throw new AssertionError(call);
         }
     }

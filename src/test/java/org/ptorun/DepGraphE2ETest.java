@@ -39,7 +39,7 @@ class DepGraphE2ETest {
             chip.registerCallable(ID, callable);
             NativeRun run = chip.prepare(ID, args, config, PipelineSlotLease.of(0, 1), 42, 7, null);
             chip.launch(run);
-            chip.finalize(run);
+            chip.finalizeRun(run);
             Path file = prefix.resolve("dep_graph_42_" + run.runEpoch() + ".dot");
             assertThat(file).as("the graph file of run_id 42, run_epoch %d", run.runEpoch()).isRegularFile();
             try (var listing = Files.list(prefix)) {

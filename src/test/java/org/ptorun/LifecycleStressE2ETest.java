@@ -244,7 +244,7 @@ class LifecycleStressE2ETest {
 
             // nothing was disturbed: the foreign run still launches and is golden
             other.launch(foreign);
-            other.finalize(foreign);
+            other.finalizeRun(foreign);
             assertBitExact(ff, ChipWorkerE2ETest.reference(fa, fb));
             assertThat(other.committedDeviceMemory()).as("the other chip's committed device memory")
                     .isEqualTo(otherMemory);
@@ -288,7 +288,7 @@ class LifecycleStressE2ETest {
                 case LAUNCH -> chip.launch(run);
                 case POLL -> chip.poll(run);
                 case AWAIT -> chip.await(run);
-                case FINALIZE -> chip.finalize(run);
+                case FINALIZE -> chip.finalizeRun(run);
                 default -> throw new AssertionError(this);
             }
         }
@@ -748,7 +748,7 @@ class LifecycleStressE2ETest {
                 refusedAsStale(chip, Op.POLL, successor.token, null);
                 refused(Refusal.EARLY_SUCCESSOR_LAUNCH);
             }
-            chip.finalize(r.token);
+            chip.finalizeRun(r.token);
             int input = r.plan.input();
             if (r.launched) {
                 assertBitExact(r.output, golden[input]);

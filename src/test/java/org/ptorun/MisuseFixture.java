@@ -233,7 +233,7 @@ final class MisuseFixture implements AutoCloseable {
             NativeRun run = chip.prepare(CHAIN, ChipWorkerE2ETest.chainArgs(a, b, f), CallConfig.DEFAULT, lease(slot),
                     900 + slot, 900 + slot, null);
             chip.launch(run);
-            chip.finalize(run);
+            chip.finalizeRun(run);
             SimE2E.assertBitExact(f, ChipWorkerE2ETest.reference(a, b));
         }
     }

@@ -239,7 +239,7 @@ class OnboardFaultMatrixE2ETest {
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertIdentity(e, 7);
             assertThat(word.value()).isZero();
-            catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            catchThrowableOfType(PtoRunException.class, () -> chip.finalizeRun(run));
             assertThat(chip.isHealthy()).isTrue();
             word.reset();
             assertRunsGolden(chip, 8);
@@ -260,7 +260,7 @@ class OnboardFaultMatrixE2ETest {
             launchFailingRun(chip, run, 9);
             assertThat(word.isAccepted()).isTrue();
             chip.await(run);
-            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalizeRun(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertIdentity(e, 9);
@@ -290,7 +290,7 @@ class OnboardFaultMatrixE2ETest {
                 assertThat(chip.poll(run)).isFalse();
                 assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(timeoutMs / 2);
             }
-            RunTimeoutException e = catchThrowableOfType(RunTimeoutException.class, () -> chip.finalize(run));
+            RunTimeoutException e = catchThrowableOfType(RunTimeoutException.class, () -> chip.finalizeRun(run));
             long elapsedMs = (System.nanoTime() - start) / 1_000_000;
             assertThat(e).isNotNull();
             assertIdentity(e, 11);
@@ -312,7 +312,7 @@ class OnboardFaultMatrixE2ETest {
             chip.launch(run);
             chip.await(run);
             FAULTS.inject(Fault.D2H, 0);
-            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalizeRun(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertIdentity(e, 13);
@@ -348,7 +348,7 @@ class OnboardFaultMatrixE2ETest {
             launchFailingRun(chip, run, 24);
             assertThat(word.value()).isEqualTo(1);
             chip.await(run);
-            KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
+            KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalizeRun(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.KERNEL_FAULT.code());
             assertThat(e.getMessage()).contains("kernel fault: task 0 (func_id 7, kernel 'vadd') returned");
@@ -376,7 +376,7 @@ class OnboardFaultMatrixE2ETest {
             chip.await(run);
             // the drain has read the status block: the next D2H is finalize's read
             FAULTS.inject(Fault.D2H, 0);
-            KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
+            KernelFaultException e = catchThrowableOfType(KernelFaultException.class, () -> chip.finalizeRun(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.KERNEL_FAULT.code());
             assertThat(e.getMessage()).contains("the run failed (-10); its device status could not be read");
@@ -407,7 +407,7 @@ class OnboardFaultMatrixE2ETest {
             chip.await(run);
             assertThat(chip.poll(run)).isTrue();
             FAULTS.inject(Fault.DEVICE_LOST, 0);
-            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalize(run));
+            PtoRunException e = catchThrowableOfType(PtoRunException.class, () -> chip.finalizeRun(run));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertIdentity(e, 17);

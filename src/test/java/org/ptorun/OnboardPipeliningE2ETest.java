@@ -39,10 +39,10 @@ class OnboardPipeliningE2ETest {
             NativeRun second = chip.prepare(1, ChipWorkerE2ETest.chainArgs(a, b, out1), CallConfig.DEFAULT,
                     PipelineSlotLease.of(1, 1), 2, 2, null);
             chip.await(first);
-            chip.finalize(first);
+            chip.finalizeRun(first);
             chip.launch(second);
             chip.await(second);
-            chip.finalize(second);
+            chip.finalizeRun(second);
 
             long perPrepare = variant.arch() == Variant.Arch.A2A3 ? 1 : 0;
             assertThat(chip.runStreamSetCreateCount() - before).isEqualTo(2 * perPrepare);

@@ -117,7 +117,7 @@ class PreciseAnswersE2ETest {
             NativeRun run = chip.prepare(1, args, config, PipelineSlotLease.of(0, 1), 21, 21, null);
             FAULTS.inject(Fault.HANG, 0);
             chip.launch(run);
-            RunTimeoutException e = catchThrowableOfType(RunTimeoutException.class, () -> chip.finalize(run));
+            RunTimeoutException e = catchThrowableOfType(RunTimeoutException.class, () -> chip.finalizeRun(run));
             assertThat(e).isNotNull();
             assertThat(e.getMessage()).contains("exceeded its timeout of 200 ms");
         } finally {

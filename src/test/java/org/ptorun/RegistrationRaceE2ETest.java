@@ -97,7 +97,7 @@ class RegistrationRaceE2ETest {
                 try {
                     chip.launch(run);
                 } finally {
-                    chip.finalize(run);
+                    chip.finalizeRun(run);
                 }
             } catch (ChipBusyException busy) {
                 return true; // the other runner holds the chip; nothing ran

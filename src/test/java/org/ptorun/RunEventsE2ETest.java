@@ -50,7 +50,7 @@ class RunEventsE2ETest {
                     CallConfig.DEFAULT, lease, 41, 42, null);
             chip.launch(ok);
             chip.await(ok);
-            chip.finalize(ok);
+            chip.finalizeRun(ok);
             failed = chip.prepare(FAULT, TaskArgs.of(Tensor.of(random(N, 5)), Tensor.of(random(N, 6)),
                     Tensor.of(filled(N))), CallConfig.DEFAULT, lease, 43, 44, null);
             try {
@@ -59,7 +59,7 @@ class RunEventsE2ETest {
                 // a short failing run may end before launch returns: launch then reports it
             }
             NativeRun f = failed;
-            assertThatThrownBy(() -> chip.finalize(f)).isInstanceOf(KernelFaultException.class);
+            assertThatThrownBy(() -> chip.finalizeRun(f)).isInstanceOf(KernelFaultException.class);
             recording.stop();
             recording.dump(file);
         }

@@ -176,7 +176,7 @@ class RuntimeGoldenE2ETest {
             } catch (KernelFaultException early) {
                 messages.add(early.getMessage());
             }
-            KernelFaultException late = catchThrowableOfType(KernelFaultException.class, () -> chip.finalize(run));
+            KernelFaultException late = catchThrowableOfType(KernelFaultException.class, () -> chip.finalizeRun(run));
             assertThat(late).isNotNull();
             messages.add(late.getMessage());
             KernelFaultException blocking = catchThrowableOfType(KernelFaultException.class, () -> chip.run(ID,
@@ -223,7 +223,7 @@ class RuntimeGoldenE2ETest {
             } catch (KernelFaultException early) {
                 // the fault may end the run before the launch marker: launch reports it, finalize still runs
             }
-            assertThatThrownBy(() -> chip.finalize(run))
+            assertThatThrownBy(() -> chip.finalizeRun(run))
                     .isInstanceOf(KernelFaultException.class)
                     .hasMessageMatching("(?s).*task 2\\b.*func_id 9\\b.*")
                     .hasMessageContaining(run.identity());
@@ -263,7 +263,7 @@ class RuntimeGoldenE2ETest {
             chip.launch(run);
             chip.await(run);
             assertThat(chip.poll(run)).isTrue();
-            chip.finalize(run);
+            chip.finalizeRun(run);
             float[] untouched = random(16, 3);
             float[] inout = untouched.clone();
             chip.run(ID + 1, TaskArgs.of(Tensor.of(random(16, 4)), Tensor.of(inout)), CallConfig.DEFAULT);

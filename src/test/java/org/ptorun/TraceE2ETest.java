@@ -46,7 +46,7 @@ class TraceE2ETest {
             NativeRun run = chip.prepare(ID, args, config, PipelineSlotLease.of(0, 3), 42, 7, null);
             chip.launch(run);
             chip.await(run);
-            chip.finalize(run);
+            chip.finalizeRun(run);
             Path file = prefix.resolve("trace_42_" + run.runEpoch() + ".json");
             assertThat(file).as("the trace of run_id 42, run_epoch %d", run.runEpoch()).isRegularFile();
             try (var listing = Files.list(prefix)) {

@@ -201,7 +201,7 @@ final class WorkerAndContractMisuses {
                     long storage = f.chip.runtimeBufferAddresses().get(0);
                     f.refusedRaw(() -> api(f).prepareRun(ctx(f), storage, CHAIN, b.args().address(),
                             b.cfg().address(), b.desc().address()));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         for (String fn : List.of("launch", "poll", "wait", "finalize")) {
             m.add(of(a, fn + " on an empty storage", RawRefusal.class, "PTO_ERR_BAD_STORAGE (-4)",
@@ -211,7 +211,7 @@ final class WorkerAndContractMisuses {
             m.add(of(a, fn + " on a prepared, never launched storage", RawRefusal.class, "PTO_ERR_WRONG_PHASE (-5)", f -> {
                 NativeRun run = f.prepare(0);
                 f.refusedRaw(() -> phase(f, fn, f.chip.runtimeBufferAddresses().get(0)));
-                f.chip.finalize(run);
+                f.chip.finalizeRun(run);
             }));
         }
         for (String fn : List.of("launch", "finalize")) {
@@ -219,7 +219,7 @@ final class WorkerAndContractMisuses {
                     "belongs to another device context", f -> {
                         NativeRun theirs = f.prepareOther(0);
                         f.refusedRaw(() -> phase(f, fn, f.other.runtimeBufferAddresses().get(0)));
-                        f.other.finalize(theirs);
+                        f.other.finalizeRun(theirs);
                     }));
         }
         m.add(of(a, "poll a misaligned storage", RawRefusal.class, "PTO_ERR_INVALID_ARGUMENT (-3)",
@@ -227,18 +227,18 @@ final class WorkerAndContractMisuses {
         m.add(of(a, "finalize_device while a run is outstanding", RawRefusal.class, "PTO_ERR_BUSY (-6)", f -> {
             NativeRun run = f.prepare(0);
             f.refusedRaw(() -> api(f).finalizeDevice(ctx(f)));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "destroy_device_context while a run is outstanding", RawRefusal.class, "the context is left alive",
                 f -> {
                     NativeRun run = f.prepare(0);
                     f.refusedRawVoid(() -> api(f).destroyDeviceContext(ctx(f)));
-                    f.chip.finalize(run);
+                    f.chip.finalizeRun(run);
                 }));
         m.add(of(a, "unregister while a run is outstanding", RawRefusal.class, "PTO_ERR_BUSY (-6)", f -> {
             NativeRun run = f.prepare(0);
             f.refusedRaw(() -> api(f).unregisterCallable(ctx(f), CHAIN));
-            f.chip.finalize(run);
+            f.chip.finalizeRun(run);
         }));
         m.add(of(a, "register callable id 64", RawRefusal.class, "PTO_ERR_INVALID_ARGUMENT (-3)", f -> {
             byte[] bytes = MisuseFixture.fill().bytes();

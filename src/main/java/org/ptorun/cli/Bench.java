@@ -104,7 +104,7 @@ final class Bench {
                 if (!chip.poll(run)) {
                     chip.await(run);
                 }
-                chip.finalize(run);
+                chip.finalizeRun(run);
                 long t1 = System.nanoTime();
                 if (i >= 0) {
                     cycle[i] = t1 - t0;

@@ -137,7 +137,7 @@ final class Demo {
         while (!chip.poll(run)) {
             chip.await(run); // poll never blocks; await parks until the run ended
         }
-        chip.finalize(run);
+        chip.finalizeRun(run);
         int wrong = 0;
         for (int i = 0; i < a.length; i++) {
             float s = a[i] + b[i];

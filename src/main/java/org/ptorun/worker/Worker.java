@@ -945,7 +945,7 @@ public final class Worker implements AutoCloseable {
         private void abandon(RunTicket t, RuntimeException cause) {
             t.finalizeStart = System.nanoTime();
             try {
-                chip.finalize(t.run);
+                chip.finalizeRun(t.run);
             } catch (RuntimeException e) {
                 if (cause != null && e != cause) {
                     cause.addSuppressed(e);
@@ -959,7 +959,7 @@ public final class Worker implements AutoCloseable {
             t.finalizeStart = System.nanoTime();
             RuntimeException failure = null;
             try {
-                chip.finalize(t.run);
+                chip.finalizeRun(t.run);
             } catch (RuntimeException e) {
                 failure = e;
             }

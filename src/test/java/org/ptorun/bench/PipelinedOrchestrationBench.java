@@ -161,7 +161,7 @@ public class PipelinedOrchestrationBench {
                 chip.launch(run);
                 chip.await(run);
                 long t2 = System.nanoTime();
-                chip.finalize(run);
+                chip.finalizeRun(run);
                 if (measuring) {
                     prepareNanos += t1 - t0;
                     executionNanos += t2 - t1;
@@ -177,11 +177,11 @@ public class PipelinedOrchestrationBench {
             slot ^= 1;
             NativeRun next = prepare(slot); // while `current` executes
             chip.await(current);
-            chip.finalize(current);
+            chip.finalizeRun(current);
             chip.launch(next);
             current = next;
         }
         chip.await(current);
-        chip.finalize(current);
+        chip.finalizeRun(current);
     }
 }

@@ -48,7 +48,7 @@ final class TrivialRun {
         if (!chip.poll(run)) {
             chip.await(run);
         }
-        chip.finalize(run);
+        chip.finalizeRun(run);
     }
 
     /** The same cycle driven from C on {@code runtime}'s library file: a device context of its own. */
