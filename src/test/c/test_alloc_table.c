@@ -1,6 +1,6 @@
 /* The allocation table behind sim device memory (and the emulated driver). */
-#include "common/alloc_table.h"
-#include "common/env.h"
+#include "util/alloc_table.h"
+#include "util/env.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 

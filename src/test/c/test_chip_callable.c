@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "test_callable.h"

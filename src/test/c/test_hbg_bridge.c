@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/hbg/hbg_bridge.h"

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "common/dep_graph.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptest.h"
 #include "runtime/hbg/hbg_internal.h"
 #include "test_callable.h"

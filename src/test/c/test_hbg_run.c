@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
 #include "common/launch_signal.h"
 #include "ptest.h"
 #include "runtime/hbg/hbg_internal.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "platform/runner.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"

@@ -1,10 +1,10 @@
-/* common/library_cache.c: libraries loaded from bytes once per content,
+/* util/library_cache.c: libraries loaded from bytes once per content,
  * refcounted, unloaded at the last release, counted. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/last_error.h"
-#include "common/library_cache.h"
+#include "util/last_error.h"
+#include "util/library_cache.h"
 #include "ptest.h"
 #include "test_sim.h"
 

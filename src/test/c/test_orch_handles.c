@@ -1,5 +1,5 @@
 /* Orchestration handles are tokens of one orchestration call
- * (common/orch_session.h), and failed calls are sticky the same way on both
+ * (orch/orch_session.h), and failed calls are sticky the same way on both
  * runtimes. Compiled into native_tests (hbg, a2a3) and into trb_tests_<arch>:
  * the same cases, below the exported API, on the runtime of the binary. The
  * misbehaving user library is fixtures/fixture_stash.c: it keeps its handle in
@@ -13,7 +13,7 @@
 
 #include "arch/arch.h"
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "fixtures/fixture_stash.h"
 #include "ptest.h"
 #include "test_callable.h"

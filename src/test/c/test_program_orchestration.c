@@ -1,12 +1,12 @@
-/* The program interpreter (common/program_orchestration.c) against a recording
+/* The program interpreter (orch/program_orchestration.c) against a recording
  * PtoOrchApi: what it submits for loops, affine views and scalars, locals and
  * scopes, and every run-time refusal. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
-#include "common/program_orchestration.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
+#include "orch/program_orchestration.h"
 #include "ptest.h"
 #include "test_callable.h"
 #include "test_sim.h"

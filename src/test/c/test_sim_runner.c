@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
 #include "common/launch_signal.h"
 #include "device/pto_device_abi.h"
 #include "platform/runner.h"

@@ -23,7 +23,7 @@
 
 #include "arch/arch.h"
 #include "common/call_config.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "fuzz_common.h"
 #include "ptorun/pto_runtime_c_api.h"
 

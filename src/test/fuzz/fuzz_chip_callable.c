@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the ChipCallable decoder (common/chip_callable.c), its private
+ * Fuzz target: the ChipCallable decoder (format/chip_callable.c), its private
  * copy, and — for an accepted program — the program interpreter run against it.
  *
  * Input: the callable's bytes. The decoder is handed exactly the bytes its
@@ -33,9 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
-#include "common/program_orchestration.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
+#include "orch/program_orchestration.h"
 #include "fuzz_common.h"
 #include "fuzz_orch.h"
 #include "ptorun/pto_runtime_c_api.h"

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "fuzz_common.h"
 
 void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCallableView *view,

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "ptorun/pto_orchestration.h"
 
 /* Where the fake hands out local tensors: far above any argument tensor the

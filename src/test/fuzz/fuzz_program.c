@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the program interpreter (common/program_orchestration.c) on
+ * Fuzz target: the program interpreter (orch/program_orchestration.c) on
  * program bytes that never passed registration. On trb it reads the program
  * from device memory the host wrote, so it trusts nothing; this target holds it
  * to that.
@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/last_error.h"
-#include "common/program_orchestration.h"
+#include "util/last_error.h"
+#include "orch/program_orchestration.h"
 #include "fuzz_common.h"
 #include "fuzz_orch.h"
 #include "ptorun/pto_runtime_c_api.h"

@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "common/run_args.h"
 #include "fuzz_common.h"
 #include "ptorun/pto_runtime_c_api.h"

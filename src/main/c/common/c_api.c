@@ -5,7 +5,7 @@
 
 #include "common/call_config.h"
 #include "common/device_context.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "common/native_run_context.h"
 #include "common/variant.h"
 #include "ptorun/pto_runtime_c_api.h"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "arch/arch.h"
-#include "last_error.h"
+#include "util/last_error.h"
 
 int call_config_validate(const CallConfig *cfg)
 {

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 
 int dep_graph_path(char *out, size_t size, const char *output_prefix, const NativeRunDescriptor *desc)
 {

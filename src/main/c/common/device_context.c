@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 DeviceContext *device_context_create(void)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 
 static void *dev_ptr(uint64_t a)
 {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define DEVICE_RESOURCE_BANKS PTO_PIPELINE_MAX_DEPTH

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "spin_wait.h"
+#include "util/spin_wait.h"
 
 int executor_init(Executor *e)
 {

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "common/launch_signal.h"
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"

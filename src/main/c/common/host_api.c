@@ -6,7 +6,7 @@
  * ignores the code still reads nothing stale. */
 #include "host_api.h"
 
-#include "last_error.h"
+#include "util/last_error.h"
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 

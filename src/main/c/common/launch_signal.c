@@ -6,9 +6,9 @@
 
 #include <stdatomic.h>
 
-#include "last_error.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
-#include "spin_wait.h"
+#include "util/spin_wait.h"
 
 int launch_signal_init(LaunchSignal *s, volatile int32_t *sink, int32_t value)
 {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "common/call_config.h"
-#include "common/last_error.h"
-#include "common/spin_wait.h"
+#include "util/last_error.h"
+#include "util/spin_wait.h"
 
 #define IDENTITY_BYTES 160
 

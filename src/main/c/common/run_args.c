@@ -2,7 +2,7 @@
 
 #include <stdint.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 
 static uint32_t dtype_bytes(uint8_t dtype)
 {

@@ -3,7 +3,7 @@
 #ifndef PTORUN_RUN_ARGS_H
 #define PTORUN_RUN_ARGS_H
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "common/host_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "common/dep_graph.h"
-#include "common/last_error.h"
-#include "common/spin_wait.h"
+#include "util/last_error.h"
+#include "util/spin_wait.h"
 #include "common/variant.h"
 #include "device/pto_device_abi.h"
 

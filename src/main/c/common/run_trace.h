@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "common/host_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/alloc_table.h"
-#include "common/library_cache.h"
+#include "util/alloc_table.h"
+#include "util/library_cache.h"
 #include "ptorun/pto_driver.h"
 #include "ptorun/pto_emudrv.h"
 

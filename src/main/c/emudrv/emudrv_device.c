@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/env.h"
+#include "util/env.h"
 #include "emudrv/emudrv.h"
 #include "ptorun/pto_export.h"
 #include "ptorun/pto_runtime_c_api.h"

@@ -75,7 +75,7 @@ int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t
 int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev);
 int runner_release_chip_callable_buffer(Runner *r, void *dev);
 /* Host-side libraries from bytes (hbg orchestration libraries): once per content
- * per runner, refcounted (common/library_cache.h); unloaded at the last release
+ * per runner, refcounted (util/library_cache.h); unloaded at the last release
  * or at runner_finalize. */
 int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle);
 int runner_release_host_library(Runner *r, void *handle);

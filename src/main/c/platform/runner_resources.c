@@ -2,7 +2,7 @@
  * each forwards to the runner's DeviceResources. */
 #include "platform/runner_resources.h"
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)

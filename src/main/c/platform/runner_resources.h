@@ -10,7 +10,7 @@
 #define PTORUN_RUNNER_RESOURCES_H
 
 #include "common/device_resources.h"
-#include "common/library_cache.h"
+#include "util/library_cache.h"
 #include "platform/runner.h"
 
 DeviceResources *runner_device_resources(Runner *r);

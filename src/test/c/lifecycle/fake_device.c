@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "platform/runner.h"
 #include "runtime/runtime.h"
 

@@ -11,7 +11,7 @@
 
 #include "arch/arch.h"
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "device/pto_device_abi.h"
 #include "ptest.h"
 #include "test_sim.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptest.h"
 #include "runtime/trb/trb_image.h"
 #include "runtime/trb/trb_internal.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptest.h"
 #include "test_sim.h"
 #include "trb_fixture.h"

@@ -6,7 +6,7 @@
 
 #include "arch/arch.h"
 #include "common/host_api.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "test_sim.h"
 
 Runner *trb_runner(void)

@@ -6,7 +6,7 @@
  */
 #include "device/aicpu/aicpu_device.h"
 
-#include "common/spin_wait.h"
+#include "util/spin_wait.h"
 #include "device/aicpu/aicpu_work.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_export.h"

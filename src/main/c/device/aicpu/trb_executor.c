@@ -39,9 +39,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/last_error.h"
-#include "common/orch_session.h"
-#include "common/program_orchestration.h"
+#include "util/last_error.h"
+#include "orch/orch_session.h"
+#include "orch/program_orchestration.h"
 #include "device/aicpu/aicpu_device.h"
 #include "device/aicpu/aicpu_work.h"
 #include "device/aicpu/trb_orch_library.h"
@@ -515,7 +515,7 @@ static int32_t api_fail(TrbRun *t, int32_t code, const char *fmt, ...)
 }
 
 /* The run behind an api call's handle: NULL with *rc set when the handle is
-   not this thread's live orchestration session (common/orch_session.h). */
+   not this thread's live orchestration session (orch/orch_session.h). */
 static TrbRun *api_run(void *orch, const char *fn, int32_t *rc)
 {
     TrbRun *t = orch_session_resolve(orch, fn);
@@ -1088,7 +1088,7 @@ static int orchestrate(TrbRun *t, int *loaded)
         }
     }
     /* the handle is a session of this call, not &trb_run: a library keeping it
-       cannot reach a later run's state through it (common/orch_session.h) */
+       cannot reach a later run's state through it (orch/orch_session.h) */
     OrchSession session;
     void *handle = orch_session_open(&session, t);
     int ret = fn == NULL ? pto_program_orchestrate(&trb_orch_api, handle, t->args, orchestration, w->orchestration_bytes,

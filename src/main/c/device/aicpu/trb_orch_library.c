@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/last_error.h"
-#include "common/library_cache.h"
+#include "util/last_error.h"
+#include "util/library_cache.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_export.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "platform/onboard/onboard_driver.h"
 #include "ptorun/pto_runtime_c_api.h"
 

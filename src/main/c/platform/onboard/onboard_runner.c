@@ -15,11 +15,11 @@
 #include <string.h>
 
 #include "arch/arch.h"
-#include "common/alloc_table.h"
-#include "common/chip_callable.h"
+#include "util/alloc_table.h"
+#include "format/chip_callable.h"
 #include "common/device_resources.h"
-#include "common/last_error.h"
-#include "common/library_cache.h"
+#include "util/last_error.h"
+#include "util/library_cache.h"
 #include "common/native_log.h"
 #include "device/pto_device_abi.h"
 #include "platform/onboard/onboard_driver.h"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/last_error.h"
-#include "common/spin_wait.h"
+#include "util/last_error.h"
+#include "util/spin_wait.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define MAX_PARTICIPATIONS 32u

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/pto_runtime_c_api.h"
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 void hbg_bridge_init(HbgBridge *b)

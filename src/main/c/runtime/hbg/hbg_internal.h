@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "ptorun/pto_orchestration.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/hbg/hbg_bridge.h"
@@ -70,7 +70,7 @@ HbgWorkspace *hbg_workspace(const RuntimeCallable *c, uint32_t bank);
  * entry) on the host with hbg's PtoOrchApi over `ws`: tasks go to ws->graph,
  * alloc_tensor bumps ws's local heap, read/write_tensor go through ws->bridge
  * (open while this runs). The orchestration gets a session handle, valid on
- * this thread during this call only (common/orch_session.h). An error of a
+ * this thread during this call only (orch/orch_session.h). An error of a
  * submit, alloc_tensor or scope call fails the orchestration even when a
  * library ignores it, and later such calls are refused with it; a library
  * returning non-zero or leaving scopes open is PTO_ERR_ORCHESTRATION. */

@@ -6,7 +6,7 @@
  * task of a run until it ends, so a scope frees nothing), read/write_tensor go
  * through the host-access bridge. The orchestration's state lives on
  * bind's stack; the handle the orchestration gets is an orchestration session
- * (common/orch_session.h), so a handle kept past its run, or used from
+ * (orch/orch_session.h), so a handle kept past its run, or used from
  * another thread, is refused rather than followed into a dead frame.
  *
  * Sticky failures: the first failed submit / alloc_tensor / scope call is
@@ -16,9 +16,9 @@
  */
 #include <string.h>
 
-#include "common/last_error.h"
-#include "common/orch_session.h"
-#include "common/program_orchestration.h"
+#include "util/last_error.h"
+#include "orch/orch_session.h"
+#include "orch/program_orchestration.h"
 #include "runtime/hbg/hbg_internal.h"
 
 typedef struct HbgOrch {

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "common/call_config.h"
-#include "common/chip_callable.h"
-#include "common/last_error.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
 
 #define ALIGN64(x) (((x) + 63u) & ~(uint64_t)63u)
 /* An arena no bigger than this: sizes stay far from size_t overflow. */

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "device/pto_trb_abi.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/runtime.h"

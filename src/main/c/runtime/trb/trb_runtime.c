@@ -24,10 +24,10 @@
 #include <string.h>
 
 #include "common/call_config.h"
-#include "common/chip_callable.h"
+#include "format/chip_callable.h"
 #include "common/dep_graph.h"
 #include "common/run_trace.h"
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "common/run_args.h"
 #include "device/pto_builtin_kernels.h"
 #include "device/pto_device_abi.h"

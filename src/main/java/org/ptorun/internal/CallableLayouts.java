@@ -23,7 +23,7 @@ public final class CallableLayouts {
     /** {@code PTO_PROGRAM_MAGIC} ("PTPG"). */
     public static final int PTO_PROGRAM_MAGIC = 0x47505450;
     public static final int PTO_PROGRAM_MAX_LOOP_DEPTH = 4;
-    /** common/chip_callable.h: scopes nest at most this deep. */
+    /** format/chip_callable.h: scopes nest at most this deep. */
     public static final int PTO_PROGRAM_MAX_SCOPE_DEPTH = 4;
     public static final int PTO_PROGRAM_MAX_LOCALS = 256;
     public static final int PTO_PROGRAM_MAX_INSNS = 1 << 20;

@@ -5,7 +5,7 @@
  * and everything that depends on the run (views against tensor sizes, affine
  * overflow, locals allocated before use, loop trip counts) is checked as it
  * executes. Refusals are PTO_ERR_BAD_CALLABLE naming the instruction, recorded
- * with pto_fail (common/last_error.c is compiled into the AICPU image too, so
+ * with pto_fail (util/last_error.c is compiled into the AICPU image too, so
  * on the device the message lands in that image's per-thread buffer).
  *
  * No allocation: the loop stack, the construct stack and the locals table live
@@ -19,12 +19,12 @@
  * The interpreter's work is therefore bounded by the tasks it submits, which
  * the runtime bounds, never by a trip count alone.
  */
-#include "program_orchestration.h"
+#include "orch/program_orchestration.h"
 
 #include <string.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define MAX_CONSTRUCTS (PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH)

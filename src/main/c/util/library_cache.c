@@ -1,4 +1,4 @@
-#include "library_cache.h"
+#include "util/library_cache.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -8,8 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common/chip_callable.h"
-#include "common/last_error.h"
+#include "format/chip_callable.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 int library_cache_init(LibraryCache *c, const char *what)

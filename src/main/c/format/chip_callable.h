@@ -10,8 +10,8 @@
  * It checks the format only; what a runtime supports beyond that (hbg: SUBMIT
  * and built-in kernels) is the runtime's to refuse.
  */
-#ifndef PTORUN_COMMON_CHIP_CALLABLE_H
-#define PTORUN_COMMON_CHIP_CALLABLE_H
+#ifndef PTORUN_FORMAT_CHIP_CALLABLE_H
+#define PTORUN_FORMAT_CHIP_CALLABLE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "alloc_table.h"
+#include "util/alloc_table.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -37,8 +37,8 @@
  *  - a loop iteration that submitted no task ends its loop: every iteration
  *    does the same operations, so the rest would submit nothing either.
  *
- * Messages are recorded with pto_fail (common/last_error.h). The AICPU image
- * compiles common/last_error.c as well, so on the device the message is in that
+ * Messages are recorded with pto_fail (util/last_error.h). The AICPU image
+ * compiles util/last_error.c as well, so on the device the message is in that
  * image's own per-thread buffer (pto_last_error() on the calling thread).
  */
 #ifndef PTORUN_PROGRAM_ORCHESTRATION_H

@@ -1,5 +1,5 @@
 /* Orchestration sessions (orch_session.h). */
-#include "orch_session.h"
+#include "orch/orch_session.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,7 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* Session numbers of this library copy: first_session, first_session + 1, ...

@@ -1,4 +1,4 @@
-#include "last_error.h"
+#include "util/last_error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

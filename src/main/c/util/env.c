@@ -1,4 +1,4 @@
-#include "env.h"
+#include "util/env.h"
 
 #include <errno.h>
 #include <stdlib.h>

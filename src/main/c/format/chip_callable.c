@@ -1,11 +1,11 @@
-#include "chip_callable.h"
+#include "format/chip_callable.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/last_error.h"
+#include "util/last_error.h"
 #include "device/pto_builtin_kernels.h"
 #include "ptorun/pto_runtime_c_api.h"
 
