@@ -32,17 +32,6 @@ __attribute__((format(printf, 2, 3))) static int fail(Decoder *d, const char *fm
     return PTO_ERR_BAD_CALLABLE;
 }
 
-uint64_t pto_fnv1a64(const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 int pto_builtin_kernel_known(const char *name, size_t len)
 {
     for (size_t i = 0; i < sizeof builtin_kernel_names / sizeof builtin_kernel_names[0]; i++)

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ptorun/chip_callable.h"
+#include "util/content_hash.h"   /* pto_fnv1a64: every user of a callable hashes it */
 
 #define PTO_PROGRAM_MAX_SCOPE_DEPTH 4u
 #define CHIP_CALLABLE_MESSAGE_BYTES 256u
@@ -69,9 +70,6 @@ uint32_t chip_callable_resolved_addr_offset(const ChipCallableView *view, uint32
 
 /* Non-zero when name[0..len) is a built-in kernel of the AICore image. */
 int pto_builtin_kernel_known(const char *name, size_t len);
-
-/* FNV-1a 64 over n bytes: the content hash that dedups callable uploads. */
-uint64_t pto_fnv1a64(const void *data, size_t n);
 
 /* ---- walking a decoded program ---------------------------------------------
  * for (PtoProgramCursor c = {0}; chip_program_next(view, &c, &insn);) { ... } */

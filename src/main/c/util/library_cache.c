@@ -8,9 +8,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "format/chip_callable.h"
-#include "util/last_error.h"
+#include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
+#include "util/content_hash.h"
+#include "util/last_error.h"
 
 int library_cache_init(LibraryCache *c, const char *what)
 {
