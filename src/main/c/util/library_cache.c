@@ -69,27 +69,42 @@ static int same_image(const LibraryEntry *e, const void *image, size_t size)
     return same;
 }
 
-/* Writes the image to a memory file and loads it. */
-static int load(LibraryCache *c, const void *image, size_t size, LibraryEntry *out)
+int library_open_bytes(const char *what, const void *image, size_t size, int refusal, void **handle, int *fd)
 {
-    int fd = memfd_create(c->what, MFD_CLOEXEC);
-    if (fd < 0)
-        return pto_fail(PTO_ERR_FAILED, "%s: memfd_create failed: %s", c->what, strerror(errno));
-    if (write_all(fd, image, size) != 0) {
+    *handle = NULL;
+    *fd = memfd_create(what, MFD_CLOEXEC);
+    if (*fd < 0)
+        return pto_fail(PTO_ERR_FAILED, "%s: memfd_create failed: %s", what, strerror(errno));
+    if (write_all(*fd, image, size) != 0) {
         int err = errno;
-        close(fd);
-        return pto_fail(PTO_ERR_FAILED, "%s: writing %zu bytes to its memory file failed: %s", c->what, size,
+        close(*fd);
+        *fd = -1;
+        return pto_fail(PTO_ERR_FAILED, "%s: writing %zu bytes to its memory file failed: %s", what, size,
                         strerror(err));
     }
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
+    snprintf(path, sizeof path, "/proc/self/fd/%d", *fd);
+    *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (*handle == NULL) {
         const char *why = dlerror();
-        close(fd);
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "%s image (%zu bytes) cannot be loaded: %s", c->what, size,
+        close(*fd);
+        *fd = -1;
+        return pto_fail(refusal, "%s (%zu bytes) cannot be loaded: %s", what, size,
                         why != NULL ? why : "unknown loader error");
     }
+    return PTO_OK;
+}
+
+/* Writes the image to a memory file and loads it. */
+static int load(LibraryCache *c, const void *image, size_t size, LibraryEntry *out)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s image", c->what);
+    void *handle;
+    int fd;
+    int rc = library_open_bytes(what, image, size, PTO_ERR_BAD_CALLABLE, &handle, &fd);
+    if (rc != PTO_OK)
+        return rc;
     for (size_t i = 0; i < c->count; i++)
         if (c->entries[i].handle == handle) {
             /* the loader matched another live object: never alias two images */

@@ -35,6 +35,13 @@ typedef struct LibraryCache {
     size_t loads;             /* images ever loaded (dlopen calls that succeeded) */
 } LibraryCache;
 
+/* Writes image[0..size) to a new memory file and dlopens it from there
+ * (RTLD_NOW | RTLD_LOCAL): a private copy, uncached. The caller owns *handle
+ * and *fd (dlclose, then close). Failures are recorded naming `what`:
+ * `refusal` when the bytes are not a loadable library, PTO_ERR_FAILED for host
+ * failures; then *handle is NULL and *fd -1. */
+int library_open_bytes(const char *what, const void *image, size_t size, int refusal, void **handle, int *fd);
+
 int library_cache_init(LibraryCache *c, const char *what);
 
 /* Unloads everything and frees the cache. */
