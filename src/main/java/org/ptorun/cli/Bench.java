@@ -93,8 +93,10 @@ final class Bench {
             long[] cycle = new long[runs];
             int warmup = Math.max(1000, runs / 5);
             long switchesBefore = 0;
+            java.util.Map<String, Long> threadsBefore = java.util.Map.of();
             for (int i = -warmup; i < runs; i++) {
                 if (i == 0) {
+                    threadsBefore = switchesPerThread();
                     switchesBefore = voluntaryContextSwitches();
                 }
                 long t0 = System.nanoTime();
@@ -113,6 +115,9 @@ final class Bench {
                 }
             }
             double switchesPerRun = (voluntaryContextSwitches() - switchesBefore) / (double) runs;
+            if (Boolean.getBoolean("ptorun.bench.perThread")) {
+                perThread(threadsBefore, runs, new PrintWriter(System.err, true));
+            }
             double mean = Arrays.stream(cycle).average().orElse(0);
             Arrays.sort(cycle);
             long[] floor = wakeRoundTrips(runs);
@@ -166,9 +171,11 @@ final class Bench {
             worker.register(NOOP, noop()).join();
             TaskArgs args = new TaskArgs();
             long switchesBefore = 0;
+            java.util.Map<String, Long> threadsBefore = java.util.Map.of();
             long t0 = 0;
             for (int i = -warmup; i < runs; i++) {
                 if (i == 0) {
+                    threadsBefore = switchesPerThread();
                     switchesBefore = voluntaryContextSwitches();
                     t0 = System.nanoTime();
                 }
@@ -186,6 +193,9 @@ final class Bench {
             }
             long elapsed = System.nanoTime() - t0;
             workerSwitches = (voluntaryContextSwitches() - switchesBefore) / (double) runs;
+            if (Boolean.getBoolean("ptorun.bench.perThread")) {
+                perThread(threadsBefore, runs, err);
+            }
             workerRunsPerSecond = runs * 1e9 / elapsed;
         }
         WorkerResult r = new WorkerResult(variant, runs, workerRunsPerSecond, workerSwitches, chipRunsPerSecond,
@@ -301,6 +311,37 @@ final class Bench {
             throw new UncheckedIOException("cannot read /proc/self/task", e);
         }
         return total;
+    }
+
+    /** Per thread (tid and name): its voluntary switches so far. */
+    private static java.util.Map<String, Long> switchesPerThread() {
+        java.util.Map<String, Long> out = new java.util.TreeMap<>();
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : (Iterable<Path>) tasks::iterator) {
+                String name;
+                try {
+                    name = Files.readString(task.resolve("comm")).trim();
+                } catch (IOException e) {
+                    continue;
+                }
+                out.put(task.getFileName() + " " + name, switchesOf(task.resolve("status")));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read /proc/self/task", e);
+        }
+        return out;
+    }
+
+    /** -Dptorun.bench.perThread=true: which threads parked, per run (diagnosis). */
+    private static void perThread(java.util.Map<String, Long> before, int runs, PrintWriter err) {
+        java.util.Map<String, Long> after = switchesPerThread();
+        after.forEach((thread, n) -> {
+            double perRun = (n - before.getOrDefault(thread, 0L)) / (double) runs;
+            if (perRun >= 0.01) {
+                err.printf(Locale.ROOT, "  %-30s %.2f voluntary switches per run%n", thread, perRun);
+            }
+        });
+        err.flush();
     }
 
     private static long switchesOf(Path status) {
