@@ -16,7 +16,7 @@ import org.ptorun.ChipWorker;
 final class DeviceWait {
 
     private final ChipWorker chip;
-    private final Runnable ended;
+    private final Runnable onEnded;
     private final String threadName;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition requested = lock.newCondition();
@@ -25,12 +25,13 @@ final class DeviceWait {
     private boolean stop;             // guarded by lock
     /** The run being waited on, until the driver takes the end (driver-owned). */
     private RunTicket watched;
-    private volatile long endedAt;    // 0 while the wait is in flight
+    private long endedAt;             // published by ended
+    private volatile boolean ended;   // the library's wait on the watched run returned
 
     /** @param ended run after the library's wait returned (posts the lane's event) */
     DeviceWait(ChipWorker chip, Runnable ended) {
         this.chip = chip;
-        this.ended = ended;
+        this.onEnded = ended;
         this.threadName = "ptorun-devwait-" + chip.deviceId();
     }
 
@@ -41,21 +42,21 @@ final class DeviceWait {
 
     /** The watched run whose execution ended, or null while it still executes (driver). */
     RunTicket takeEnded() {
-        if (watched == null || endedAt == 0) {
+        if (watched == null || !ended) {
             return null;
         }
         RunTicket t = watched;
         watched = null;
+        ended = false;
         if (t.executionEnd == 0) {
             t.executionEnd = endedAt;
         }
-        endedAt = 0;
         return t;
     }
 
     /** True once the watched run's execution ended (driver). */
     boolean ended() {
-        return watched != null && endedAt != 0;
+        return watched != null && ended;
     }
 
     /** Starts waiting on {@code t}, which is launched and not finalized (driver). */
@@ -97,7 +98,8 @@ final class DeviceWait {
                 // finalize reports the run's failure
             }
             endedAt = System.nanoTime();
-            ended.run();
+            ended = true;
+            onEnded.run();
         }
     }
 

@@ -108,7 +108,7 @@ final class WorkerFuture<T> extends CompletableFuture<T> {
             if (System.nanoTime() - spinEnd >= 0) {
                 break;
             }
-            Thread.yield();
+            ChipLane.pause();
         }
         if (isDone()) {
             return true;
