@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
@@ -24,6 +25,7 @@ import org.ptorun.Variant;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Program;
+import org.ptorun.worker.Worker;
 
 /**
  * A quick look at the cost of one trivial run (a single {@code noop} task): the full
@@ -41,7 +43,7 @@ final class Bench {
 
     /** The figures of one bench. */
     record Result(Variant variant, int runs, double p50, double p90, double p99, double switchesPerRun,
-                  double floorP50) {
+                  double floorP50, double meanNanos) {
 
         double cycleOverFloor() {
             return p50 / floorP50;
@@ -83,10 +85,7 @@ final class Bench {
         if (runs < 100) {
             throw new IllegalArgumentException("bench needs at least 100 runs, got " + runs);
         }
-        ChipCallable noop = ChipCallable.builder()
-                .child(0, Kernel.noop())
-                .program(Program.builder().submit(0).build())
-                .build();
+        ChipCallable noop = noop();
         try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
             chip.registerCallable(NOOP, noop);
             TaskArgs args = new TaskArgs();
@@ -94,8 +93,10 @@ final class Bench {
             long[] cycle = new long[runs];
             int warmup = Math.max(1000, runs / 5);
             long switchesBefore = 0;
+            java.util.Map<String, Long> threadsBefore = java.util.Map.of();
             for (int i = -warmup; i < runs; i++) {
                 if (i == 0) {
+                    threadsBefore = switchesPerThread();
                     switchesBefore = voluntaryContextSwitches();
                 }
                 long t0 = System.nanoTime();
@@ -114,11 +115,110 @@ final class Bench {
                 }
             }
             double switchesPerRun = (voluntaryContextSwitches() - switchesBefore) / (double) runs;
+            if (Boolean.getBoolean("ptorun.bench.perThread")) {
+                perThread(threadsBefore, runs, new PrintWriter(System.err, true));
+            }
+            double mean = Arrays.stream(cycle).average().orElse(0);
             Arrays.sort(cycle);
             long[] floor = wakeRoundTrips(runs);
             return new Result(variant, runs, micros(cycle, 0.50), micros(cycle, 0.90), micros(cycle, 0.99),
-                    switchesPerRun, micros(floor, 0.50));
+                    switchesPerRun, micros(floor, 0.50), mean);
         }
+    }
+
+    /** The figures of one {@code bench --worker}: the same trivial runs through both paths. */
+    record WorkerResult(Variant variant, int runs, double workerRunsPerSecond, double workerSwitchesPerRun,
+                        double chipRunsPerSecond, double chipSwitchesPerRun) {
+
+        /** P9: Worker runs/s over bare ChipWorker loop runs/s (target >= 0.8). */
+        double ratio() {
+            return workerRunsPerSecond / chipRunsPerSecond;
+        }
+
+        ObjectNode toJson() {
+            ObjectNode o = Json.object();
+            o.put("variant", variant.toString());
+            o.put("runs", runs);
+            o.put("task", "noop");
+            ObjectNode w = o.putObject("backgroundWorker");
+            w.put("runsPerSecond", workerRunsPerSecond);
+            w.put("voluntaryContextSwitchesPerRun", workerSwitchesPerRun);
+            ObjectNode c = o.putObject("chipWorkerLoop");
+            c.put("runsPerSecond", chipRunsPerSecond);
+            c.put("voluntaryContextSwitchesPerRun", chipSwitchesPerRun);
+            o.put("workerOverChipWorker", ratio());
+            return o;
+        }
+    }
+
+    /**
+     * {@code bench --worker}: one trivial run at a time (enqueue, then wait on its future)
+     * through a background-mode {@link Worker} over one chip, against the bare ChipWorker
+     * loop in the same JVM (P9 is the ratio of their runs per second). Each side runs its
+     * warm-up first; the two are measured in turn, ChipWorker loop first.
+     */
+    static int runWorker(Variant variant, int runs, boolean json, PrintWriter out, PrintWriter err) {
+        if (runs < 100) {
+            throw new IllegalArgumentException("bench needs at least 100 runs, got " + runs);
+        }
+        Progress progress = new Progress(err, "bench --worker " + variant);
+        Result chip = measure(variant, runs, progress);
+        double chipRunsPerSecond = 1e9 / chip.meanNanos();
+        int warmup = Math.max(1000, runs / 5);
+        double workerRunsPerSecond;
+        double workerSwitches;
+        try (Worker worker = Worker.builder().variant(variant).background(true).build()) {
+            worker.register(NOOP, noop()).join();
+            TaskArgs args = new TaskArgs();
+            long switchesBefore = 0;
+            java.util.Map<String, Long> threadsBefore = java.util.Map.of();
+            long t0 = 0;
+            for (int i = -warmup; i < runs; i++) {
+                if (i == 0) {
+                    threadsBefore = switchesPerThread();
+                    switchesBefore = voluntaryContextSwitches();
+                    t0 = System.nanoTime();
+                }
+                try {
+                    worker.enqueue(NOOP, args, CallConfig.DEFAULT).result().get();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted", e);
+                } catch (ExecutionException e) {
+                    throw new IllegalStateException("a trivial run failed", e.getCause());
+                }
+                if ((i & 1023) == 0) {
+                    progress.update(i + warmup, runs + warmup, "Worker runs (warm-up included)");
+                }
+            }
+            long elapsed = System.nanoTime() - t0;
+            workerSwitches = (voluntaryContextSwitches() - switchesBefore) / (double) runs;
+            if (Boolean.getBoolean("ptorun.bench.perThread")) {
+                perThread(threadsBefore, runs, err);
+            }
+            workerRunsPerSecond = runs * 1e9 / elapsed;
+        }
+        WorkerResult r = new WorkerResult(variant, runs, workerRunsPerSecond, workerSwitches, chipRunsPerSecond,
+                chip.switchesPerRun());
+        if (json) {
+            Json.print(out, r.toJson());
+            return 0;
+        }
+        out.printf(Locale.ROOT, "%s trivial runs (1 noop task), one at a time, %d runs each:%n", variant, runs);
+        out.printf(Locale.ROOT, "  background Worker (enqueue -> future.get): %.0f runs/s, %.2f voluntary context "
+                + "switches per run (all threads)%n", r.workerRunsPerSecond(), r.workerSwitchesPerRun());
+        out.printf(Locale.ROOT, "  bare ChipWorker loop:                     %.0f runs/s, %.2f voluntary context "
+                + "switches per run (all threads)%n", r.chipRunsPerSecond(), r.chipSwitchesPerRun());
+        out.printf(Locale.ROOT, "  P9 Worker / ChipWorker loop = %.2f (target >= 0.8)%n", r.ratio());
+        out.flush();
+        return 0;
+    }
+
+    private static ChipCallable noop() {
+        return ChipCallable.builder()
+                .child(0, Kernel.noop())
+                .program(Program.builder().submit(0).build())
+                .build();
     }
 
     /**
@@ -211,6 +311,37 @@ final class Bench {
             throw new UncheckedIOException("cannot read /proc/self/task", e);
         }
         return total;
+    }
+
+    /** Per thread (tid and name): its voluntary switches so far. */
+    private static java.util.Map<String, Long> switchesPerThread() {
+        java.util.Map<String, Long> out = new java.util.TreeMap<>();
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path task : (Iterable<Path>) tasks::iterator) {
+                String name;
+                try {
+                    name = Files.readString(task.resolve("comm")).trim();
+                } catch (IOException e) {
+                    continue;
+                }
+                out.put(task.getFileName() + " " + name, switchesOf(task.resolve("status")));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read /proc/self/task", e);
+        }
+        return out;
+    }
+
+    /** -Dptorun.bench.perThread=true: which threads parked, per run (diagnosis). */
+    private static void perThread(java.util.Map<String, Long> before, int runs, PrintWriter err) {
+        java.util.Map<String, Long> after = switchesPerThread();
+        after.forEach((thread, n) -> {
+            double perRun = (n - before.getOrDefault(thread, 0L)) / (double) runs;
+            if (perRun >= 0.01) {
+                err.printf(Locale.ROOT, "  %-30s %.2f voluntary switches per run%n", thread, perRun);
+            }
+        });
+        err.flush();
     }
 
     private static long switchesOf(Path status) {

@@ -207,11 +207,19 @@ public final class Main implements Callable<Integer> {
         @Option(names = "--json", description = "one JSON document on stdout")
         boolean json;
 
+        @Option(names = "--worker", description = "one run at a time through a background Worker against the "
+                + "bare ChipWorker loop: runs/s, voluntary context switches per run, their ratio (P9)")
+        boolean worker;
+
         @Override
         public Integer call() {
             if (runs < 100) {
                 throw new CommandLine.ParameterException(spec.commandLine(),
                         "--runs must be >= 100, got " + runs);
+            }
+            if (worker) {
+                return Bench.runWorker(variant, runs, json, spec.commandLine().getOut(),
+                        spec.commandLine().getErr());
             }
             return Bench.run(variant, runs, json, spec.commandLine().getOut(), spec.commandLine().getErr());
         }

@@ -35,7 +35,7 @@ public final class RunTicket {
     TaskArgs args;
     final long enqueuedAt;
 
-    // owned by the thread driving the chip (under the chip's drive lock)
+    // owned by the thread driving the chip's lane (one at a time, see ChipLane)
     NativeRun run;
     PipelineSlotLease lease;
     long prepareStart;

@@ -1,28 +1,20 @@
 package org.ptorun.worker;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
-import org.ptorun.AcceptanceWord;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.ptorun.CallConfig;
-import org.ptorun.ChipBusyException;
 import org.ptorun.ChipPoisonedException;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
-import org.ptorun.PipelineSlotPool;
-import org.ptorun.PtoError;
 import org.ptorun.TaskArgs;
 import org.ptorun.Variant;
 import org.ptorun.callable.ChipCallable;
@@ -46,62 +38,60 @@ import org.slf4j.LoggerFactory;
  * the chip supports a concurrent prepare (depth 2, hbg) the next run is prepared while
  * the current one executes and launched as soon as the current one is finalized.
  *
- * <p>Progress is made either by the caller ({@link #poll()}, {@link #drain()}) or by one
- * background dispatcher thread per chip ({@link Builder#background(boolean)}), which
- * parks while its chip has nothing to do. A run enqueued while its chip's driver waits in
- * the library on the executing run is prepared at once by the enqueuing thread, so that
- * it is staged during that execution. Thread-safe: any thread may call any method.
+ * <p>Each chip is a {@link ChipLane} with one explicit {@link LaneState}, driven by exactly
+ * one thread at a time: its background dispatcher ({@link Builder#background(boolean)}),
+ * or in caller-driven mode the thread in {@link #poll()}, {@link #drain()} or
+ * {@link #close()} that holds the Worker's drive. Enqueueing only admits (the
+ * {@link AdmissionQueue}, with back-pressure); the {@link DrainLedger} counts what is
+ * outstanding. Thread-safe: any thread may call any method.
  */
 public final class Worker implements AutoCloseable {
 
     /** At most this many failures are listed in one {@link DrainReport} (all are counted). */
     public static final int MAX_REPORTED_FAILURES = 1024;
 
+    /** Callable ids a chip's registry holds: [0, 64). */
+    static final int MAX_CALLABLES = 64;
+
     private static final Logger LOG = LoggerFactory.getLogger(Worker.class);
 
-    private final Lane[] lanes;
-    private final int queueCapacity;
+    private final ChipLane[] lanes;
+    private final AdmissionQueue queue;
+    private final DrainLedger ledger;
     private final boolean background;
     private final ShutdownPolicy shutdownPolicy;
-    private final ChipSelection selection;
     private final Executor callbacks;
+    private final Thread[] dispatchers;
 
-    /** Guards admission: every lane's queue, the counters, the close state. Never held across a native call. */
-    private final ReentrantLock admission = new ReentrantLock();
-    private final Condition notFull = admission.newCondition();
-    private final Condition idle = admission.newCondition();
-    private final Condition closedCondition = admission.newCondition();
-    private long nextDispatchId = 1;
-    private int queued;          // runs admitted and not yet taken by their chip
-    private long pending;        // runs not yet finished plus registrations not yet applied
-    private int roundRobin;
-    private boolean stopping;
-    private boolean closed;
-    /** Ids {@link #register} was called for (guarded by admission): what enqueue admits. */
-    private final BitSet registeredIds = new BitSet(MAX_CALLABLES);
-    private volatile boolean cancelling;
-    private long succeededSinceDrain;
-    private long failedSinceDrain;
-    private List<DrainReport.RunFailure> failuresSinceDrain = new ArrayList<>();
+    /** Caller-driven mode: the thread driving every lane now, or null. */
+    private final AtomicReference<Thread> driver = new AtomicReference<>();
+    /** Threads waiting to drive (caller-driven): a release then posts an event for them. */
+    private final AtomicInteger driveWaiters = new AtomicInteger();
 
-    private final AtomicLong advanceSeq = new AtomicLong();
+    private final Object closeMonitor = new Object();
+    private boolean closed; // guarded by closeMonitor
 
     private Worker(Builder b, List<ChipWorker> chips) {
-        this.queueCapacity = b.queueCapacity;
         this.background = b.background;
         this.shutdownPolicy = b.shutdownPolicy;
-        this.selection = b.selection;
         this.callbacks = b.callbacks;
-        this.lanes = new Lane[chips.size()];
-        for (int i = 0; i < lanes.length; i++) {
-            lanes[i] = new Lane(chips.get(i), b.pipelineDepth);
+        int n = chips.size();
+        int[] ids = new int[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = chips.get(i).deviceId();
         }
-        if (background) {
-            for (Lane lane : lanes) {
-                lane.dispatcher = new Thread(lane::dispatch, "ptorun-worker-dispatcher-" + lane.chip.deviceId());
-                lane.dispatcher.setDaemon(true);
-                lane.dispatcher.start();
-            }
+        this.ledger = new DrainLedger(n);
+        this.lanes = new ChipLane[n];
+        this.queue = new AdmissionQueue(b.queueCapacity, ids, b.selection, !background,
+                i -> !lanes[i].isPoisoned(), ledger, callbacks);
+        for (int i = 0; i < n; i++) {
+            lanes[i] = new ChipLane(chips.get(i), i, b.pipelineDepth, queue, ledger);
+        }
+        this.dispatchers = new Thread[background ? n : 0];
+        for (int i = 0; i < dispatchers.length; i++) {
+            dispatchers[i] = new Thread(lanes[i]::dispatch, "ptorun-dispatch-" + ids[i]);
+            dispatchers[i].setDaemon(true);
+            dispatchers[i].start();
         }
     }
 
@@ -126,23 +116,7 @@ public final class Worker implements AutoCloseable {
         Objects.requireNonNull(callable, "callable");
         checkCallableId(id);
         List<CompletableFuture<Void>> parts = new ArrayList<>(lanes.length);
-        admission.lock();
-        try {
-            checkOpenLocked();
-            registeredIds.set(id);
-            for (Lane lane : lanes) {
-                if (lane.poisoned) {
-                    continue;
-                }
-                Registration r = new Registration(id, callable, new CompletableFuture<>());
-                lane.queue.add(r);
-                pending++;
-                parts.add(r.done);
-                lane.work.signal();
-            }
-        } finally {
-            admission.unlock();
-        }
+        queue.queueRegistration(id, callable, parts);
         if (!background) {
             poll();
         }
@@ -161,16 +135,13 @@ public final class Worker implements AutoCloseable {
     // ---- admission ----------------------------------------------------------------------------
 
     /**
-     * Enqueues a run, waiting (parked, interruptibly) while the queue is full.
+     * Enqueues a run, waiting (parked, interruptibly) while the queue is full. Only admits:
+     * the chip's driver prepares it.
      *
      * <p>The Worker reads {@code args} when it prepares the run: do not change or reuse
      * the {@code TaskArgs} until the ticket {@link RunTicket#isAccepted() is accepted} or
      * its result is complete; the tensors' data must stay untouched until the result is
      * complete.
-     *
-     * <p>When the chosen chip waits on its executing run and can take a successor, this
-     * thread prepares the run before returning (see the class comment); a prepare failure
-     * goes to the run's future, never to the caller.
      *
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      * @throws ChipPoisonedException when every chip is poisoned
@@ -178,21 +149,7 @@ public final class Worker implements AutoCloseable {
      */
     public RunTicket enqueue(int callableId, TaskArgs args, CallConfig config) throws InterruptedException {
         checkRunArguments(callableId, args, config);
-        RunTicket t;
-        admission.lockInterruptibly();
-        try {
-            while (true) {
-                checkOpenLocked();
-                if (queued < queueCapacity) {
-                    t = admitLocked(callableId, args, config);
-                    break;
-                }
-                notFull.await();
-            }
-        } finally {
-            admission.unlock();
-        }
-        return admitted(t);
+        return queue.admit(callableId, args, config, -1);
     }
 
     /**
@@ -204,62 +161,13 @@ public final class Worker implements AutoCloseable {
     public Optional<RunTicket> enqueue(int callableId, TaskArgs args, CallConfig config, long timeout, TimeUnit unit)
             throws InterruptedException {
         checkRunArguments(callableId, args, config);
-        long nanos = unit.toNanos(timeout);
-        RunTicket t;
-        admission.lockInterruptibly();
-        try {
-            while (true) {
-                checkOpenLocked();
-                if (queued < queueCapacity) {
-                    t = admitLocked(callableId, args, config);
-                    break;
-                }
-                if (nanos <= 0) {
-                    return Optional.empty();
-                }
-                nanos = notFull.awaitNanos(nanos);
-            }
-        } finally {
-            admission.unlock();
-        }
-        return Optional.of(admitted(t));
+        return Optional.ofNullable(queue.admit(callableId, args, config, Math.max(0, unit.toNanos(timeout))));
     }
 
     /** Enqueues a run if the queue has room; never waits. */
     public Optional<RunTicket> tryEnqueue(int callableId, TaskArgs args, CallConfig config) {
         checkRunArguments(callableId, args, config);
-        RunTicket t;
-        admission.lock();
-        try {
-            checkOpenLocked();
-            if (queued >= queueCapacity) {
-                return Optional.empty();
-            }
-            t = admitLocked(callableId, args, config);
-        } finally {
-            admission.unlock();
-        }
-        return Optional.of(admitted(t));
-    }
-
-    /**
-     * After admission: when the run's chip is parked waiting on its executing run, stage
-     * the new run as its successor on this thread (no lock is waited for). Otherwise the
-     * chip's driver takes it; without this, a run enqueued while the dispatcher waits in
-     * the library would be prepared only after the executing run completed.
-     */
-    private RunTicket admitted(RunTicket t) {
-        Lane lane = laneOf(t);
-        if (lane.awaiting && lane.drive.tryLock()) {
-            try {
-                if (lane.awaiting) {
-                    lane.advance();
-                }
-            } finally {
-                lane.drive.unlock();
-            }
-        }
-        return t;
+        return Optional.ofNullable(queue.tryAdmit(callableId, args, config));
     }
 
     private static void checkRunArguments(int callableId, TaskArgs args, CallConfig config) {
@@ -268,169 +176,118 @@ public final class Worker implements AutoCloseable {
         Objects.requireNonNull(config, "config");
     }
 
-    /** Callable ids a chip's registry holds: [0, 64). */
-    private static final int MAX_CALLABLES = 64;
-
     private static void checkCallableId(int id) {
         if (id < 0 || id >= MAX_CALLABLES) {
             throw new IllegalArgumentException("callable id " + id + " is outside [0, " + MAX_CALLABLES + ")");
         }
     }
 
-    private void checkOpenLocked() {
-        if (stopping) {
-            throw new IllegalStateException("the Worker is closed");
-        }
-    }
-
-    private RunTicket admitLocked(int callableId, TaskArgs args, CallConfig config) {
-        if (!registeredIds.get(callableId)) {
-            throw new IllegalArgumentException("callable id " + callableId + " is not registered on this Worker"
-                    + " (Worker.register it first)");
-        }
-        Lane lane = selectLocked();
-        long dispatchId = nextDispatchId++;
-        RunTicket t = new RunTicket(dispatchId, dispatchId, lane.chip.deviceId(), callableId, args, config,
-                System.nanoTime(), callbacks);
-        lane.queue.add(t);
-        lane.outstanding++;
-        queued++;
-        pending++;
-        lane.work.signal();
-        return t;
-    }
-
-    private Lane selectLocked() {
-        Lane best = null;
-        if (selection == ChipSelection.ROUND_ROBIN) {
-            for (int i = 0; i < lanes.length && best == null; i++) {
-                Lane lane = lanes[(roundRobin + i) % lanes.length];
-                if (!lane.poisoned) {
-                    best = lane;
-                    roundRobin = (roundRobin + i + 1) % lanes.length;
-                }
-            }
-        } else {
-            for (Lane lane : lanes) {
-                if (!lane.poisoned && (best == null || lane.outstanding < best.outstanding)) {
-                    best = lane;
-                }
-            }
-        }
-        if (best == null) {
-            throw new ChipPoisonedException("every chip of the Worker is poisoned; close it and build a new one",
-                    PtoError.POISONED.code(), "", null);
-        }
-        return best;
-    }
-
     // ---- progress -------------------------------------------------------------------------------
 
     /**
-     * Makes every progress possible without blocking: finalizes completed runs, launches
-     * and prepares the next ones, applies queued registrations. A chip another thread is
-     * driving is skipped.
+     * Caller-driven mode: makes every progress possible without blocking — finalizes
+     * completed runs, launches and prepares the next ones, applies queued registrations.
+     * Returns 0 at once while another thread drives (a drain, a close, another poll) and
+     * always in background mode, where the dispatchers make the progress.
      *
-     * @return how many runs advanced (were prepared, launched or finalized)
+     * @return how many runs and registrations advanced (each counted once per call)
      */
     public int poll() {
-        int advanced = 0;
-        for (Lane lane : lanes) {
-            if (lane.drive.tryLock()) {
-                try {
-                    advanced += lane.advance();
-                } finally {
-                    lane.drive.unlock();
-                }
-            }
+        if (background || !driver.compareAndSet(null, Thread.currentThread())) {
+            return 0;
         }
-        return advanced;
+        try {
+            int advanced = 0;
+            for (ChipLane lane : lanes) {
+                advanced += lane.step();
+            }
+            return advanced;
+        } finally {
+            releaseDrive();
+        }
     }
 
     /**
      * Blocks until every run enqueued so far is finalized (and every queued registration
-     * applied), making the progress itself in caller-driven mode. Rethrows nothing: the
-     * failures are in the runs' futures and in the report.
+     * applied), driving the chips itself in caller-driven mode (or waiting on the thread that
+     * drives them). Rethrows nothing: the failures are in the runs' futures and in the report.
      *
      * @return the runs finalized since the previous drain returned
      */
     public DrainReport drain() {
         if (background) {
-            admission.lock();
-            try {
-                while (pending > 0) {
-                    idle.awaitUninterruptibly();
-                }
-            } finally {
-                admission.unlock();
-            }
+            ledger.awaitEmpty();
         } else {
-            driveUntilIdle();
+            driveUntilEmpty();
         }
-        admission.lock();
-        try {
-            DrainReport report = new DrainReport(succeededSinceDrain, failedSinceDrain, failuresSinceDrain);
-            succeededSinceDrain = 0;
-            failedSinceDrain = 0;
-            failuresSinceDrain = new ArrayList<>();
-            return report;
-        } finally {
-            admission.unlock();
+        return ledger.takeReport();
+    }
+
+    /** Caller-driven: take the drive (or wait for whoever has it) until nothing is pending. */
+    private void driveUntilEmpty() {
+        while (ledger.pending() > 0) {
+            if (acquireDriveOrAwaitEvent()) {
+                try {
+                    driveHeld();
+                } finally {
+                    releaseDrive();
+                }
+            }
         }
     }
 
-    /** Caller-driven: advance every chip, parking on a running run when nothing else can move. */
-    private void driveUntilIdle() {
-        while (pendingCount() > 0) {
-            boolean moved = false;
-            for (Lane lane : lanes) {
-                lane.drive.lock();
-                try {
-                    lane.advance();
-                    moved |= lane.didWork;
-                } finally {
-                    lane.drive.unlock();
-                }
+    /** True with the drive taken; false after parking for one event while another thread drove. */
+    private boolean acquireDriveOrAwaitEvent() {
+        Thread self = Thread.currentThread();
+        if (driver.compareAndSet(null, self)) {
+            return true;
+        }
+        driveWaiters.incrementAndGet();
+        try {
+            long seen = queue.eventCount(0);
+            // registered as a waiter before this second try: a release after it posts
+            if (driver.compareAndSet(null, self)) {
+                return true;
             }
-            if (moved) {
+            if (ledger.pending() > 0) {
+                queue.awaitEvent(0, seen);
+            }
+            return false;
+        } finally {
+            driveWaiters.decrementAndGet();
+        }
+    }
+
+    private void releaseDrive() {
+        driver.set(null);
+        if (driveWaiters.get() > 0) {
+            queue.post(0);
+        }
+    }
+
+    /** Holding the drive: step every lane; wait on a device, or for an event, when none moved. */
+    private void driveHeld() {
+        while (ledger.pending() > 0) {
+            long seen = queue.eventCount(0);
+            int moved = 0;
+            for (ChipLane lane : lanes) {
+                moved += lane.step();
+            }
+            if (moved > 0) {
                 continue;
             }
-            boolean waited = false;
-            for (Lane lane : lanes) {
-                lane.drive.lock();
-                try {
-                    if (lane.active != null) {
-                        lane.awaitActive();
-                        waited = true;
-                        break;
-                    }
-                } finally {
-                    lane.drive.unlock();
+            ChipLane running = null;
+            for (ChipLane lane : lanes) {
+                if (lane.hasRunningRun()) {
+                    running = lane;
+                    break;
                 }
             }
-            if (!waited) {
-                // another thread holds the last run between two of our looks: park until it reports
-                admission.lock();
-                try {
-                    if (pending > 0) {
-                        idle.awaitNanos(TimeUnit.MILLISECONDS.toNanos(1));
-                    }
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                } finally {
-                    admission.unlock();
-                }
+            if (running != null) {
+                running.waitForDevice();
+            } else if (ledger.pending() > 0) {
+                queue.awaitEvent(0, seen); // what is pending is being admitted or cancelled elsewhere
             }
-        }
-    }
-
-    private long pendingCount() {
-        admission.lock();
-        try {
-            return pending;
-        } finally {
-            admission.unlock();
         }
     }
 
@@ -438,28 +295,19 @@ public final class Worker implements AutoCloseable {
 
     /** One entry per chip, in the order of the builder's device ids. */
     public List<ChipHealth> health() {
-        long[] memory = new long[lanes.length];
-        for (int i = 0; i < lanes.length; i++) {
-            memory[i] = lanes[i].committedDeviceMemory(); // a native query: outside the admission lock
+        List<ChipHealth> out = new ArrayList<>(lanes.length);
+        for (ChipLane lane : lanes) {
+            long memory = lane.committedDeviceMemory();
+            out.add(new ChipHealth(lane.chip.deviceId(), !lane.isPoisoned() && lane.chip.isHealthy(),
+                    ledger.outstanding(lane.index), ledger.succeeded(lane.index), ledger.failed(lane.index), memory));
         }
-        admission.lock();
-        try {
-            List<ChipHealth> out = new ArrayList<>(lanes.length);
-            for (int i = 0; i < lanes.length; i++) {
-                Lane lane = lanes[i];
-                out.add(new ChipHealth(lane.chip.deviceId(), !lane.poisoned && lane.chip.isHealthy(),
-                        lane.outstanding, lane.succeeded, lane.failed, memory[i]));
-            }
-            return out;
-        } finally {
-            admission.unlock();
-        }
+        return out;
     }
 
     /** The device ids, in the builder's order. */
     public List<Integer> deviceIds() {
         List<Integer> ids = new ArrayList<>(lanes.length);
-        for (Lane lane : lanes) {
+        for (ChipLane lane : lanes) {
             ids.add(lane.chip.deviceId());
         }
         return ids;
@@ -476,7 +324,7 @@ public final class Worker implements AutoCloseable {
      */
     public long committedDeviceMemory() {
         long sum = 0;
-        for (Lane lane : lanes) {
+        for (ChipLane lane : lanes) {
             sum += lane.committedDeviceMemory();
         }
         return sum;
@@ -493,62 +341,67 @@ public final class Worker implements AutoCloseable {
     @Override
     public void close() {
         List<Object> cancelled = new ArrayList<>();
-        admission.lock();
-        try {
-            if (stopping) {
+        boolean cancel = shutdownPolicy == ShutdownPolicy.CANCEL_QUEUED;
+        if (cancel) {
+            ledger.startCancelling(); // before the stop: no driver stages a run the stop leaves behind
+        }
+        if (!queue.stop(cancel, cancelled)) {
+            synchronized (closeMonitor) {
                 while (!closed) {
-                    closedCondition.awaitUninterruptibly();
-                }
-                return;
-            }
-            stopping = true;
-            notFull.signalAll();
-            if (shutdownPolicy == ShutdownPolicy.CANCEL_QUEUED) {
-                cancelling = true;
-                for (Lane lane : lanes) {
-                    takeAllLocked(lane, cancelled);
+                    try {
+                        closeMonitor.wait();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
                 }
             }
-            for (Lane lane : lanes) {
-                lane.work.signalAll();
-            }
-        } finally {
-            admission.unlock();
-        }
-        for (Object item : cancelled) {
-            failItem(item, null);
+            return;
         }
         try {
+            for (Object item : cancelled) {
+                laneOf(item).failQueued(item, null);
+            }
+            for (int i = 0; i < lanes.length; i++) {
+                queue.post(i); // a driver waiting for the cancelled items to finish looks again
+            }
             if (background) {
                 joinDispatchers();
             } else {
-                driveUntilIdle();
+                driveUntilEmpty();
             }
         } finally {
-            for (Lane lane : lanes) {
+            for (ChipLane lane : lanes) {
                 lane.closeChip();
             }
-            admission.lock();
-            try {
+            synchronized (closeMonitor) {
                 closed = true;
-                closedCondition.signalAll();
-            } finally {
-                admission.unlock();
+                closeMonitor.notifyAll();
             }
         }
     }
 
+    private ChipLane laneOf(Object item) {
+        int device = item instanceof RunTicket t ? t.deviceId() : -1;
+        for (ChipLane lane : lanes) {
+            if (lane.chip.deviceId() == device) {
+                return lane;
+            }
+        }
+        return lanes[0]; // a registration: booked in the ledger, whichever lane
+    }
+
     private void joinDispatchers() {
         boolean interrupted = false;
-        for (Lane lane : lanes) {
-            if (lane.dispatcher == Thread.currentThread()) {
+        for (int i = 0; i < dispatchers.length; i++) {
+            if (dispatchers[i] == Thread.currentThread()) {
                 LOG.warn("Worker.close() called on the dispatcher of device {}; not waiting for it (attach"
-                        + " continuations with an executor)", lane.chip.deviceId());
+                        + " continuations with an executor)", lanes[i].chip.deviceId());
                 continue;
             }
             while (true) {
                 try {
-                    lane.dispatcher.join();
+                    dispatchers[i].join();
                     break;
                 } catch (InterruptedException e) {
                     interrupted = true;
@@ -557,508 +410,6 @@ public final class Worker implements AutoCloseable {
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    // ---- bookkeeping called by the lanes ----------------------------------------------------------
-
-    private void takeAllLocked(Lane lane, List<Object> into) {
-        Object item;
-        while ((item = lane.queue.poll()) != null) {
-            if (item instanceof RunTicket) {
-                queued--;
-            }
-            into.add(item);
-        }
-        notFull.signalAll();
-    }
-
-    /** Completes a queued item that never reached its chip: cancelled (cause null) or failed. */
-    private void failItem(Object item, RuntimeException cause) {
-        if (item instanceof Registration r) {
-            r.done.completeExceptionally(cause != null ? cause : new CancellationException("the Worker closed"));
-            itemDone();
-        } else {
-            RunTicket t = (RunTicket) item;
-            t.finish(false);
-            if (cause == null) {
-                t.future().deliverCancellation();
-            } else {
-                t.future().deliverFailure(cause);
-            }
-            runFinished(laneOf(t), t, cause != null ? cause : new CancellationException("the Worker closed"));
-        }
-    }
-
-    private Lane laneOf(RunTicket t) {
-        for (Lane lane : lanes) {
-            if (lane.chip.deviceId() == t.deviceId()) {
-                return lane;
-            }
-        }
-        throw new IllegalStateException("no chip " + t.deviceId());
-    }
-
-    private void runFinished(Lane lane, RunTicket t, Throwable failure) {
-        admission.lock();
-        try {
-            lane.outstanding--;
-            if (failure == null) {
-                lane.succeeded++;
-                succeededSinceDrain++;
-            } else {
-                lane.failed++;
-                failedSinceDrain++;
-                if (failuresSinceDrain.size() < MAX_REPORTED_FAILURES) {
-                    failuresSinceDrain.add(new DrainReport.RunFailure(t, failure));
-                }
-            }
-            pendingDoneLocked();
-        } finally {
-            admission.unlock();
-        }
-    }
-
-    private void itemDone() {
-        admission.lock();
-        try {
-            pendingDoneLocked();
-        } finally {
-            admission.unlock();
-        }
-    }
-
-    private void pendingDoneLocked() {
-        if (--pending == 0) {
-            idle.signalAll();
-        }
-    }
-
-    /** The lane's next item, or null; a run taken leaves the queue (room for one more). */
-    private Object takeHead(Lane lane, boolean successorOnly) {
-        admission.lock();
-        try {
-            Object head = lane.queue.peek();
-            if (head == null) {
-                return null;
-            }
-            if (successorOnly && !(head instanceof RunTicket t && !t.config.hasDiagnostics())) {
-                return null;
-            }
-            lane.queue.poll();
-            if (head instanceof RunTicket) {
-                queued--;
-                notFull.signal();
-            }
-            return head;
-        } finally {
-            admission.unlock();
-        }
-    }
-
-    /** A successor the chip refused to stage goes back to the head of its queue. */
-    private void pushBack(Lane lane, RunTicket t) {
-        admission.lock();
-        try {
-            lane.queue.addFirst(t);
-            queued++;
-        } finally {
-            admission.unlock();
-        }
-    }
-
-    private record Registration(int id, ChipCallable callable, CompletableFuture<Void> done) {
-    }
-
-    // ---- one chip -----------------------------------------------------------------------------------
-
-    /**
-     * One chip's queue and pipeline. The queue is guarded by the Worker's admission lock;
-     * everything else belongs to whoever holds {@link #drive} (a dispatcher, or a thread
-     * in poll/drain/close), which is the only thread making native calls for the lane.
-     */
-    private final class Lane {
-        final ChipWorker chip;
-        final PipelineSlotPool pool;
-        final AcceptanceWord[] words;
-        final boolean pipelined;
-        final ArrayDeque<Object> queue = new ArrayDeque<>();
-        final Condition work = admission.newCondition();
-        final ReentrantLock drive = new ReentrantLock();
-        final Condition awaitEnded = drive.newCondition();
-        volatile boolean poisoned;
-        /** A thread waits in the library on {@link #active} without holding drive (written holding drive). */
-        volatile boolean awaiting;
-        Thread dispatcher;
-
-        // guarded by admission
-        long outstanding;
-        long succeeded;
-        long failed;
-
-        // guarded by drive
-        RunTicket active;       // launched (or being launched), not yet finalized
-        RunTicket successor;    // prepared while active executes, launched once active is finalized
-        boolean stagingRefused; // the chip refused the successor: stage nothing until active is finalized
-        boolean didWork;
-        long launches;
-
-        long committedAtClose; // guarded by this Lane's monitor
-
-        Lane(ChipWorker chip, int requestedDepth) {
-            this.chip = chip;
-            int depth = Math.min(requestedDepth, chip.pipelineDepth());
-            this.pool = new PipelineSlotPool(depth);
-            this.words = new AcceptanceWord[depth];
-            for (int i = 0; i < depth; i++) {
-                words[i] = AcceptanceWord.allocate();
-            }
-            this.pipelined = depth == 2 && chip.supportsConcurrentPrepare();
-        }
-
-        /** Background mode: advance, park in the library on a running run, or park for work. */
-        void dispatch() {
-            while (true) {
-                drive.lock();
-                try {
-                    advance();
-                    if (didWork) {
-                        continue;
-                    }
-                    if (active != null) {
-                        awaitActive();
-                        continue;
-                    }
-                } finally {
-                    drive.unlock();
-                }
-                if (!waitForWork()) {
-                    return;
-                }
-            }
-        }
-
-        /** Parks until the queue has an item; false once the Worker is stopping and the queue is empty. */
-        private boolean waitForWork() {
-            admission.lock();
-            try {
-                while (queue.isEmpty() && !stopping) {
-                    work.awaitUninterruptibly();
-                }
-                return !queue.isEmpty();
-            } finally {
-                admission.unlock();
-            }
-        }
-
-        /** Never blocks on device work. Holding drive. */
-        int advance() {
-            long seq = advanceSeq.incrementAndGet();
-            int advanced = 0;
-            didWork = false;
-            while (true) {
-                if (cancelling && successor != null) {
-                    RunTicket s = successor;
-                    successor = null;
-                    advanced += mark(s, seq);
-                    abandon(s, null);
-                    continue;
-                }
-                if (active != null) {
-                    if (awaiting || !isComplete(active)) {
-                        if (successor == null && pipelined && !stagingRefused && !active.config.hasDiagnostics()
-                                && !poisoned) {
-                            Object next = takeHead(this, true);
-                            if (next != null) {
-                                RunTicket t = (RunTicket) next;
-                                advanced += mark(t, seq);
-                                stage(t);
-                                continue;
-                            }
-                        }
-                        return advanced;
-                    }
-                    RunTicket done = active;
-                    active = null;
-                    stagingRefused = false;
-                    advanced += mark(done, seq);
-                    finalizeRun(done);
-                    continue;
-                }
-                if (successor != null) {
-                    RunTicket s = successor;
-                    successor = null;
-                    advanced += mark(s, seq);
-                    launch(s);
-                    continue;
-                }
-                if (poisoned) {
-                    failQueuedFast();
-                    return advanced;
-                }
-                Object head = takeHead(this, false);
-                if (head == null) {
-                    return advanced;
-                }
-                didWork = true;
-                if (head instanceof Registration r) {
-                    apply(r);
-                    continue;
-                }
-                RunTicket t = (RunTicket) head;
-                advanced += mark(t, seq);
-                if (prepare(t)) {
-                    launch(t);
-                }
-            }
-        }
-
-        private int mark(RunTicket t, long seq) {
-            didWork = true;
-            if (t.pollMark == seq) {
-                return 0;
-            }
-            t.pollMark = seq;
-            return 1;
-        }
-
-        /**
-         * Parks in the library until the active run's execution ended. Holding drive, which
-         * is released meanwhile so that another thread can stage the successor (the active
-         * run itself belongs to the awaiting thread: {@link #advance} leaves it alone). A
-         * second thread arriving here waits for the first one instead of awaiting the same
-         * run twice.
-         */
-        void awaitActive() {
-            if (awaiting) {
-                awaitEnded.awaitUninterruptibly();
-                return;
-            }
-            RunTicket t = active;
-            long end;
-            awaiting = true;
-            drive.unlock();
-            try {
-                chip.await(t.run);
-            } catch (RuntimeException e) {
-                // finalize reports the run's failure
-            } finally {
-                end = System.nanoTime();
-                drive.lock();
-                awaiting = false;
-                awaitEnded.signalAll();
-            }
-            if (t.executionEnd == 0) {
-                t.executionEnd = end;
-            }
-        }
-
-        private boolean isComplete(RunTicket t) {
-            boolean done;
-            try {
-                done = chip.poll(t.run);
-            } catch (RuntimeException e) {
-                done = true; // finalize reports it
-            }
-            if (done && t.executionEnd == 0) {
-                t.executionEnd = System.nanoTime();
-            }
-            return done;
-        }
-
-        private void apply(Registration r) {
-            try {
-                chip.registerCallable(r.id(), r.callable());
-                r.done().complete(null);
-            } catch (RuntimeException e) {
-                r.done().completeExceptionally(e);
-            }
-            itemDone();
-        }
-
-        /** Prepares a run in a free slot; on failure its future is complete. */
-        private boolean prepare(RunTicket t) {
-            t.lease = pool.tryAcquire().orElseThrow(
-                    () -> new IllegalStateException("no free pipeline slot on device " + chip.deviceId()));
-            AcceptanceWord word = words[t.lease.slotId()];
-            word.reset(); // its previous run is finalized: a fresh 0 for this one
-            t.capturedWord(word);
-            t.prepareStart = System.nanoTime();
-            try {
-                t.run = chip.prepare(t.callableId, t.args, t.config, t.lease, t.runId(), t.dispatchId(), word);
-                t.prepareEnd = System.nanoTime();
-                t.args = null; // written off-heap: the Worker no longer needs it
-                return true;
-            } catch (RuntimeException e) {
-                t.prepareEnd = System.nanoTime();
-                complete(t, e);
-                return false;
-            }
-        }
-
-        /** Prepares the successor while the active run executes. */
-        private void stage(RunTicket t) {
-            t.lease = pool.tryAcquire().orElseThrow(
-                    () -> new IllegalStateException("no free pipeline slot on device " + chip.deviceId()));
-            AcceptanceWord word = words[t.lease.slotId()];
-            word.reset();
-            t.capturedWord(word);
-            t.prepareStart = System.nanoTime();
-            try {
-                t.run = chip.prepare(t.callableId, t.args, t.config, t.lease, t.runId(), t.dispatchId(), word);
-                t.prepareEnd = System.nanoTime();
-                t.args = null;
-                successor = t;
-            } catch (ChipBusyException e) {
-                // not stageable behind this predecessor: it runs after it, in order
-                pool.release(t.lease);
-                t.lease = null;
-                t.capturedWord(null);
-                stagingRefused = true;
-                pushBack(this, t);
-            } catch (RuntimeException e) {
-                t.prepareEnd = System.nanoTime();
-                complete(t, e);
-            }
-        }
-
-        private void launch(RunTicket t) {
-            if (t.word().isAccepted()) { // the library broke the contract: do not launch, and say so
-                abandon(t, new IllegalStateException("acceptance word set before the launch of " + t.run.identity()));
-                return;
-            }
-            t.launchStart = System.nanoTime();
-            try {
-                chip.launch(t.run);
-                t.launchEnd = System.nanoTime();
-                t.launched = true;
-                t.launchOrdinal = ++launches;
-                active = t;
-            } catch (RuntimeException e) {
-                t.launchEnd = System.nanoTime();
-                t.executionEnd = t.launchEnd;
-                abandon(t, e);
-            }
-        }
-
-        /** Finalizes a run that will not (or did not) execute, completing it with {@code cause} (null: cancelled). */
-        private void abandon(RunTicket t, RuntimeException cause) {
-            t.finalizeStart = System.nanoTime();
-            try {
-                chip.finalizeRun(t.run);
-            } catch (RuntimeException e) {
-                if (cause != null && e != cause) {
-                    cause.addSuppressed(e);
-                }
-            }
-            t.finalizeEnd = System.nanoTime();
-            complete(t, cause);
-        }
-
-        private void finalizeRun(RunTicket t) {
-            t.finalizeStart = System.nanoTime();
-            RuntimeException failure = null;
-            try {
-                chip.finalizeRun(t.run);
-            } catch (RuntimeException e) {
-                failure = e;
-            }
-            t.finalizeEnd = System.nanoTime();
-            if (failure == null) {
-                complete(t, null, true);
-            } else {
-                complete(t, failure);
-            }
-        }
-
-        private void complete(RunTicket t, RuntimeException failure) {
-            complete(t, failure, false);
-        }
-
-        /** Completes the run's future, gives its slot back, and poisons the lane if the chip is. */
-        private void complete(RunTicket t, RuntimeException failure, boolean succeeded) {
-            AcceptanceWord word = t.word();
-            t.finish(word != null && word.isAccepted());
-            if (t.lease != null) {
-                pool.release(t.lease);
-            }
-            Throwable outcome;
-            if (succeeded) {
-                t.future().deliver(new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
-                        t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, t.executionEnd, t.finalizeStart,
-                        t.finalizeEnd)));
-                outcome = null;
-            } else if (failure == null) {
-                t.future().deliverCancellation();
-                outcome = new CancellationException("the Worker closed before the run launched");
-            } else {
-                t.future().deliverFailure(failure);
-                outcome = failure;
-            }
-            runFinished(this, t, outcome);
-            if (!succeeded && !poisoned && !chip.isHealthy() && !chip.isClosed()) {
-                poison();
-            }
-        }
-
-        /** The chip is poisoned: its staged successor and its queued runs fail fast. */
-        private void poison() {
-            poisoned = true;
-            LOG.warn("device {} is poisoned: its queued runs fail with ChipPoisonedException", chip.deviceId());
-            if (successor != null) {
-                RunTicket s = successor;
-                successor = null;
-                abandon(s, poisonedFailure(s));
-            }
-        }
-
-        private void failQueuedFast() {
-            List<Object> items = new ArrayList<>();
-            admission.lock();
-            try {
-                takeAllLocked(this, items);
-            } finally {
-                admission.unlock();
-            }
-            for (Object item : items) {
-                didWork = true;
-                failItem(item, item instanceof RunTicket t ? poisonedFailure(t)
-                        : new ChipPoisonedException("device " + chip.deviceId() + " is poisoned; registration refused",
-                                PtoError.POISONED.code(), "", null));
-            }
-        }
-
-        private ChipPoisonedException poisonedFailure(RunTicket t) {
-            return new ChipPoisonedException("device " + chip.deviceId() + " is poisoned; run_id=" + t.runId()
-                    + " dispatch_id=" + t.dispatchId() + " was not launched", PtoError.POISONED.code(), "", null);
-        }
-
-        /** Now, or as it was just before the Worker closed the chip. */
-        long committedDeviceMemory() {
-            synchronized (this) {
-                if (chip.isClosed()) {
-                    return committedAtClose;
-                }
-                return chip.committedDeviceMemory();
-            }
-        }
-
-        void closeChip() {
-            synchronized (this) { // health() must not query the chip while it closes
-                try {
-                    committedAtClose = chip.isClosed() ? 0 : chip.committedDeviceMemory();
-                    chip.close();
-                } catch (RuntimeException e) {
-                    LOG.warn("closing device {} failed", chip.deviceId(), e);
-                }
-            }
-            for (AcceptanceWord w : words) {
-                try {
-                    w.close();
-                } catch (RuntimeException e) {
-                    LOG.warn("closing an acceptance word of device {} failed", chip.deviceId(), e);
-                }
-            }
         }
     }
 

@@ -1,9 +1,16 @@
 package org.ptorun.worker;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
 import java.util.function.BiConsumer;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
@@ -22,12 +29,33 @@ import java.util.function.Function;
  * {@code whenComplete}, ...) before it completes run on the callback executor as well;
  * attached afterwards they run at once on the attaching thread, as usual.
  *
+ * <p>A thread blocked in {@link #get()}, {@link #get(long, TimeUnit)} or {@link #join()}
+ * is not a dependent: it parks on this future's own list of waiters, which the completing
+ * thread unparks right after the completion. So the common "enqueue, then wait for the
+ * result" costs one wake, with no hand-off through the callback executor.
+ *
  * <p>Completing or cancelling this future yourself changes only the future: the run goes
  * on, and the {@link RunTicket} and the Worker's reports still tell its real outcome.
  */
 final class WorkerFuture<T> extends CompletableFuture<T> {
 
     private final Executor callbacks;
+
+    /** Threads parked in get/join, newest first (a Treiber stack). */
+    private volatile Waiter waiters;
+
+    private record Waiter(Thread thread, Waiter next) {
+    }
+
+    private static final VarHandle WAITERS;
+
+    static {
+        try {
+            WAITERS = MethodHandles.lookup().findVarHandle(WorkerFuture.class, "waiters", Waiter.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     WorkerFuture(Executor callbacks) {
         this.callbacks = callbacks;
@@ -50,13 +78,150 @@ final class WorkerFuture<T> extends CompletableFuture<T> {
     private void offDriver(Runnable completion) {
         if (getNumberOfDependents() == 0) {
             completion.run();
+            wakeWaiters();
             return;
         }
+        Runnable completeAndWake = () -> {
+            completion.run();
+            wakeWaiters();
+        };
         try {
-            callbacks.execute(completion);
+            callbacks.execute(completeAndWake);
         } catch (RejectedExecutionException e) {
-            completion.run(); // the executor is shut down: better late on this thread than never
+            completeAndWake.run(); // the executor is shut down: better late on this thread than never
         }
+    }
+
+    // ---- waiting without becoming a dependent -----------------------------------------------------
+
+    private void wakeWaiters() {
+        Waiter w = (Waiter) WAITERS.getAndSet(this, null);
+        for (; w != null; w = w.next()) {
+            LockSupport.unpark(w.thread());
+        }
+    }
+
+    /** Parks until done or the deadline (0: none) passed; false on timeout. */
+    private boolean awaitDone(boolean interruptible, long deadline) throws InterruptedException {
+        long spinEnd = System.nanoTime() + ChipLane.SPIN_NANOS;
+        while (!isDone()) { // a trivial run completes within a spin: no park, no wake
+            if (System.nanoTime() - spinEnd >= 0) {
+                break;
+            }
+            ChipLane.pause();
+        }
+        if (isDone()) {
+            return true;
+        }
+        Thread self = Thread.currentThread();
+        while (true) {
+            Waiter head = waiters;
+            if (WAITERS.compareAndSet(this, head, new Waiter(self, head))) {
+                break;
+            }
+        }
+        boolean interrupted = false;
+        try {
+            while (!isDone()) {
+                if (deadline == 0) {
+                    LockSupport.park(this);
+                } else {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    LockSupport.parkNanos(this, left);
+                }
+                if (Thread.interrupted()) {
+                    if (interruptible) {
+                        throw new InterruptedException();
+                    }
+                    interrupted = true;
+                }
+            }
+            return true;
+        } finally {
+            if (interrupted) {
+                self.interrupt();
+            }
+        }
+    }
+
+    @Override
+    public T get() throws InterruptedException, ExecutionException {
+        awaitDone(true, 0);
+        return super.get();
+    }
+
+    @Override
+    public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        if (!awaitDone(true, deadline == 0 ? 1 : deadline)) {
+            throw new TimeoutException();
+        }
+        return super.get();
+    }
+
+    @Override
+    public T join() {
+        try {
+            awaitDone(false, 0);
+        } catch (InterruptedException e) {
+            throw new AssertionError("an uninterruptible wait was interrupted", e);
+        }
+        return super.join();
+    }
+
+    // ---- completion by the user: wake the waiters too ---------------------------------------------
+
+    @Override
+    public boolean complete(T value) {
+        boolean changed = super.complete(value);
+        wakeWaiters();
+        return changed;
+    }
+
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        boolean changed = super.completeExceptionally(ex);
+        wakeWaiters();
+        return changed;
+    }
+
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        boolean changed = super.cancel(mayInterruptIfRunning);
+        wakeWaiters();
+        return changed;
+    }
+
+    @Override
+    public void obtrudeValue(T value) {
+        super.obtrudeValue(value);
+        wakeWaiters();
+    }
+
+    @Override
+    public void obtrudeException(Throwable ex) {
+        super.obtrudeException(ex);
+        wakeWaiters();
+    }
+
+    @Override
+    public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier, Executor executor) {
+        executor.execute(() -> {
+            try {
+                complete(supplier.get());
+            } catch (Throwable e) {
+                completeExceptionally(e);
+            }
+        });
+        return this;
+    }
+
+    @Override
+    public CompletableFuture<T> completeAsync(Supplier<? extends T> supplier) {
+        return completeAsync(supplier, callbacks);
     }
 
     // ---- continuations: asynchronous until the future is complete ---------------------------------

@@ -1,0 +1,553 @@
+package org.ptorun.worker;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CancellationException;
+import org.ptorun.AcceptanceWord;
+import org.ptorun.ChipBusyException;
+import org.ptorun.ChipPoisonedException;
+import org.ptorun.ChipWorker;
+import org.ptorun.PipelineSlotPool;
+import org.ptorun.PtoError;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One chip's lane: its {@link LaneState}, the run launched on it and the successor
+ * prepared behind it, driven by exactly one thread at a time — its dispatcher in
+ * background mode, the thread holding the Worker's drive in caller-driven mode. Only
+ * that thread calls {@link #step}, {@link #waitForDevice} and {@link #dispatch}; it makes
+ * every native call for the lane's runs and completes their futures. Other threads
+ * only admit work ({@link AdmissionQueue}) and read {@link #isPoisoned()} and the memory
+ * figure.
+ */
+final class ChipLane {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChipLane.class);
+
+    /**
+     * How long a driver spins (polling without blocking) before it parks: about one
+     * trivial run's execution or one caller's turn-around. Spinning there saves the two
+     * thread hand-offs of a park; beyond it the driver parks, so an idle lane burns no CPU.
+     */
+    static final long SPIN_NANOS = 50_000;
+
+    /**
+     * One turn of a bounded spin. A yield, not {@code Thread.onSpinWait()}: a run involves
+     * three threads (caller, driver, the device's executor) on as few as two cores, and a
+     * spinner that keeps its core delays the very thread it waits for (measured with
+     * {@code ptorun bench --worker}: 27 000 runs/s yielding, 12 000–18 000 busy-spinning).
+     */
+    static void pause() {
+        Thread.yield();
+    }
+
+    final ChipWorker chip;
+    final int index;
+    private final AdmissionQueue queue;
+    private final DrainLedger ledger;
+    final PipelineSlotPool pool;
+    private final AcceptanceWord[] words;
+    /** A successor may be prepared while a run executes (depth 2 and the library supports it). */
+    private final boolean pipelined;
+    private final DeviceWait deviceWait;
+
+    // driver-owned (state is volatile for isPoisoned)
+    private volatile LaneState state = LaneState.IDLE;
+    private RunTicket active;     // launched, not finalized (RUNNING, RUNNING_ALONE, PIPELINED)
+    private RunTicket successor;  // prepared, not launched (PREPARED, PIPELINED)
+    private long launches;
+    private long stepMark;
+
+    private long committedAtClose; // guarded by this
+
+    ChipLane(ChipWorker chip, int index, int requestedDepth, AdmissionQueue queue, DrainLedger ledger) {
+        this.chip = chip;
+        this.index = index;
+        this.queue = queue;
+        this.ledger = ledger;
+        int depth = Math.min(requestedDepth, chip.pipelineDepth());
+        this.pool = new PipelineSlotPool(depth);
+        this.words = new AcceptanceWord[depth];
+        for (int i = 0; i < depth; i++) {
+            words[i] = AcceptanceWord.allocate();
+        }
+        this.pipelined = depth == 2 && chip.supportsConcurrentPrepare();
+        this.deviceWait = new DeviceWait(chip, () -> queue.post(index));
+    }
+
+    boolean isPoisoned() {
+        return state == LaneState.POISONED;
+    }
+
+    LaneState state() {
+        return state;
+    }
+
+    /** True while a launched run is not finalized: the driver's next move waits on the device. */
+    boolean hasRunningRun() {
+        return state.hasRunningRun();
+    }
+
+    private void to(LaneState.Event e) {
+        state = state.on(e);
+    }
+
+    // ---- driving -------------------------------------------------------------------------------
+
+    /** Background mode: the dispatcher's life. Ends once admission stopped and the lane has nothing left. */
+    void dispatch() {
+        while (true) {
+            long seen = queue.eventCount(index);
+            try {
+                if (step() > 0) {
+                    continue;
+                }
+                if (hasRunningRun()) {
+                    waitForDevice();
+                    continue;
+                }
+            } catch (RuntimeException | Error e) {
+                failLane(e);
+                continue;
+            }
+            if (queue.isStopping() && !queue.hasWork(index)) {
+                return;
+            }
+            if (!spinForWork()) {
+                queue.awaitEvent(index, seen);
+            }
+        }
+    }
+
+    /**
+     * The dispatcher met an error the lane has no transition for (a bug, or the library
+     * broke its contract): rather than die and leave drain() waiting forever, it finalizes
+     * what it holds, fails those runs with the error, and serves the chip as poisoned.
+     */
+    private void failLane(Throwable e) {
+        LOG.error("the dispatcher of device {} failed in state {}; the chip takes no more runs", chip.deviceId(),
+                state, e);
+        for (RunTicket t : new RunTicket[] {active, successor}) {
+            if (t != null && !t.isDone()) {
+                RuntimeException cause = new IllegalStateException("the dispatcher of device " + chip.deviceId()
+                        + " failed while " + t + " was in flight", e);
+                if (t.run != null) {
+                    abandon(t, cause);
+                } else {
+                    complete(t, cause, false);
+                }
+            }
+        }
+        active = null;
+        successor = null;
+        state = LaneState.POISONED; // outside the table on purpose: the table describes a working lane
+    }
+
+    /** A caller's next run usually comes within microseconds of its previous result: look before parking. */
+    private boolean spinForWork() {
+        long deadline = System.nanoTime() + SPIN_NANOS;
+        do {
+            if (queue.hasWork(index) || queue.isStopping()) {
+                return true;
+            }
+            pause();
+        } while (System.nanoTime() - deadline < 0);
+        return false;
+    }
+
+    /**
+     * Every move possible without blocking: finalizes the running run once it ended,
+     * launches the prepared one, stages a successor, takes queued runs and registrations,
+     * fails queued work fast on a poisoned chip.
+     *
+     * @return how many runs and registrations advanced (each counted once per call)
+     */
+    int step() {
+        long mark = ++stepMark;
+        int advanced = 0;
+        while (true) {
+            switch (state) {
+                case CLOSED:
+                    return advanced;
+                case POISONED:
+                    return advanced + failQueuedFast();
+                case IDLE: {
+                    if (unhealthy()) {
+                        poison();
+                        continue;
+                    }
+                    Object head = queue.take(index, false);
+                    if (head == null) {
+                        return advanced;
+                    }
+                    advanced++;
+                    if (head instanceof Registration r) {
+                        apply(r);
+                        continue;
+                    }
+                    RunTicket t = (RunTicket) head;
+                    t.pollMark = mark;
+                    if (prepare(t)) {
+                        successor = t;
+                        to(LaneState.Event.PREPARE);
+                    }
+                    continue;
+                }
+                case PREPARED: {
+                    RunTicket p = successor;
+                    successor = null;
+                    advanced += mark(p, mark);
+                    if (unhealthy()) {
+                        abandon(p, poisonedFailure(p));
+                        to(LaneState.Event.ABANDON);
+                    } else if (ledger.cancelling()) {
+                        abandon(p, null);
+                        to(LaneState.Event.ABANDON);
+                    } else if (launch(p)) {
+                        active = p;
+                        to(pipelined && !p.config.hasDiagnostics() ? LaneState.Event.LAUNCH
+                                : LaneState.Event.LAUNCH_ALONE);
+                    } else {
+                        to(LaneState.Event.ABANDON);
+                    }
+                    continue;
+                }
+                case RUNNING: {
+                    if (activeEnded()) {
+                        advanced += mark(active, mark);
+                        finalizeActive();
+                        continue;
+                    }
+                    if (ledger.cancelling() || unhealthy()) {
+                        to(LaneState.Event.STOP_STAGING);
+                        continue;
+                    }
+                    Object next = queue.take(index, true);
+                    if (next == null) {
+                        return advanced;
+                    }
+                    if (next == AdmissionQueue.NOT_STAGEABLE) {
+                        to(LaneState.Event.STOP_STAGING); // a registration or a diagnostic run waits for the finalize
+                        continue;
+                    }
+                    RunTicket s = (RunTicket) next;
+                    advanced += mark(s, mark);
+                    stage(s);
+                    continue;
+                }
+                case RUNNING_ALONE:
+                    if (activeEnded()) {
+                        advanced += mark(active, mark);
+                        finalizeActive();
+                        continue;
+                    }
+                    return advanced;
+                case PIPELINED:
+                    if (ledger.cancelling()) {
+                        RunTicket s = successor;
+                        successor = null;
+                        advanced += mark(s, mark);
+                        abandon(s, null);
+                        to(LaneState.Event.ABANDON);
+                        continue;
+                    }
+                    if (activeEnded()) {
+                        advanced += mark(active, mark);
+                        finalizeActive();
+                        continue;
+                    }
+                    return advanced;
+                default:
+                    throw new IllegalStateException("lane state " + state);
+            }
+        }
+    }
+
+    private static int mark(RunTicket t, long mark) {
+        if (t.pollMark == mark) {
+            return 0;
+        }
+        t.pollMark = mark;
+        return 1;
+    }
+
+    /**
+     * The lane has a running run and nothing else to do now ({@link #step} returned 0):
+     * spins up to {@link #SPIN_NANOS} polling it; then, if a successor could still be
+     * staged, hands the library's wait to {@link DeviceWait} and parks on the lane's events
+     * (the run's end, an admission, close); otherwise finalizes the run, which waits for it
+     * itself — one wait, no separate await before the finalize.
+     */
+    void waitForDevice() {
+        RunTicket a = active;
+        if (!deviceWait.inFlight()) {
+            long deadline = System.nanoTime() + SPIN_NANOS;
+            do {
+                if (polledEnded(a) || (state == LaneState.RUNNING && queue.hasWork(index))) {
+                    return;
+                }
+                pause();
+            } while (System.nanoTime() - deadline < 0);
+        }
+        if (state == LaneState.RUNNING || deviceWait.inFlight()) {
+            long seen = queue.eventCount(index);
+            if (!deviceWait.inFlight()) {
+                deviceWait.watch(a);
+            }
+            if (deviceWait.ended() || (state == LaneState.RUNNING && queue.hasWork(index))
+                    || (state == LaneState.PIPELINED && ledger.cancelling())) {
+                return;
+            }
+            queue.awaitEvent(index, seen);
+            return;
+        }
+        finalizeActive();
+    }
+
+    /** Has the running run's execution ended? Never blocks. */
+    private boolean activeEnded() {
+        if (deviceWait.inFlight()) {
+            return deviceWait.takeEnded() != null;
+        }
+        return polledEnded(active);
+    }
+
+    private boolean polledEnded(RunTicket t) {
+        boolean done;
+        try {
+            done = chip.poll(t.run);
+        } catch (RuntimeException e) {
+            done = true; // finalize reports it
+        }
+        if (done && t.executionEnd == 0) {
+            t.executionEnd = System.nanoTime();
+        }
+        return done;
+    }
+
+    private boolean unhealthy() {
+        return !chip.isHealthy() && !chip.isClosed();
+    }
+
+    // ---- one run's phases (the driver) ------------------------------------------------------------
+
+    private void apply(Registration r) {
+        try {
+            chip.registerCallable(r.id(), r.callable());
+            r.done().complete(null);
+        } catch (RuntimeException e) {
+            r.done().completeExceptionally(e);
+        }
+        ledger.registrationDone();
+    }
+
+    /** Takes a free slot and its word (reset: its previous run is finalized) and prepares; false: the run failed. */
+    private boolean prepare(RunTicket t) {
+        t.lease = pool.tryAcquire().orElseThrow(
+                () -> new IllegalStateException("no free pipeline slot on device " + chip.deviceId()));
+        AcceptanceWord word = words[t.lease.slotId()];
+        word.reset();
+        t.capturedWord(word);
+        t.prepareStart = System.nanoTime();
+        try {
+            t.run = chip.prepare(t.callableId, t.args, t.config, t.lease, t.runId(), t.dispatchId(), word);
+            t.prepareEnd = System.nanoTime();
+            t.args = null; // written off-heap: the Worker no longer needs it
+            return true;
+        } catch (ChipBusyException e) {
+            if (state == LaneState.RUNNING) {
+                throw e; // stage() decides
+            }
+            t.prepareEnd = System.nanoTime();
+            complete(t, e, false);
+            return false;
+        } catch (RuntimeException e) {
+            t.prepareEnd = System.nanoTime();
+            complete(t, e, false);
+            return false;
+        }
+    }
+
+    /** Prepares {@code t} as the successor of the running run. */
+    private void stage(RunTicket t) {
+        try {
+            if (prepare(t)) {
+                successor = t;
+                to(LaneState.Event.STAGE);
+            }
+        } catch (ChipBusyException e) {
+            // not stageable behind this run: it runs after it, in order
+            pool.release(t.lease);
+            t.lease = null;
+            t.capturedWord(null);
+            queue.pushBack(index, t);
+            to(LaneState.Event.STOP_STAGING);
+        }
+    }
+
+    /** Launches a prepared run; on failure the run is finalized and its future failed (false). */
+    private boolean launch(RunTicket t) {
+        if (t.word().isAccepted()) { // the library broke the contract: do not launch, and say so
+            abandon(t, new IllegalStateException("acceptance word set before the launch of " + t.run.identity()));
+            return false;
+        }
+        t.launchStart = System.nanoTime();
+        try {
+            chip.launch(t.run);
+            t.launchEnd = System.nanoTime();
+            t.launched = true;
+            t.launchOrdinal = ++launches;
+            return true;
+        } catch (RuntimeException e) {
+            t.launchEnd = System.nanoTime();
+            t.executionEnd = t.launchEnd;
+            abandon(t, e);
+            return false;
+        }
+    }
+
+    /** Finalizes a run that will not (or did not) execute, completing it with {@code cause} (null: cancelled). */
+    private void abandon(RunTicket t, RuntimeException cause) {
+        t.finalizeStart = System.nanoTime();
+        try {
+            chip.finalizeRun(t.run);
+        } catch (RuntimeException e) {
+            if (cause != null && e != cause) {
+                cause.addSuppressed(e);
+            }
+        }
+        t.finalizeEnd = System.nanoTime();
+        complete(t, cause, false);
+    }
+
+    /**
+     * Finalizes the running run (waiting for it if it still executes: then its execution is
+     * seen to end when finalize returns) and completes its future.
+     */
+    private void finalizeActive() {
+        RunTicket t = active;
+        active = null;
+        t.finalizeStart = System.nanoTime();
+        RuntimeException failure = null;
+        try {
+            chip.finalizeRun(t.run);
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        t.finalizeEnd = System.nanoTime();
+        if (t.executionEnd == 0) {
+            t.executionEnd = t.finalizeEnd;
+        }
+        to(LaneState.Event.FINALIZE);
+        complete(t, failure, failure == null);
+    }
+
+    /** Completes the run's future on this thread (see WorkerFuture), gives its slot back, books it. */
+    private void complete(RunTicket t, RuntimeException failure, boolean succeeded) {
+        AcceptanceWord word = t.word();
+        t.finish(word != null && word.isAccepted());
+        if (t.lease != null) {
+            pool.release(t.lease);
+        }
+        Throwable outcome;
+        if (succeeded) {
+            t.future().deliver(new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
+                    t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, t.executionEnd, t.finalizeStart,
+                    t.finalizeEnd)));
+            outcome = null;
+        } else if (failure == null) {
+            t.future().deliverCancellation();
+            outcome = new CancellationException("the Worker closed before the run launched");
+        } else {
+            t.future().deliverFailure(failure);
+            outcome = failure;
+        }
+        ledger.runFinished(index, t, outcome);
+    }
+
+    // ---- poisoned chip -----------------------------------------------------------------------------
+
+    private void poison() {
+        to(LaneState.Event.POISON);
+        LOG.warn("device {} is poisoned: its queued runs fail with ChipPoisonedException", chip.deviceId());
+    }
+
+    private int failQueuedFast() {
+        List<Object> items = new ArrayList<>();
+        queue.takeAll(index, items);
+        for (Object item : items) {
+            failQueued(item, item instanceof RunTicket t ? poisonedFailure(t)
+                    : new ChipPoisonedException("device " + chip.deviceId() + " is poisoned; registration refused",
+                            PtoError.POISONED.code(), "", null));
+        }
+        return items.size();
+    }
+
+    private ChipPoisonedException poisonedFailure(RunTicket t) {
+        return new ChipPoisonedException("device " + chip.deviceId() + " is poisoned; run_id=" + t.runId()
+                + " dispatch_id=" + t.dispatchId() + " was not launched", PtoError.POISONED.code(), "", null);
+    }
+
+    /**
+     * Completes an item that never reached the chip: cancelled ({@code cause} null) or
+     * failed. Any thread (close() cancels what it took from the queue).
+     */
+    void failQueued(Object item, RuntimeException cause) {
+        if (item instanceof Registration r) {
+            r.done().completeExceptionally(cause != null ? cause : new CancellationException("the Worker closed"));
+            ledger.registrationDone();
+            return;
+        }
+        RunTicket t = (RunTicket) item;
+        t.finish(false);
+        if (cause == null) {
+            t.future().deliverCancellation();
+        } else {
+            t.future().deliverFailure(cause);
+        }
+        ledger.runFinished(index, t, cause != null ? cause : new CancellationException("the Worker closed"));
+    }
+
+    // ---- close ---------------------------------------------------------------------------------------
+
+    /** Now, or as it was just before the Worker closed the chip. */
+    long committedDeviceMemory() {
+        synchronized (this) {
+            if (chip.isClosed()) {
+                return committedAtClose;
+            }
+            return chip.committedDeviceMemory();
+        }
+    }
+
+    /** Closes the chip once no thread drives the lane any more (it holds no run then). */
+    void closeChip() {
+        deviceWait.stop();
+        RunTicket[] held = {active, successor};
+        active = null;
+        successor = null;
+        synchronized (this) { // health() must not query the chip while it closes
+            try {
+                committedAtClose = chip.isClosed() ? 0 : chip.committedDeviceMemory();
+                chip.close(); // finalizes whatever a failed driver left behind
+            } catch (RuntimeException e) {
+                LOG.warn("closing device {} failed", chip.deviceId(), e);
+            }
+        }
+        for (RunTicket t : held) {
+            if (t != null) {
+                complete(t, new IllegalStateException("the Worker closed device " + chip.deviceId()
+                        + " while " + t + " was in flight"), false);
+            }
+        }
+        state = LaneState.CLOSED;
+        for (AcceptanceWord w : words) {
+            try {
+                w.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing an acceptance word of device {} failed", chip.deviceId(), e);
+            }
+        }
+    }
+}

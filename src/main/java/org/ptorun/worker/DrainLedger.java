@@ -1,0 +1,140 @@
+package org.ptorun.worker;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The Worker's account of outstanding work, for {@code drain()}, {@code close()} and
+ * {@code health()}: per chip the runs outstanding, succeeded and failed; over the Worker
+ * the items pending (runs not finished plus registrations not applied), and the runs
+ * finished since the previous drain returned. Counting is lock-free; the lock is taken
+ * only by a thread that waits for the ledger to empty, and by whoever empties it.
+ */
+final class DrainLedger {
+
+    private final AtomicLongArray outstanding;
+    private final AtomicLongArray succeeded;
+    private final AtomicLongArray failed;
+    private final AtomicLong pending = new AtomicLong();
+    private volatile boolean cancelling;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition empty = lock.newCondition();
+    // guarded by lock
+    private long succeededSinceDrain;
+    private long failedSinceDrain;
+    private List<DrainReport.RunFailure> failuresSinceDrain = new ArrayList<>();
+
+    DrainLedger(int chips) {
+        outstanding = new AtomicLongArray(chips);
+        succeeded = new AtomicLongArray(chips);
+        failed = new AtomicLongArray(chips);
+    }
+
+    /** A run was admitted to chip {@code lane}. */
+    void runAdmitted(int lane) {
+        outstanding.incrementAndGet(lane);
+        pending.incrementAndGet();
+    }
+
+    /** A registration was queued on a chip. */
+    void registrationQueued() {
+        pending.incrementAndGet();
+    }
+
+    /** A registration was applied or failed. */
+    void registrationDone() {
+        itemDone();
+    }
+
+    /** A run of chip {@code lane} finished: {@code failure} null when it succeeded. */
+    void runFinished(int lane, RunTicket t, Throwable failure) {
+        if (failure == null) {
+            succeeded.incrementAndGet(lane);
+        } else {
+            failed.incrementAndGet(lane);
+        }
+        lock.lock();
+        try {
+            if (failure == null) {
+                succeededSinceDrain++;
+            } else {
+                failedSinceDrain++;
+                if (failuresSinceDrain.size() < Worker.MAX_REPORTED_FAILURES) {
+                    failuresSinceDrain.add(new DrainReport.RunFailure(t, failure));
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        outstanding.decrementAndGet(lane);
+        itemDone();
+    }
+
+    private void itemDone() {
+        if (pending.decrementAndGet() == 0) {
+            lock.lock();
+            try {
+                empty.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** Items (runs and registrations) not yet finished. */
+    long pending() {
+        return pending.get();
+    }
+
+    /** Parks until nothing is pending (background mode: the dispatchers do the work). */
+    void awaitEmpty() {
+        lock.lock();
+        try {
+            while (pending.get() > 0) {
+                empty.awaitUninterruptibly();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The runs finished since the previous report; starts the next count. */
+    DrainReport takeReport() {
+        lock.lock();
+        try {
+            DrainReport report = new DrainReport(succeededSinceDrain, failedSinceDrain, failuresSinceDrain);
+            succeededSinceDrain = 0;
+            failedSinceDrain = 0;
+            failuresSinceDrain = new ArrayList<>();
+            return report;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    long outstanding(int lane) {
+        return outstanding.get(lane);
+    }
+
+    long succeeded(int lane) {
+        return succeeded.get(lane);
+    }
+
+    long failed(int lane) {
+        return failed.get(lane);
+    }
+
+    /** close() under CANCEL_QUEUED: staged successors are abandoned, nothing more is staged. */
+    void startCancelling() {
+        cancelling = true;
+    }
+
+    boolean cancelling() {
+        return cancelling;
+    }
+}
