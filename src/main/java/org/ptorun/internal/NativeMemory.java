@@ -1,7 +1,7 @@
 package org.ptorun.internal;
 
 import com.sun.jna.Native;
-import com.sun.jna.Platform;
+import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -117,10 +117,13 @@ public final class NativeMemory {
         throw new IllegalArgumentException("not a primitive array: " + array);
     }
 
-    /** libc, bound by direct mapping on first use (no JNA proxy). */
+    /**
+     * libc, bound by direct mapping on first use (no JNA proxy), through the process's own
+     * symbols: naming "c" would send JNA searching the library path for it.
+     */
     private static final class LibC {
         static {
-            Native.register(LibC.class, Platform.C_LIBRARY_NAME);
+            Native.register(LibC.class, NativeLibrary.getProcess());
         }
 
         static native long calloc(long count, long size);
