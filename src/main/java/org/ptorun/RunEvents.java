@@ -3,6 +3,7 @@ package org.ptorun;
 import jdk.jfr.Category;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
+import jdk.jfr.FlightRecorder;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
@@ -18,39 +19,49 @@ import jdk.jfr.Timespan;
  * <p>Without a recording that enables them they cost one check each and allocate
  * nothing: the factories below return {@code null} then (the JIT does not remove an
  * event object on its own — measured 144 bytes per run cycle).
+ *
+ * <p>Before the JVM's Flight Recorder is initialized (no {@code -XX:StartFlightRecording},
+ * no {@code jcmd JFR.start}, no {@code Recording} or {@code RecordingStream} created) no
+ * event class is initialized either: the first {@code isEnabled()} of an event class
+ * starts JFR's metadata repository and generates its handler, 120–470 ms of a fresh
+ * JVM's first prepare (docs/performance.md, P10). {@link FlightRecorder#isInitialized()}
+ * is a static flag read, and it turns true for good when a recording is started, so the
+ * events appear from the first run after that.
  */
 final class RunEvents {
-
-    // read-only probes: Event.isEnabled() touches no state of the instance
-    private static final Prepare PREPARE = new Prepare();
-    private static final Launch LAUNCH = new Launch();
-    private static final Completion COMPLETION = new Completion();
-    private static final Finalize FINALIZE = new Finalize();
 
     private RunEvents() {
     }
 
     /** A begun Prepare event, or null when no recording wants it. */
     static Prepare beginPrepare() {
-        return PREPARE.isEnabled() ? begun(new Prepare()) : null;
+        return FlightRecorder.isInitialized() && Probes.PREPARE.isEnabled() ? begun(new Prepare()) : null;
     }
 
     static Launch beginLaunch() {
-        return LAUNCH.isEnabled() ? begun(new Launch()) : null;
+        return FlightRecorder.isInitialized() && Probes.LAUNCH.isEnabled() ? begun(new Launch()) : null;
     }
 
     static Finalize beginFinalize() {
-        return FINALIZE.isEnabled() ? begun(new Finalize()) : null;
+        return FlightRecorder.isInitialized() && Probes.FINALIZE.isEnabled() ? begun(new Finalize()) : null;
     }
 
     /** An instant Completion event, or null when no recording wants it. */
     static Completion completion() {
-        return COMPLETION.isEnabled() ? new Completion() : null;
+        return FlightRecorder.isInitialized() && Probes.COMPLETION.isEnabled() ? new Completion() : null;
     }
 
     private static <E extends Event> E begun(E event) {
         event.begin();
         return event;
+    }
+
+    /** Read-only probes (Event.isEnabled() touches no state of the instance), created with the recorder. */
+    private static final class Probes {
+        static final Prepare PREPARE = new Prepare();
+        static final Launch LAUNCH = new Launch();
+        static final Completion COMPLETION = new Completion();
+        static final Finalize FINALIZE = new Finalize();
     }
 
     /** Commits {@code event} (may be null) for the run. */

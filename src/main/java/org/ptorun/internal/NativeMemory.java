@@ -1,6 +1,7 @@
 package org.ptorun.internal;
 
 import com.sun.jna.Native;
+import com.sun.jna.NativeLibrary;
 import com.sun.jna.Pointer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -35,6 +36,16 @@ public final class NativeMemory {
         return Native.malloc(size);
     }
 
+    /**
+     * {@code calloc(1, size)}: zeroed memory; 0 when it fails. Large blocks come straight
+     * from {@code mmap}, already zero, so nothing touches their pages before the caller
+     * does (malloc + {@link #zero} faulted in every page of a fresh 28 MiB staging block
+     * inside the first prepare).
+     */
+    public static long calloc(long size) {
+        return LibC.calloc(1, size);
+    }
+
     /** {@code free(address)}; 0 is a no-op. */
     public static void free(long address) {
         if (address != 0) {
@@ -45,56 +56,47 @@ public final class NativeMemory {
     /**
      * Copies a whole primitive array ({@code byte[]}, {@code short[]}, {@code int[]},
      * {@code long[]}, {@code float[]}, {@code double[]}) to {@code address}, native byte order.
+     * Through a native-order buffer view: its bulk put is one {@code Unsafe.copyMemory} per
+     * MiB, where JNA's {@code Pointer.write} goes through JNI's {@code Get<T>ArrayRegion}
+     * (docs/performance.md, P12).
      */
     public static void copyIn(long address, Object array) {
-        Pointer p = new Pointer(address);
+        ByteBuffer b = nativeView(address, arrayBytes(array));
         if (array instanceof float[]) {
-            float[] a = (float[]) array;
-            p.write(0, a, 0, a.length);
+            b.asFloatBuffer().put((float[]) array);
         } else if (array instanceof int[]) {
-            int[] a = (int[]) array;
-            p.write(0, a, 0, a.length);
+            b.asIntBuffer().put((int[]) array);
         } else if (array instanceof long[]) {
-            long[] a = (long[]) array;
-            p.write(0, a, 0, a.length);
+            b.asLongBuffer().put((long[]) array);
         } else if (array instanceof byte[]) {
-            byte[] a = (byte[]) array;
-            p.write(0, a, 0, a.length);
+            b.put((byte[]) array);
         } else if (array instanceof short[]) {
-            short[] a = (short[]) array;
-            p.write(0, a, 0, a.length);
-        } else if (array instanceof double[]) {
-            double[] a = (double[]) array;
-            p.write(0, a, 0, a.length);
+            b.asShortBuffer().put((short[]) array);
         } else {
-            throw new IllegalArgumentException("not a primitive array: " + array);
+            b.asDoubleBuffer().put((double[]) array);
         }
     }
 
     /** Fills a whole primitive array from {@code address} (the inverse of {@link #copyIn}). */
     public static void copyOut(long address, Object array) {
-        Pointer p = new Pointer(address);
+        ByteBuffer b = nativeView(address, arrayBytes(array));
         if (array instanceof float[]) {
-            float[] a = (float[]) array;
-            p.read(0, a, 0, a.length);
+            b.asFloatBuffer().get((float[]) array);
         } else if (array instanceof int[]) {
-            int[] a = (int[]) array;
-            p.read(0, a, 0, a.length);
+            b.asIntBuffer().get((int[]) array);
         } else if (array instanceof long[]) {
-            long[] a = (long[]) array;
-            p.read(0, a, 0, a.length);
+            b.asLongBuffer().get((long[]) array);
         } else if (array instanceof byte[]) {
-            byte[] a = (byte[]) array;
-            p.read(0, a, 0, a.length);
+            b.get((byte[]) array);
         } else if (array instanceof short[]) {
-            short[] a = (short[]) array;
-            p.read(0, a, 0, a.length);
-        } else if (array instanceof double[]) {
-            double[] a = (double[]) array;
-            p.read(0, a, 0, a.length);
+            b.asShortBuffer().get((short[]) array);
         } else {
-            throw new IllegalArgumentException("not a primitive array: " + array);
+            b.asDoubleBuffer().get((double[]) array);
         }
+    }
+
+    private static ByteBuffer nativeView(long address, long size) {
+        return new Pointer(address).getByteBuffer(0, size).order(ByteOrder.nativeOrder());
     }
 
     /** Bytes of a primitive array ({@link #copyIn} types). */
@@ -113,6 +115,18 @@ public final class NativeMemory {
             return 8L * ((double[]) array).length;
         }
         throw new IllegalArgumentException("not a primitive array: " + array);
+    }
+
+    /**
+     * libc, bound by direct mapping on first use (no JNA proxy), through the process's own
+     * symbols: naming "c" would send JNA searching the library path for it.
+     */
+    private static final class LibC {
+        static {
+            Native.register(LibC.class, NativeLibrary.getProcess());
+        }
+
+        static native long calloc(long count, long size);
     }
 
     /** Sets {@code size} bytes at {@code address} to zero. */

@@ -33,12 +33,11 @@ public final class OffHeapBlock implements AutoCloseable {
         if (alignment <= 0 || Long.bitCount(alignment) != 1) {
             throw new IllegalArgumentException("alignment " + alignment + " is not a power of two");
         }
-        long raw = NativeMemory.malloc(size + alignment - 1);
+        long raw = NativeMemory.calloc(size + alignment - 1);
         if (raw == 0) {
             throw new OutOfMemoryError("native allocation of " + size + " bytes failed");
         }
         long aligned = (raw + alignment - 1) & -alignment;
-        NativeMemory.zero(aligned, size);
         return new OffHeapBlock(raw, aligned, size);
     }
 

@@ -18,7 +18,7 @@ import org.ptorun.Variant;
  * The benchmark suite's harness does what its figures claim (the suite itself runs only
  * with -Pbench): the C driver makes whole trivial runs through the exported contract and
  * leaves committed device memory where it was, the floor's echo thread answers every
- * round trip, the native memcpy copies, and P3's orchestration computes c = a + b.
+ * round trip, the native memcpy copies, and P3's orchestration adds x to z once per task.
  */
 class BenchHarnessTest {
 
@@ -84,23 +84,26 @@ class BenchHarnessTest {
 
     @ParameterizedTest
     @MethodSource("simVariants")
-    void tiledVaddSubmitsOneTaskPerTileAndComputesTheSum(String variant) {
-        int floats = 1000; // 7 tiles of 142 floats and a last one of 146
-        int tasks = 7;
-        float[] a = new float[floats];
-        float[] b = new float[floats];
-        float[] c = new float[floats];
+    void repeatVaddAddsXToZOncePerTaskInOrder(String variant) {
+        int floats = 1000;
+        int tasks = 37;
+        float[] x = new float[floats];
+        float[] z = new float[floats];
+        float[] expected = new float[floats];
         for (int i = 0; i < floats; i++) {
-            a[i] = i * 0.25f;
-            b[i] = 3 - i;
-            c[i] = -1;
+            x[i] = i * 0.25f;
+            z[i] = 3 - i;
+            expected[i] = z[i];
+            for (int t = 0; t < tasks; t++) {
+                expected[i] += x[i]; // left to right, as the chain adds
+            }
         }
         try (ChipWorker chip = ChipWorker.open(HostRuntime.load(Variant.parse(variant)), 0)) {
-            chip.registerCallable(1, PipelinedOrchestrationBench.tiledVadd());
-            chip.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)).scalar(tasks), CallConfig.DEFAULT);
+            chip.registerCallable(1, PipelinedOrchestrationBench.repeatVadd());
+            chip.run(1, TaskArgs.of(Tensor.of(new int[] {tasks}), Tensor.of(x), Tensor.of(z)), CallConfig.DEFAULT);
         }
         for (int i = 0; i < floats; i++) {
-            assertThat(c[i]).as("c[%d]", i).isEqualTo(a[i] + b[i]);
+            assertThat(z[i]).as("z[%d]", i).isEqualTo(expected[i]);
         }
     }
 }

@@ -1,8 +1,7 @@
 package org.ptorun.bench;
 
 import static org.ptorun.callable.Direction.IN;
-import static org.ptorun.callable.Direction.OUT;
-import static org.ptorun.callable.Direction.SCALAR;
+import static org.ptorun.callable.Direction.INOUT;
 
 import java.io.IOException;
 import java.io.Writer;
@@ -46,17 +45,20 @@ import org.ptorun.callable.Kernel;
  * host, in prepare) vs depth 1 (prepare, launch, await, finalize, one after the other),
  * driven through a {@link ChipWorker} with two slots by the benchmark thread.
  *
- * <p>The orchestration is the test library's {@code tiled_vadd}: it computes
- * {@value #TASKS} tiles and submits one {@code vadd} task per tile (c = a + b over
- * {@value #FLOATS} floats), so the host's prepare is real work competing with the
- * execution for the machine's cores — unlike the paced (sleeping) callable of
- * WorkerE2ETest. The tensors are device buffers (child memory, never staged), so prepare
- * is the orchestration and its graph; the tile size gives the execution about the weight
- * of the prepare on a 2-core machine (the overlap can at best hide the shorter of the
- * two). One operation is one run; an invocation makes {@value #BATCH} runs. P3 = depth 2 /
- * depth 1. The depth-1 fork also writes its mean prepare and launch-to-complete times to
- * {@code <ptorun.benchDir>/p3-split.properties}, so the report says how much there was
- * to overlap.
+ * <p>The orchestration is the test library's {@code repeat_vadd}: it submits
+ * {@value #TASKS} tasks z = z + x over {@value #FLOATS} floats, each depending on the one
+ * before, so the host's prepare is real work (every submit's views checked, its
+ * dependency inferred and its edge added) and the execution is a chain that one device
+ * thread runs while the other core is free for the next prepare. The task count and the
+ * tile were chosen so that the two halves balance on this machine (probe of 2026-12-03,
+ * load 1.2, depth 1: 8 192 tasks of 512 floats 0.60 / 0.74 ms, 16 384 of 512 1.20 / 1.45 ms,
+ * against tiled_vadd's 2 048 independent tiles over 4 Mi floats 0.42 / 2.65 ms, whose
+ * execution is bandwidth-bound and leaves nothing to hide): the overlap can at best hide
+ * the shorter of the two. x and z are device buffers (child memory, never staged); the
+ * count is a one-element int array the orchestration reads. One operation is one run;
+ * an invocation makes {@value #BATCH} runs. P3 = depth 2 / depth 1. The depth-1 fork
+ * writes its mean prepare and launch-to-complete times to
+ * {@code <ptorun.benchDir>/p3-split.properties}, so the report states both halves.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -66,8 +68,8 @@ import org.ptorun.callable.Kernel;
 @State(Scope.Benchmark)
 public class PipelinedOrchestrationBench {
 
-    static final int TASKS = 2048;
-    static final int FLOATS = TASKS * 2048;
+    static final int TASKS = 16384;
+    static final int FLOATS = 512;
     static final int BATCH = 16;
     private static final int CALLABLE_ID = 1;
     private static final int VADD = 0;
@@ -79,7 +81,7 @@ public class PipelinedOrchestrationBench {
     public int depth;
 
     private ChipWorker chip;
-    private final DeviceBuffer[] buffers = new DeviceBuffer[3];
+    private final DeviceBuffer[] buffers = new DeviceBuffer[2];
     private TaskArgs args;
     private final PipelineSlotLease[] leases = {PipelineSlotLease.of(0, 1), PipelineSlotLease.of(1, 1)};
     private long runId;
@@ -88,11 +90,11 @@ public class PipelinedOrchestrationBench {
     private long prepareNanos;
     private long executionNanos;
 
-    static ChipCallable tiledVadd() {
+    static ChipCallable repeatVadd() {
         return ChipCallable.builder()
-                .signature(IN, IN, OUT, SCALAR)
+                .signature(IN, IN, INOUT)
                 .child(VADD, Kernel.vadd())
-                .orchestrationLibrary(BenchFiles.nativeTestFile("libptorun_test_orch.so"), "tiled_vadd")
+                .orchestrationLibrary(BenchFiles.nativeTestFile("libptorun_test_orch.so"), "repeat_vadd")
                 .build();
     }
 
@@ -102,20 +104,21 @@ public class PipelinedOrchestrationBench {
         if (depth == 2 && !chip.supportsConcurrentPrepare()) {
             throw new IllegalStateException(variant + " cannot prepare a run while another executes");
         }
-        chip.registerCallable(CALLABLE_ID, tiledVadd());
+        chip.registerCallable(CALLABLE_ID, repeatVadd());
         float[] init = new float[FLOATS];
         for (int i = 0; i < FLOATS; i++) {
-            init[i] = i & 1023;
+            init[i] = 1f / (1 + (i & 15));
         }
         Tensor[] tensors = new Tensor[3];
-        for (int t = 0; t < 3; t++) {
+        tensors[0] = Tensor.of(new int[] {TASKS});
+        for (int t = 0; t < 2; t++) {
             buffers[t] = chip.malloc(4L * FLOATS);
             chip.copyTo(buffers[t], init);
-            tensors[t] = Tensor.of(buffers[t], DType.F32);
+            tensors[t + 1] = Tensor.of(buffers[t], DType.F32);
         }
         // One TaskArgs for every run: prepare writes it off-heap, and the runs share the
-        // device buffers (a and b are read, every run writes the same c in launch order).
-        args = TaskArgs.of(tensors).scalar(TASKS);
+        // device buffers (x is read, every run adds to the same z in launch order).
+        args = TaskArgs.of(tensors);
     }
 
     @Setup(Level.Iteration)
