@@ -188,10 +188,10 @@ static int launch_and_drain(Runner *r, HandGraph *g)
     LaunchSignal s;
     launch_signal_init(&s, &word, 5);
     RunExec exec;
-    int rc = runner_enqueue(r, &exec, 0, &g->launch, &s);
+    int rc = runner_submit(r, &exec, 0, &g->launch, &s);
     if (rc == PTO_OK) {
         CHECK_EQ_INT(word, 5);
-        rc = runner_drain(r, &exec);
+        rc = runner_await_device(r, &exec);
     }
     launch_signal_destroy(&s);
     return rc;
@@ -608,22 +608,22 @@ TEST(query_never_blocks_and_a_busy_device_refuses_a_second_launch)
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 2, 10000, &g), 0);
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 2, 10000, &g2), 0);
     RunExec exec, exec2;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     wait_blocked(1);
     CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
     /* one launch at a time: refused, sticky, never published */
     volatile int32_t word = 0;
     LaunchSignal s;
     launch_signal_init(&s, &word, 3);
-    CHECK_EQ_INT(runner_enqueue(r, &exec2, 1, &g2.launch, &s), PTO_ERR_BUSY);
+    CHECK_EQ_INT(runner_submit(r, &exec2, 1, &g2.launch, &s), PTO_ERR_BUSY);
     CHECK_EQ_INT(launch_signal_fired(&s), 0);
     CHECK_EQ_INT(word, 0);
     CHECK_EQ_INT(runner_query(r, &exec2), PTO_ERR_BUSY);
-    CHECK_EQ_INT(runner_drain(r, &exec2), PTO_ERR_BUSY);
+    CHECK_EQ_INT(runner_await_device(r, &exec2), PTO_ERR_BUSY);
     /* finalize waits for no one: it refuses */
     CHECK_EQ_INT(runner_finalize(r), PTO_ERR_BUSY);
     release_kernels();
-    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_await_device(r, &exec), PTO_OK);
     CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
     CHECK_EQ_INT(runner_query(r, &exec2), PTO_ERR_BUSY); /* a late device cannot complete it */
     launch_signal_destroy(&s);
@@ -664,12 +664,12 @@ TEST(query_from_another_thread_races_drain_safely)
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     wait_blocked(1);
     Poller p = { r, &exec, 0, 0, 0 };
     pthread_t th;
     pthread_create(&th, NULL, poll_until_complete, &p);
-    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_await_device(r, &exec), PTO_OK);
     pthread_join(th, NULL);
     CHECK(p.not_ready >= 1);
     CHECK_EQ_INT(p.complete, 1);
@@ -817,7 +817,7 @@ TEST(destroying_a_runner_waits_for_a_launch_in_flight)
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     pthread_t th;
     pthread_create(&th, NULL, release_soon, NULL);
     runner_destroy(r); /* the graph's memory is freed only after both tasks ran */
@@ -836,19 +836,19 @@ TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
     LaunchSignal s;
     launch_signal_init(&s, &word, 9);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(pto_last_error(), "argument block");
     CHECK_EQ_INT(launch_signal_fired(&s), 0);
     CHECK_EQ_INT(word, 0);
     CHECK_EQ_INT(runner_query(r, &exec), PTO_ERR_INVALID_ARGUMENT);
     bad.aicpu_threads = 0;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
     bad.aicpu_threads = 2;
     bad.block_dim = 25;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
     launch_signal_destroy(&s);
     Runner *cold = runner_create();
-    CHECK_EQ_INT(runner_enqueue(cold, &exec, 0, &bad, NULL), PTO_ERR_WRONG_PHASE);
+    CHECK_EQ_INT(runner_submit(cold, &exec, 0, &bad, NULL), PTO_ERR_WRONG_PHASE);
     runner_destroy(cold);
     runner_destroy(r);
 }
@@ -865,7 +865,7 @@ TEST(two_devices_execute_side_by_side_without_sharing_executor_state)
     HandGraph ga, gb;
     CHECK_EQ_INT(build_graph(a, ta, 2, 1, 2, 10000, &ga), 0);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(a, &exec, 0, &ga.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(a, &exec, 0, &ga.launch, NULL), PTO_OK);
     wait_blocked(1);
     HandTask tb[3] = { { record_kernel, PTO_CORE_AIC, 5, { 1, 2, -1, -1 } },
                        { record_kernel, PTO_CORE_AIV, 6, NO_CONSUMERS },
@@ -874,7 +874,7 @@ TEST(two_devices_execute_side_by_side_without_sharing_executor_state)
     CHECK_EQ_INT(launch_and_drain(b, &gb), PTO_OK);
     CHECK_EQ_INT(status_of(&gb)->tasks_completed, 3);
     release_kernels();
-    CHECK_EQ_INT(runner_drain(a, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_await_device(a, &exec), PTO_OK);
     CHECK_EQ_INT(status_of(&ga)->tasks_completed, 2);
     runner_destroy(b);
     runner_destroy(a);
