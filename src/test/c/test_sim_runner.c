@@ -15,6 +15,7 @@
 #include "common/launch_signal.h"
 #include "device/pto_device_abi.h"
 #include "platform/runner.h"
+#include "platform/sim/sim_runner.h"
 #include "ptest.h"
 #include "ptorun/pto_kernel.h"
 #include "test_callable.h"
@@ -799,29 +800,32 @@ TEST(execute_hands_parallel_work_to_device_threads)
     runner_destroy(r);
 }
 
-static void *release_soon(void *arg)
+static SimDevicePool *awaited_pool; /* the pool whose waiter await_host_kernel waits for */
+
+/* Returns once the host waits for the launch it belongs to: a destroy that
+ * did not wait would leave it blocked and its consumer never run. */
+static int32_t await_host_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
 {
-    (void)arg;
-    wait_blocked(1);
-    sleep_ms(20);
-    release_kernels();
-    return NULL;
+    (void)args, (void)nargs;
+    sim_device_pool_await_waiter(awaited_pool);
+    pthread_mutex_lock(&k.lock);
+    k.ran[ctx->task_id]++;
+    pthread_mutex_unlock(&k.lock);
+    return 0;
 }
 
 TEST(destroying_a_runner_waits_for_a_launch_in_flight)
 {
     Runner *r = test_sim_runner();
     reset_kernels();
-    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+    awaited_pool = r->pool;
+    HandTask t[2] = { { await_host_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
                       { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     RunExec exec;
     CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
-    pthread_t th;
-    pthread_create(&th, NULL, release_soon, NULL);
     runner_destroy(r); /* the graph's memory is freed only after both tasks ran */
-    pthread_join(th, NULL);
     CHECK_EQ_INT(k.ran[0], 1);
     CHECK_EQ_INT(k.ran[1], 1);
 }

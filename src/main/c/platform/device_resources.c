@@ -325,14 +325,11 @@ static int resolve_kernels(Runner *r, const ChipCallableView *v, uint8_t *host, 
 
 static int add_upload(DeviceResources *res, CallableUpload u)
 {
-    if (res->upload_count == res->upload_cap) {
-        size_t cap = res->upload_cap ? res->upload_cap * 2 : 8;
-        CallableUpload *grown = realloc(res->uploads, cap * sizeof *grown);
-        if (grown == NULL)
-            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "upload_chip_callable_buffer: out of host memory");
-        res->uploads = grown;
-        res->upload_cap = cap;
-    }
+    CallableUpload *grown =
+        runner_grow(res->uploads, &res->upload_cap, res->upload_count, sizeof u, 8, "upload_chip_callable_buffer");
+    if (grown == NULL)
+        return PTO_ERR_OUT_OF_MEMORY;
+    res->uploads = grown;
     res->uploads[res->upload_count++] = u;
     return PTO_OK;
 }

@@ -2,9 +2,11 @@
  * libraries every platform loads the same way. */
 #include "platform/runner_core.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/last_error.h"
+#include "common/variant.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 int runner_core_init(RunnerCore *c, size_t capacity)
@@ -50,6 +52,35 @@ void runner_core_forget_device(RunnerCore *c, void (*release)(uintptr_t, size_t,
     library_cache_clear(&c->host_libraries);
 }
 
+int runner_init(Runner *r, int device_id, const DeviceImages *images)
+{
+    if (images == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s device init: no device images", PTO_PLATFORM_NAME);
+    RunnerCore *c = runner_core(r);
+    pthread_mutex_lock(&c->lock);
+    int rc;
+    if (c->initialized) {
+        rc = pto_fail(PTO_ERR_BUSY, "%s device %d is already initialized; finalize_device first", PTO_PLATFORM_NAME,
+                      c->device_id);
+    } else {
+        c->device_id = device_id;
+        c->initialized = (rc = platform_open(r, images)) == PTO_OK;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+int runner_finalize(Runner *r)
+{
+    RunnerCore *c = runner_core(r);
+    pthread_mutex_lock(&c->lock);
+    int rc = c->initialized ? platform_close(r) : PTO_OK;
+    if (rc != PTO_ERR_BUSY)
+        c->initialized = 0;
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
 int runner_initialized(Runner *r)
 {
     RunnerCore *c = runner_core(r);
@@ -64,6 +95,20 @@ int runner_check_up(Runner *r, const char *fn)
     if (!runner_core(r)->initialized)
         return pto_fail(PTO_ERR_WRONG_PHASE, "%s: the device is not initialized (simpler_init)", fn);
     return PTO_OK;
+}
+
+void *runner_grow(void *array, size_t *cap, size_t count, size_t elem_size, size_t first, const char *what)
+{
+    if (count < *cap)
+        return array;
+    size_t grown_cap = *cap ? *cap * 2 : first;
+    void *grown = realloc(array, grown_cap * elem_size);
+    if (grown == NULL) {
+        pto_fail(PTO_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+        return NULL;
+    }
+    *cap = grown_cap;
+    return grown;
 }
 
 int runner_refuse_null(const char *entry)

@@ -60,6 +60,11 @@ void runner_core_destroy(RunnerCore *c);
  * forgotten, the host libraries are unloaded. Caller holds the lock. */
 void runner_core_forget_device(RunnerCore *c, void (*release)(uintptr_t, size_t, void *));
 
+/* `array` (elements of elem_size bytes, *cap of them), grown so that one more
+ * than `count` fit: doubled, from `first`. NULL (array untouched, message
+ * naming what) when out of host memory. */
+void *runner_grow(void *array, size_t *cap, size_t count, size_t elem_size, size_t first, const char *what);
+
 /* Caller holds the lock: PTO_ERR_WRONG_PHASE (message names fn) unless the device is up. */
 int runner_check_up(Runner *r, const char *fn);
 /* PTO_ERR_INVALID_ARGUMENT unless [dev, +n) lies inside one live allocation. */
@@ -73,6 +78,14 @@ int runner_alloc(Runner *r, size_t n, uint64_t *dev);
 void runner_free(Runner *r, uint64_t dev);
 
 /* ---- what each platform implements for the shared code -------------------- */
+
+/* Caller holds the lock; the core's device_id is set. Brings the device up
+ * with the images (their bytes are copied), or leaves nothing open. */
+int platform_open(Runner *r, const DeviceImages *images);
+/* Caller holds the lock. Releases every device resource (calling
+ * runner_core_forget_device): the device is down afterwards whatever the
+ * result, except PTO_ERR_BUSY, which leaves it up and untouched. */
+int platform_close(Runner *r);
 
 /* Caller holds the lock. n > 0 bytes of device memory (the table's capacity
  * already admitted them); PTO_ERR_* with a message otherwise. */

@@ -19,14 +19,10 @@ static int free_library_record(Runner *r, size_t *slot)
     for (size_t i = 0; i < r->library_count; i++)
         if (r->libraries[i].image == NULL)
             *slot = i;
-    if (*slot < r->library_cap)
-        return PTO_OK;
-    size_t cap = r->library_cap ? r->library_cap * 2 : 4;
-    ObLibrary *grown = realloc(r->libraries, cap * sizeof *grown);
+    ObLibrary *grown = runner_grow(r->libraries, &r->library_cap, *slot, sizeof *grown, 4, "kernel library");
     if (grown == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "kernel library: out of host memory");
+        return PTO_ERR_OUT_OF_MEMORY;
     r->libraries = grown;
-    r->library_cap = cap;
     return PTO_OK;
 }
 

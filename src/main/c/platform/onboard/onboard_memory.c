@@ -51,16 +51,11 @@ int platform_fill(Runner *r, uint64_t dev, int value, size_t n)
 /* Caller holds the lock. */
 static void *add_view(Runner *r, uint64_t dev, size_t n)
 {
-    if (r->view_count == r->view_cap) {
-        size_t cap = r->view_cap ? r->view_cap * 2 : 4;
-        ObHostView *grown = realloc(r->views, cap * sizeof *grown);
-        if (grown == NULL) {
-            pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_device_memory_to_host: out of host memory");
-            return NULL;
-        }
-        r->views = grown;
-        r->view_cap = cap;
-    }
+    ObHostView *grown =
+        runner_grow(r->views, &r->view_cap, r->view_count, sizeof *grown, 4, "register_device_memory_to_host");
+    if (grown == NULL)
+        return NULL;
+    r->views = grown;
     void *view = NULL;
     int drc = r->driver.api->host_register(r->dev, dev, n, &view);
     if (drc != PTO_DRV_OK) {

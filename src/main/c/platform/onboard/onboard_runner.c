@@ -108,18 +108,20 @@ static void log_driver(Runner *r)
                r->driver.path, r->driver.api->name, r->driver.from_env ? "PTORUN_DRIVER" : "bundled");
 }
 
-/* Caller holds the lock: opens the device, loads both images, creates the persistent streams. */
-static int open_device(Runner *r, const DeviceImages *images)
+int platform_open(Runner *r, const DeviceImages *images)
 {
+    int rc = onboard_driver_load(&r->driver);
+    if (rc != PTO_OK)
+        return rc;
+    log_driver(r);
     const PtoDriverApi *api = r->driver.api;
     int drc = api->open_device(r->core.device_id, &r->dev);
     if (drc != PTO_DRV_OK) {
         r->dev = NULL;
-        int rc = ob_drv_fail(r, drc, "open_device");
+        rc = ob_drv_fail(r, drc, "open_device");
         r->poisoned = 0; /* nothing was opened: nothing to reset */
         return rc;
     }
-    int rc;
     uint64_t entry;
     if ((rc = load_image(r, "AICPU image", images->aicpu, images->aicpu_size, &r->aicpu)) != PTO_OK ||
         (rc = load_image(r, "AICore image", images->aicore, images->aicore_size, &r->aicore)) != PTO_OK ||
@@ -129,6 +131,7 @@ static int open_device(Runner *r, const DeviceImages *images)
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "AICPU image exports no %s", PTO_AICPU_ENTRY_SYMBOL);
         goto fail_device;
     }
+    r->poisoned = 0;
     return PTO_OK;
 
 fail_device:
@@ -139,36 +142,10 @@ fail_device:
     return rc;
 }
 
-int runner_init(Runner *r, int device_id, const DeviceImages *images)
-{
-    if (images == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "onboard device init: no device images");
-    pthread_mutex_lock(&r->core.lock);
-    int rc;
-    if (r->core.initialized) {
-        rc = pto_fail(PTO_ERR_BUSY, "onboard device %d is already initialized; finalize_device first",
-                      r->core.device_id);
-    } else if ((rc = onboard_driver_load(&r->driver)) == PTO_OK) {
-        r->core.device_id = device_id;
-        log_driver(r);
-        if ((rc = open_device(r, images)) == PTO_OK) {
-            r->core.initialized = 1;
-            r->poisoned = 0;
-        }
-    }
-    pthread_mutex_unlock(&r->core.lock);
-    return rc;
-}
-
 /* A reset device (poisoned) or a healthy one: closing releases everything it
    holds either way; the reset first aborts hung work. */
-int runner_finalize(Runner *r)
+int platform_close(Runner *r)
 {
-    pthread_mutex_lock(&r->core.lock);
-    if (!r->core.initialized) {
-        pthread_mutex_unlock(&r->core.lock);
-        return PTO_OK;
-    }
     const PtoDriverApi *api = r->driver.api;
     int rc = PTO_OK;
     if (__atomic_load_n(&r->poisoned, __ATOMIC_ACQUIRE)) {
@@ -182,9 +159,7 @@ int runner_finalize(Runner *r)
         rc = pto_fail(PTO_ERR_DEVICE, "onboard device %d: close_device failed: %s", r->core.device_id,
                       api->error_string(drc));
     forget_device_state(r);
-    r->core.initialized = 0;
     __atomic_store_n(&r->poisoned, 0, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&r->core.lock);
     return rc;
 }
 

@@ -1,5 +1,5 @@
-/* The sim runner's lifetime (sim_runner.h): create, bring up, finalize (a
- * device reset: every allocation goes), destroy. */
+/* The sim runner's lifetime (sim_runner.h): create, bring the device up,
+ * close it (a device reset: every allocation goes), destroy. */
 #include "platform/sim/sim_runner.h"
 
 #include <stdlib.h>
@@ -75,19 +75,11 @@ static long long injected_submit_failure(void)
     return (*end == '\0' && n >= 0) ? n : -1;
 }
 
-int runner_init(Runner *r, int device_id, const DeviceImages *images)
+int platform_open(Runner *r, const DeviceImages *images)
 {
-    if (images == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "sim device init: no device images");
-    pthread_mutex_lock(&r->core.lock);
-    int rc;
-    if (r->core.initialized) {
-        rc = pto_fail(PTO_ERR_BUSY, "sim device %d is already initialized; finalize_device first",
-                      r->core.device_id);
-        goto out;
-    }
-    if ((rc = sim_image_load(&r->aicpu, "AICPU image", images->aicpu, images->aicpu_size)) != PTO_OK)
-        goto out;
+    int rc = sim_image_load(&r->aicpu, "AICPU image", images->aicpu, images->aicpu_size);
+    if (rc != PTO_OK)
+        return rc;
     r->aicpu_entry = (PtoAicpuEntryFn)sim_image_symbol(&r->aicpu, PTO_AICPU_ENTRY_SYMBOL);
     if (r->aicpu_entry == NULL) {
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "AICPU image exports no %s", PTO_AICPU_ENTRY_SYMBOL);
@@ -98,10 +90,8 @@ int runner_init(Runner *r, int device_id, const DeviceImages *images)
         goto fail_entry;
     if ((rc = sim_device_pool_create(device_thread_count(), &r->pool)) != PTO_OK)
         goto fail_pool;
-    r->core.device_id = device_id;
     r->fail_submit_after = injected_submit_failure();
-    r->core.initialized = 1;
-    goto out;
+    return PTO_OK;
 
 fail_pool:
     sim_image_unload(&r->aicore);
@@ -109,22 +99,13 @@ fail_entry:
     sim_image_unload(&r->aicpu);
     r->aicpu_entry = NULL;
     r->aicpu_dlopen_count = NULL;
-out:
-    pthread_mutex_unlock(&r->core.lock);
     return rc;
 }
 
-int runner_finalize(Runner *r)
+int platform_close(Runner *r)
 {
-    pthread_mutex_lock(&r->core.lock);
-    if (!r->core.initialized) {
-        pthread_mutex_unlock(&r->core.lock);
-        return PTO_OK;
-    }
-    if (sim_device_pool_busy(r->pool)) {
-        pthread_mutex_unlock(&r->core.lock);
+    if (sim_device_pool_busy(r->pool))
         return pto_fail(PTO_ERR_BUSY, "sim device %d: a launch is still running", r->core.device_id);
-    }
     sim_device_pool_destroy(r->pool);
     r->pool = NULL;
     /* a device reset: every device allocation goes, the runner's and the user's */
@@ -136,8 +117,6 @@ int runner_finalize(Runner *r)
     sim_image_unload(&r->aicpu);
     r->aicpu_entry = NULL;
     r->aicpu_dlopen_count = NULL;
-    r->core.initialized = 0;
-    pthread_mutex_unlock(&r->core.lock);
     return PTO_OK;
 }
 
