@@ -144,7 +144,7 @@ int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const Chip
     int launched = erc == PTO_OK;
     if (launched) {
         if (!launch_signal_fired(&signal) || accepted != 41) {
-            fprintf(stderr, "test_run: enqueue returned without publishing acceptance\n");
+            fprintf(stderr, "test_run: submit returned without publishing acceptance\n");
             erc = PTO_ERR_FAILED;
         }
         int drc = runner_await_device(r, &exec);

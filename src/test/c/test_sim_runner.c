@@ -182,8 +182,8 @@ static void free_graph(Runner *r, HandGraph *g)
     runner_device_free(r, g->state);
 }
 
-/* enqueue + drain; the acceptance word must be written exactly at enqueue. */
-static int launch_and_drain(Runner *r, HandGraph *g)
+/* submit + await; the acceptance word must be written exactly at submit. */
+static int launch_and_await(Runner *r, HandGraph *g)
 {
     volatile int32_t word = 0;
     LaunchSignal s;
@@ -255,7 +255,7 @@ TEST(the_a5_images_load_and_run_a_graph)
                       { record_kernel, PTO_CORE_AIV, 3, NO_CONSUMERS } };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 3, 2, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     CHECK_EQ_INT(status_of(&g)->tasks_completed, 3);
     free_graph(r, &g);
     runner_destroy(r);
@@ -466,7 +466,7 @@ TEST(executor_gives_each_task_a_free_core_of_its_type_within_block_dim)
             t[i] = (HandTask){ record_kernel, i % 4 == 0 ? PTO_CORE_AIC : PTO_CORE_AIV, (uint32_t)i, NO_CONSUMERS };
         HandGraph g;
         CHECK_EQ_INT(build_graph(r, t, 16, block_dim, 4, 10000, &g), 0);
-        CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+        CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
         CHECK_EQ_INT(status_of(&g)->tasks_completed, 16);
         CHECK_EQ_INT(status_of(&g)->finished, 1);
         for (int i = 0; i < 16; i++) {
@@ -499,7 +499,7 @@ TEST(executor_runs_consumers_after_producers)
     };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 4, 1, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     for (int i = 0; i < 4; i++)
         CHECK_EQ_INT(k.ran[i], 1);
     free_graph(r, &g);
@@ -517,7 +517,7 @@ TEST(executor_records_the_first_kernel_fault_and_dispatches_no_successor)
     };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_KERNEL_FAULT);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_KERNEL_FAULT);
     CHECK_CONTAINS(pto_last_error(), "kernel fault: task 1 (func_id 11) returned 7 on core ");
     PtoDeviceStatus *s = status_of(&g);
     CHECK_EQ_INT(s->error_code, PTO_ERR_KERNEL_FAULT);
@@ -536,7 +536,7 @@ TEST(executor_completes_a_zero_task_graph_at_once)
     Runner *r = test_sim_runner();
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, NULL, 0, 1, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     CHECK_EQ_INT(status_of(&g)->finished, 1);
     free_graph(r, &g);
     runner_destroy(r);
@@ -552,12 +552,12 @@ TEST(executor_refuses_a_malformed_graph_instead_of_running_it)
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     PtoGraphTask *tasks = (PtoGraphTask *)(g.arena + sizeof(PtoAicpuArgs) + sizeof(PtoGraphHeader));
     tasks[1].fanin_count = 2; /* would never become ready */
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_DEVICE);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_DEVICE);
     CHECK_EQ_INT(k.ran[0], 0);
     /* a block_dim beyond the arch */
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     ((PtoAicpuArgs *)g.arena)->block_dim = 99;
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_DEVICE);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_DEVICE);
     runner_destroy(r);
 }
 
@@ -571,7 +571,7 @@ static void *release_on_stop(void *arg)
     return NULL;
 }
 
-TEST(drain_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
+TEST(await_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
 {
     Runner *r = test_sim_runner();
     reset_kernels();
@@ -584,18 +584,18 @@ TEST(drain_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
     CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 50, &g), 0);
     pthread_t helper;
     pthread_create(&helper, NULL, release_on_stop, status_of(&g));
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_TIMEOUT);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_TIMEOUT);
     pthread_join(helper, NULL);
     CHECK_CONTAINS(pto_last_error(), "exceeded its timeout of 50 ms");
     CHECK_EQ_INT(k.ran[0], 1);
     CHECK_EQ_INT(k.ran[2], 0);        /* its producer's completion came after the stop */
-    CHECK_EQ_INT(k.blocked, 0);       /* drain returned after the kernel did */
+    CHECK_EQ_INT(k.blocked, 0);       /* the await returned after the kernel did */
     CHECK_EQ_INT(status_of(&g)->error_code, PTO_ERR_TIMEOUT);
     free_graph(r, &g);
     /* the device is usable again */
     reset_kernels();
     CHECK_EQ_INT(build_graph(r, t + 1, 1, 1, 2, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     free_graph(r, &g);
     runner_destroy(r);
 }
@@ -656,7 +656,7 @@ static void *poll_until_complete(void *arg)
     }
 }
 
-TEST(query_from_another_thread_races_drain_safely)
+TEST(query_from_another_thread_races_the_await_safely)
 {
     Runner *r = test_sim_runner();
     reset_kernels();
@@ -830,7 +830,7 @@ TEST(destroying_a_runner_waits_for_a_launch_in_flight)
     CHECK_EQ_INT(k.ran[1], 1);
 }
 
-TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
+TEST(submit_rolls_back_a_launch_it_cannot_hand_over)
 {
     Runner *r = test_sim_runner();
     uint64_t outside[16] = { 0 };
@@ -875,7 +875,7 @@ TEST(two_devices_execute_side_by_side_without_sharing_executor_state)
                        { record_kernel, PTO_CORE_AIV, 6, NO_CONSUMERS },
                        { record_kernel, PTO_CORE_AIV, 7, NO_CONSUMERS } };
     CHECK_EQ_INT(build_graph(b, tb, 3, 2, 4, 10000, &gb), 0);
-    CHECK_EQ_INT(launch_and_drain(b, &gb), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(b, &gb), PTO_OK);
     CHECK_EQ_INT(status_of(&gb)->tasks_completed, 3);
     release_kernels();
     CHECK_EQ_INT(runner_await_device(a, &exec), PTO_OK);
@@ -948,7 +948,7 @@ TEST(an_idle_device_burns_no_cpu)
     HandTask t[1] = { { record_kernel, PTO_CORE_AIV, 1, NO_CONSUMERS } };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK); /* threads have worked and gone idle */
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK); /* threads have worked and gone idle */
     long long before = test_process_cpu_us();
     sleep_ms(300);
     long long used = test_process_cpu_us() - before;

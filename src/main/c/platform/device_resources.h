@@ -61,9 +61,9 @@ typedef struct DeviceResources {
 
 void device_resources_init(DeviceResources *res);
 
-/* Forgets every record without freeing device memory (the device was reset,
- * closed or drained: its memory went with it). Caller holds the lock or owns
- * the runner exclusively. Safe to repeat; the runner's destroy calls it last. */
+/* Forgets every record without freeing device memory (the device was reset
+ * or closed: its memory went with it). Caller holds the lock or owns the
+ * runner exclusively. Safe to repeat; the runner's destroy calls it last. */
 void device_resources_forget(DeviceResources *res);
 
 /* PTO_ERR_INVALID_ARGUMENT (message names fn) for a slot outside 0..max. */
