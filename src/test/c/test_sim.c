@@ -140,14 +140,14 @@ int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const Chip
     launch_signal_init(&signal, &accepted, 41);
     RunExec exec;
     memset(&exec, 0, sizeof exec);
-    int erc = runner_enqueue(r, &exec, bank, &launch, &signal);
+    int erc = runner_submit(r, &exec, bank, &launch, &signal);
     int launched = erc == PTO_OK;
     if (launched) {
         if (!launch_signal_fired(&signal) || accepted != 41) {
-            fprintf(stderr, "test_run: enqueue returned without publishing acceptance\n");
+            fprintf(stderr, "test_run: submit returned without publishing acceptance\n");
             erc = PTO_ERR_FAILED;
         }
-        int drc = runner_drain(r, &exec);
+        int drc = runner_await_device(r, &exec);
         if (erc == PTO_OK)
             erc = drc;
     }

@@ -29,8 +29,8 @@ ChipTensor test_f32_tensor(float *host, uint32_t n);
 /* A zeroed CallConfig with a timeout. */
 CallConfig test_config(int32_t timeout_ms);
 
-/* bind, enqueue (with a real LaunchSignal), drain, validate. Returns the first
- * error; *exec_rc (if not NULL) gets what drain returned. */
+/* bind, submit (with a real LaunchSignal), await the device, validate. Returns
+ * the first error; *exec_rc (if not NULL) gets what the await returned. */
 int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
              const CallConfig *cfg, int *exec_rc);
 

@@ -15,6 +15,7 @@
 #include "common/launch_signal.h"
 #include "device/pto_device_abi.h"
 #include "platform/runner.h"
+#include "platform/sim/sim_runner.h"
 #include "ptest.h"
 #include "ptorun/pto_kernel.h"
 #include "test_callable.h"
@@ -181,17 +182,17 @@ static void free_graph(Runner *r, HandGraph *g)
     runner_device_free(r, g->state);
 }
 
-/* enqueue + drain; the acceptance word must be written exactly at enqueue. */
-static int launch_and_drain(Runner *r, HandGraph *g)
+/* submit + await; the acceptance word must be written exactly at submit. */
+static int launch_and_await(Runner *r, HandGraph *g)
 {
     volatile int32_t word = 0;
     LaunchSignal s;
     launch_signal_init(&s, &word, 5);
     RunExec exec;
-    int rc = runner_enqueue(r, &exec, 0, &g->launch, &s);
+    int rc = runner_submit(r, &exec, 0, &g->launch, &s);
     if (rc == PTO_OK) {
         CHECK_EQ_INT(word, 5);
-        rc = runner_drain(r, &exec);
+        rc = runner_await_device(r, &exec);
     }
     launch_signal_destroy(&s);
     return rc;
@@ -254,7 +255,7 @@ TEST(the_a5_images_load_and_run_a_graph)
                       { record_kernel, PTO_CORE_AIV, 3, NO_CONSUMERS } };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 3, 2, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     CHECK_EQ_INT(status_of(&g)->tasks_completed, 3);
     free_graph(r, &g);
     runner_destroy(r);
@@ -465,7 +466,7 @@ TEST(executor_gives_each_task_a_free_core_of_its_type_within_block_dim)
             t[i] = (HandTask){ record_kernel, i % 4 == 0 ? PTO_CORE_AIC : PTO_CORE_AIV, (uint32_t)i, NO_CONSUMERS };
         HandGraph g;
         CHECK_EQ_INT(build_graph(r, t, 16, block_dim, 4, 10000, &g), 0);
-        CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+        CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
         CHECK_EQ_INT(status_of(&g)->tasks_completed, 16);
         CHECK_EQ_INT(status_of(&g)->finished, 1);
         for (int i = 0; i < 16; i++) {
@@ -498,7 +499,7 @@ TEST(executor_runs_consumers_after_producers)
     };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 4, 1, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     for (int i = 0; i < 4; i++)
         CHECK_EQ_INT(k.ran[i], 1);
     free_graph(r, &g);
@@ -516,7 +517,7 @@ TEST(executor_records_the_first_kernel_fault_and_dispatches_no_successor)
     };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_KERNEL_FAULT);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_KERNEL_FAULT);
     CHECK_CONTAINS(pto_last_error(), "kernel fault: task 1 (func_id 11) returned 7 on core ");
     PtoDeviceStatus *s = status_of(&g);
     CHECK_EQ_INT(s->error_code, PTO_ERR_KERNEL_FAULT);
@@ -535,7 +536,7 @@ TEST(executor_completes_a_zero_task_graph_at_once)
     Runner *r = test_sim_runner();
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, NULL, 0, 1, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     CHECK_EQ_INT(status_of(&g)->finished, 1);
     free_graph(r, &g);
     runner_destroy(r);
@@ -551,12 +552,12 @@ TEST(executor_refuses_a_malformed_graph_instead_of_running_it)
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     PtoGraphTask *tasks = (PtoGraphTask *)(g.arena + sizeof(PtoAicpuArgs) + sizeof(PtoGraphHeader));
     tasks[1].fanin_count = 2; /* would never become ready */
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_DEVICE);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_DEVICE);
     CHECK_EQ_INT(k.ran[0], 0);
     /* a block_dim beyond the arch */
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     ((PtoAicpuArgs *)g.arena)->block_dim = 99;
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_DEVICE);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_DEVICE);
     runner_destroy(r);
 }
 
@@ -570,7 +571,7 @@ static void *release_on_stop(void *arg)
     return NULL;
 }
 
-TEST(drain_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
+TEST(await_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
 {
     Runner *r = test_sim_runner();
     reset_kernels();
@@ -583,18 +584,18 @@ TEST(drain_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
     CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 50, &g), 0);
     pthread_t helper;
     pthread_create(&helper, NULL, release_on_stop, status_of(&g));
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_ERR_TIMEOUT);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_TIMEOUT);
     pthread_join(helper, NULL);
     CHECK_CONTAINS(pto_last_error(), "exceeded its timeout of 50 ms");
     CHECK_EQ_INT(k.ran[0], 1);
     CHECK_EQ_INT(k.ran[2], 0);        /* its producer's completion came after the stop */
-    CHECK_EQ_INT(k.blocked, 0);       /* drain returned after the kernel did */
+    CHECK_EQ_INT(k.blocked, 0);       /* the await returned after the kernel did */
     CHECK_EQ_INT(status_of(&g)->error_code, PTO_ERR_TIMEOUT);
     free_graph(r, &g);
     /* the device is usable again */
     reset_kernels();
     CHECK_EQ_INT(build_graph(r, t + 1, 1, 1, 2, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK);
     free_graph(r, &g);
     runner_destroy(r);
 }
@@ -608,22 +609,22 @@ TEST(query_never_blocks_and_a_busy_device_refuses_a_second_launch)
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 2, 10000, &g), 0);
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 2, 10000, &g2), 0);
     RunExec exec, exec2;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     wait_blocked(1);
     CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
     /* one launch at a time: refused, sticky, never published */
     volatile int32_t word = 0;
     LaunchSignal s;
     launch_signal_init(&s, &word, 3);
-    CHECK_EQ_INT(runner_enqueue(r, &exec2, 1, &g2.launch, &s), PTO_ERR_BUSY);
+    CHECK_EQ_INT(runner_submit(r, &exec2, 1, &g2.launch, &s), PTO_ERR_BUSY);
     CHECK_EQ_INT(launch_signal_fired(&s), 0);
     CHECK_EQ_INT(word, 0);
     CHECK_EQ_INT(runner_query(r, &exec2), PTO_ERR_BUSY);
-    CHECK_EQ_INT(runner_drain(r, &exec2), PTO_ERR_BUSY);
+    CHECK_EQ_INT(runner_await_device(r, &exec2), PTO_ERR_BUSY);
     /* finalize waits for no one: it refuses */
     CHECK_EQ_INT(runner_finalize(r), PTO_ERR_BUSY);
     release_kernels();
-    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_await_device(r, &exec), PTO_OK);
     CHECK_EQ_INT(runner_query(r, &exec), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
     CHECK_EQ_INT(runner_query(r, &exec2), PTO_ERR_BUSY); /* a late device cannot complete it */
     launch_signal_destroy(&s);
@@ -655,7 +656,7 @@ static void *poll_until_complete(void *arg)
     }
 }
 
-TEST(query_from_another_thread_races_drain_safely)
+TEST(query_from_another_thread_races_the_await_safely)
 {
     Runner *r = test_sim_runner();
     reset_kernels();
@@ -664,12 +665,12 @@ TEST(query_from_another_thread_races_drain_safely)
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     wait_blocked(1);
     Poller p = { r, &exec, 0, 0, 0 };
     pthread_t th;
     pthread_create(&th, NULL, poll_until_complete, &p);
-    CHECK_EQ_INT(runner_drain(r, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_await_device(r, &exec), PTO_OK);
     pthread_join(th, NULL);
     CHECK(p.not_ready >= 1);
     CHECK_EQ_INT(p.complete, 1);
@@ -799,34 +800,37 @@ TEST(execute_hands_parallel_work_to_device_threads)
     runner_destroy(r);
 }
 
-static void *release_soon(void *arg)
+static SimDevicePool *awaited_pool; /* the pool whose waiter await_host_kernel waits for */
+
+/* Returns once the host waits for the launch it belongs to: a destroy that
+ * did not wait would leave it blocked and its consumer never run. */
+static int32_t await_host_kernel(const uint64_t *args, uint32_t nargs, const PtoKernelContext *ctx)
 {
-    (void)arg;
-    wait_blocked(1);
-    sleep_ms(20);
-    release_kernels();
-    return NULL;
+    (void)args, (void)nargs;
+    sim_device_pool_await_waiter(awaited_pool);
+    pthread_mutex_lock(&k.lock);
+    k.ran[ctx->task_id]++;
+    pthread_mutex_unlock(&k.lock);
+    return 0;
 }
 
 TEST(destroying_a_runner_waits_for_a_launch_in_flight)
 {
     Runner *r = test_sim_runner();
     reset_kernels();
-    HandTask t[2] = { { blocking_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
+    awaited_pool = r->pool;
+    HandTask t[2] = { { await_host_kernel, PTO_CORE_AIV, 1, { 1, -1, -1, -1 } },
                       { record_kernel, PTO_CORE_AIV, 2, NO_CONSUMERS } };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 2, 1, 2, 10000, &g), 0);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &g.launch, NULL), PTO_OK);
-    pthread_t th;
-    pthread_create(&th, NULL, release_soon, NULL);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     runner_destroy(r); /* the graph's memory is freed only after both tasks ran */
-    pthread_join(th, NULL);
     CHECK_EQ_INT(k.ran[0], 1);
     CHECK_EQ_INT(k.ran[1], 1);
 }
 
-TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
+TEST(submit_rolls_back_a_launch_it_cannot_hand_over)
 {
     Runner *r = test_sim_runner();
     uint64_t outside[16] = { 0 };
@@ -836,19 +840,19 @@ TEST(enqueue_rolls_back_a_launch_it_cannot_hand_over)
     LaunchSignal s;
     launch_signal_init(&s, &word, 9);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS(pto_last_error(), "argument block");
     CHECK_EQ_INT(launch_signal_fired(&s), 0);
     CHECK_EQ_INT(word, 0);
     CHECK_EQ_INT(runner_query(r, &exec), PTO_ERR_INVALID_ARGUMENT);
     bad.aicpu_threads = 0;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
     bad.aicpu_threads = 2;
     bad.block_dim = 25;
-    CHECK_EQ_INT(runner_enqueue(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(runner_submit(r, &exec, 0, &bad, &s), PTO_ERR_INVALID_ARGUMENT);
     launch_signal_destroy(&s);
     Runner *cold = runner_create();
-    CHECK_EQ_INT(runner_enqueue(cold, &exec, 0, &bad, NULL), PTO_ERR_WRONG_PHASE);
+    CHECK_EQ_INT(runner_submit(cold, &exec, 0, &bad, NULL), PTO_ERR_WRONG_PHASE);
     runner_destroy(cold);
     runner_destroy(r);
 }
@@ -865,16 +869,16 @@ TEST(two_devices_execute_side_by_side_without_sharing_executor_state)
     HandGraph ga, gb;
     CHECK_EQ_INT(build_graph(a, ta, 2, 1, 2, 10000, &ga), 0);
     RunExec exec;
-    CHECK_EQ_INT(runner_enqueue(a, &exec, 0, &ga.launch, NULL), PTO_OK);
+    CHECK_EQ_INT(runner_submit(a, &exec, 0, &ga.launch, NULL), PTO_OK);
     wait_blocked(1);
     HandTask tb[3] = { { record_kernel, PTO_CORE_AIC, 5, { 1, 2, -1, -1 } },
                        { record_kernel, PTO_CORE_AIV, 6, NO_CONSUMERS },
                        { record_kernel, PTO_CORE_AIV, 7, NO_CONSUMERS } };
     CHECK_EQ_INT(build_graph(b, tb, 3, 2, 4, 10000, &gb), 0);
-    CHECK_EQ_INT(launch_and_drain(b, &gb), PTO_OK);
+    CHECK_EQ_INT(launch_and_await(b, &gb), PTO_OK);
     CHECK_EQ_INT(status_of(&gb)->tasks_completed, 3);
     release_kernels();
-    CHECK_EQ_INT(runner_drain(a, &exec), PTO_OK);
+    CHECK_EQ_INT(runner_await_device(a, &exec), PTO_OK);
     CHECK_EQ_INT(status_of(&ga)->tasks_completed, 2);
     runner_destroy(b);
     runner_destroy(a);
@@ -944,7 +948,7 @@ TEST(an_idle_device_burns_no_cpu)
     HandTask t[1] = { { record_kernel, PTO_CORE_AIV, 1, NO_CONSUMERS } };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 4, 10000, &g), 0);
-    CHECK_EQ_INT(launch_and_drain(r, &g), PTO_OK); /* threads have worked and gone idle */
+    CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK); /* threads have worked and gone idle */
     long long before = test_process_cpu_us();
     sleep_ms(300);
     long long used = test_process_cpu_us() - before;

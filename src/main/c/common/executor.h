@@ -2,8 +2,8 @@
  * The executor (design/lifecycle.md §2): persistent threads of one device
  * context, started at simpler_init and joined at finalize_device, parked on a
  * condition variable while idle. A launched run hands it its job; a thread runs
- * runner_execute (enqueue, which crosses the launch marker, then drain), then
- * publishes the result. No thread and no allocation per run: the job record
+ * runner_execute (submit, which crosses the launch marker, then await the
+ * device), then publishes the result. No thread and no allocation per run: the job record
  * lives in the run's NativeRunContext, the queue is intrusive.
  */
 #ifndef PTORUN_EXECUTOR_H

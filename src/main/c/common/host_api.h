@@ -1,8 +1,10 @@
 /*
  * HostApiOps and HostApi (design/abi.md): how the runtime halves (hbg, trb)
  * reach the device. One static, complete HostApiOps table per library
- * (host_api_ops, no NULL entries; every entry takes the runner first, returns
- * its failure value on a NULL runner or pointer and records a message). A
+ * (host_api_ops, no NULL entries), defined by the platform
+ * (platform/host_api_ops.c): its entries are the platform's functions
+ * themselves. Every entry takes the runner first, returns its failure value on
+ * a NULL runner or pointer and records a message. A
  * HostApi is a 24-byte value binding the table to one runner, one pipeline slot
  * and one arena bank; the host_api_* functions forward through it, injecting
  * the slot into the retained-buffer calls and the bank into the arena and cache
@@ -60,7 +62,7 @@ typedef struct HostApi {
 } HostApi;
 _Static_assert(sizeof(HostApi) == 24, "HostApi is a 24-byte value");
 
-/* The library's one table, bound to its platform's runner. */
+/* The library's one table: the platform's functions (platform/host_api_ops.c). */
 extern const HostApiOps host_api_ops;
 
 static inline HostApi host_api_bind(void *runner, uint32_t slot, uint32_t bank, const HostApiOps *ops)

@@ -384,7 +384,7 @@ int native_run_poll(void *ctx, void *storage)
         return SIMPLER_NATIVE_RUN_POLL_COMPLETE;
     }
     if (device == SIMPLER_NATIVE_RUN_POLL_NOT_READY || device == SIMPLER_NATIVE_RUN_POLL_COMPLETE)
-        return SIMPLER_NATIVE_RUN_POLL_NOT_READY; /* COMPLETE means execution and drain ended */
+        return SIMPLER_NATIVE_RUN_POLL_NOT_READY; /* COMPLETE means execution and the await ended */
     if (device < 0)
         return run_fail_current(device, fn, &run->desc);
     return run_fail(PTO_ERR_FAILED, fn, &run->desc, "the platform's device query returned %d", device);
@@ -430,7 +430,7 @@ int native_run_finalize(void *ctx, void *storage)
     if (!launched)
         runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
     if (validation_rc != PTO_OK && launched && runner_poisoned(run->owner->runner)) {
-        /* the runner's own message (drain thread) is gone: say that the device
+        /* the runner's own message (executor thread) is gone: say that the device
            error poisoned the context, as the runner's messages do */
         char why[512];
         snprintf(why, sizeof why, "%s", pto_last_error());

@@ -1,10 +1,14 @@
 /*
  * The platform half of a library: the runner that owns one device. Exactly one
- * implementation is linked into each library (platform/sim or platform/onboard).
- * common/ calls these directly; the runtime halves reach them only through
- * HostApi (common/host_api.c forwards each HostApiOps entry to the runner_*
- * function of the same name). Every function records a precise message
- * (last_error.h) when it fails and returns a PTO_ERR_* code, NULL or 0.
+ * platform is linked into each library: what both do the same way lives in
+ * the .c files of platform/ (runner_core.h), the rest in platform/sim or
+ * platform/onboard.
+ * common/ calls these directly; the runtime halves reach the device only
+ * through HostApi, whose one table (platform/host_api_ops.c) holds the
+ * functions of the "HostApi entries" sections below themselves: they take the
+ * runner as void * (the table's type) and refuse a NULL runner or pointer.
+ * Every function records a precise message (last_error.h) when it fails and
+ * returns a PTO_ERR_* code, NULL or 0.
  */
 #ifndef PTORUN_RUNNER_H
 #define PTORUN_RUNNER_H
@@ -51,34 +55,35 @@ int runner_finalize(Runner *r);                 /* releases every device resourc
 int runner_initialized(Runner *r);
 int runner_poisoned(Runner *r);                 /* non-zero after an unrecovered device error */
 
-/* ---- device memory (user buffers and HostApi) ----------------------------- */
-void *runner_device_malloc(Runner *r, size_t n);
-int runner_device_free(Runner *r, void *p);
+/* ---- device memory: HostApi entries (platform/device_memory.c; the host
+ * mapping is each platform's) ---------------------------------------------- */
+void *runner_device_malloc(void *runner, size_t n);
+int runner_device_free(void *runner, void *dev);
+int runner_copy_to_device(void *runner, void *dev, const void *host, size_t n);
+int runner_copy_from_device(void *runner, void *host, const void *dev, size_t n);
+void *runner_register_device_memory_to_host(void *runner, void *dev, size_t n);
+int runner_unregister_device_memory_from_host(void *runner, void *dev);
+int runner_device_memset(void *runner, void *dev, int value, size_t n);
 size_t runner_committed_bytes(Runner *r);
-int runner_copy_to_device(Runner *r, void *dev, const void *host, size_t n);
-int runner_copy_from_device(Runner *r, void *host, const void *dev, size_t n);
-void *runner_register_device_memory_to_host(Runner *r, void *dev, size_t n);
-int runner_unregister_device_memory_from_host(Runner *r, void *dev);
-int runner_device_memset(Runner *r, void *dev, int value, size_t n);
 
-/* ---- per-slot and per-bank resources (HostApi) ---------------------------- */
-int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size);
-int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size);
-int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena);
-void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size);
-void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size);
-void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size);
-int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash,
-                                               const void *key, size_t key_size, void **image);
-int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash,
-                                              const void *key, size_t key_size, void *image);
-int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev);
-int runner_release_chip_callable_buffer(Runner *r, void *dev);
+/* ---- per-slot and per-bank resources: HostApi entries (platform/device_resources.c) */
+int runner_get_retained_temp_buffer(void *runner, uint32_t slot, void **dev, size_t *size);
+int runner_set_retained_temp_buffer(void *runner, uint32_t slot, void *dev, size_t size);
+int runner_setup_static_arena(void *runner, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena);
+void *runner_acquire_pooled_gm_heap(void *runner, uint32_t bank, size_t *size);
+void *runner_acquire_pooled_gm_sm(void *runner, uint32_t bank, size_t *size);
+void *runner_acquire_pooled_runtime_arena(void *runner, uint32_t bank, size_t *size);
+int runner_lookup_prebuilt_runtime_arena_cache(void *runner, uint32_t bank, uint64_t hash, const void *key,
+                                               size_t key_size, void **image);
+int runner_mark_prebuilt_runtime_arena_cached(void *runner, uint32_t bank, uint64_t hash, const void *key,
+                                              size_t key_size, void *image);
+int runner_upload_chip_callable_buffer(void *runner, const void *callable, size_t size, uint64_t hash, void **dev);
+int runner_release_chip_callable_buffer(void *runner, void *dev);
 /* Host-side libraries from bytes (hbg orchestration libraries): once per content
  * per runner, refcounted (util/library_cache.h); unloaded at the last release
- * or at runner_finalize. */
-int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle);
-int runner_release_host_library(Runner *r, void *handle);
+ * or at runner_finalize (platform/runner_core.c). */
+int runner_load_host_library(void *runner, const void *image, size_t size, void **handle);
+int runner_release_host_library(void *runner, void *handle);
 
 /* ---- queries for the exported counters ------------------------------------ */
 uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank);  /* 0 if never committed */
@@ -94,32 +99,33 @@ size_t runner_run_stream_set_create_count(Runner *r);
  * ready (onboard a2a3: a fresh AICore stream). PTO_ERR_POISONED when the device
  * context refuses work. runner_abandon_slot releases them for a run that will
  * never be launched (its prepare failed later, or it is finalized Prepared);
- * a launched run's are released by drain. The sim has none. */
+ * a launched run's are released by runner_await_device. The sim has none. */
 int runner_prepare_slot(Runner *r, uint32_t slot);
 void runner_abandon_slot(Runner *r, uint32_t slot);
 
-/* ---- execution: the run's job is enqueue then drain (executor thread) ------ */
+/* ---- execution: the run's job is submit, then await the device (executor thread) */
 
 /* Submits the run to the device and crosses the launch marker, calling
  * launch_signal_publish(signal) exactly there. Before the marker it owns
  * rollback: a failure undoes everything, leaves a sticky error in `exec`, and
- * never publishes. On success, everything poll and drain need is in `exec`. */
-int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal);
+ * never publishes. On success, everything query and await need is in `exec`. */
+int runner_submit(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal);
 
 /* Never blocks: SIMPLER_NATIVE_RUN_POLL_NOT_READY (0), _COMPLETE (1) when the device
- * finished this run, or a negative error. Safe concurrently with runner_drain. */
+ * finished this run, or a negative error. Safe concurrently with runner_await_device. */
 int runner_query(Runner *r, RunExec *exec);
 
 /* Waits for the device to finish the run (at most launch->timeout_ms, then
  * PTO_ERR_TIMEOUT), releases the run's execution resources and returns the
- * device's result (0, or the first error the device reported). */
-int runner_drain(Runner *r, RunExec *exec);
+ * device's result (0, or the first error the device reported). Asking again
+ * returns the same result. */
+int runner_await_device(Runner *r, RunExec *exec);
 
-/* The executor's job: runner_enqueue, then (on success) runner_drain, on the
- * calling thread. A platform may do more on that thread than the two calls would
- * — the sim runs the run's first device participation on it, so a short run
- * costs no hand-off to a device thread and none back — but the marker, the
- * rollback and the result are exactly those of enqueue then drain. */
+/* The executor's job: runner_submit, then (on success) runner_await_device, on
+ * the calling thread. A platform may do more on that thread than the two calls
+ * would — the sim runs the run's first device participation on it, so a short
+ * run costs no hand-off to a device thread and none back — but the marker, the
+ * rollback and the result are exactly those of submit then await. */
 int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal);
 
 #endif

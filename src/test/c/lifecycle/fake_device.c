@@ -126,15 +126,15 @@ void runner_abandon_slot(Runner *r, uint32_t slot)
     pthread_mutex_unlock(&fake_lock);
 }
 
-void *runner_device_malloc(Runner *r, size_t n)
+void *runner_device_malloc(void *r, size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (p != NULL)
-        r->committed += n;
+        ((Runner *)r)->committed += n;
     return p;
 }
 
-int runner_device_free(Runner *r, void *p)
+int runner_device_free(void *r, void *p)
 {
     (void)r;
     free(p);
@@ -143,31 +143,31 @@ int runner_device_free(Runner *r, void *p)
 
 size_t runner_committed_bytes(Runner *r) { return r->committed; }
 
-int runner_copy_to_device(Runner *r, void *dev, const void *host, size_t n)
+int runner_copy_to_device(void *r, void *dev, const void *host, size_t n)
 {
     (void)r;
     memcpy(dev, host, n);
     return PTO_OK;
 }
 
-int runner_copy_from_device(Runner *r, void *host, const void *dev, size_t n)
+int runner_copy_from_device(void *r, void *host, const void *dev, size_t n)
 {
     (void)r;
     memcpy(host, dev, n);
     return PTO_OK;
 }
 
-void *runner_register_device_memory_to_host(Runner *r, void *dev, size_t n) { (void)r, (void)n; return dev; }
-int runner_unregister_device_memory_from_host(Runner *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
+void *runner_register_device_memory_to_host(void *r, void *dev, size_t n) { (void)r, (void)n; return dev; }
+int runner_unregister_device_memory_from_host(void *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
 
-int runner_device_memset(Runner *r, void *dev, int value, size_t n)
+int runner_device_memset(void *r, void *dev, int value, size_t n)
 {
     (void)r;
     memset(dev, value, n);
     return PTO_OK;
 }
 
-int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t *size)
+int runner_get_retained_temp_buffer(void *r, uint32_t slot, void **dev, size_t *size)
 {
     (void)r, (void)slot;
     *dev = NULL;
@@ -175,25 +175,25 @@ int runner_get_retained_temp_buffer(Runner *r, uint32_t slot, void **dev, size_t
     return PTO_OK;
 }
 
-int runner_set_retained_temp_buffer(Runner *r, uint32_t slot, void *dev, size_t size)
+int runner_set_retained_temp_buffer(void *r, uint32_t slot, void *dev, size_t size)
 {
     (void)r, (void)dev, (void)size;
     fake_record.bind_retained_slot = slot;
     return PTO_OK;
 }
 
-int runner_setup_static_arena(Runner *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena)
+int runner_setup_static_arena(void *r, uint32_t bank, size_t gm_heap, size_t gm_sm, size_t runtime_arena)
 {
     (void)r, (void)gm_heap, (void)gm_sm, (void)runtime_arena;
     fake_record.bind_arena_bank = bank;
     return PTO_OK;
 }
 
-void *runner_acquire_pooled_gm_heap(Runner *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
-void *runner_acquire_pooled_gm_sm(Runner *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
-void *runner_acquire_pooled_runtime_arena(Runner *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
+void *runner_acquire_pooled_gm_heap(void *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
+void *runner_acquire_pooled_gm_sm(void *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
+void *runner_acquire_pooled_runtime_arena(void *r, uint32_t bank, size_t *size) { (void)r, (void)bank; *size = 0; return NULL; }
 
-int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_t hash, const void *key, size_t key_size,
+int runner_lookup_prebuilt_runtime_arena_cache(void *r, uint32_t bank, uint64_t hash, const void *key, size_t key_size,
                                                void **image)
 {
     (void)r, (void)bank, (void)hash, (void)key, (void)key_size;
@@ -201,30 +201,30 @@ int runner_lookup_prebuilt_runtime_arena_cache(Runner *r, uint32_t bank, uint64_
     return 0;
 }
 
-int runner_mark_prebuilt_runtime_arena_cached(Runner *r, uint32_t bank, uint64_t hash, const void *key, size_t key_size,
+int runner_mark_prebuilt_runtime_arena_cached(void *r, uint32_t bank, uint64_t hash, const void *key, size_t key_size,
                                               void *image)
 {
     (void)r, (void)bank, (void)hash, (void)key, (void)key_size, (void)image;
     return PTO_OK;
 }
 
-int runner_upload_chip_callable_buffer(Runner *r, const void *callable, size_t size, uint64_t hash, void **dev)
+int runner_upload_chip_callable_buffer(void *r, const void *callable, size_t size, uint64_t hash, void **dev)
 {
     (void)r, (void)size, (void)hash;
     *dev = (void *)callable;
     return PTO_OK;
 }
 
-int runner_release_chip_callable_buffer(Runner *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
+int runner_release_chip_callable_buffer(void *r, void *dev) { (void)r, (void)dev; return PTO_OK; }
 
-int runner_load_host_library(Runner *r, const void *image, size_t size, void **handle)
+int runner_load_host_library(void *r, const void *image, size_t size, void **handle)
 {
     (void)r, (void)size;
     *handle = (void *)image;
     return PTO_OK;
 }
 
-int runner_release_host_library(Runner *r, void *handle) { (void)r, (void)handle; return PTO_OK; }
+int runner_release_host_library(void *r, void *handle) { (void)r, (void)handle; return PTO_OK; }
 size_t runner_host_dlopen_count(Runner *r) { (void)r; return 4; }
 
 uint64_t runner_arena_bank_gm_heap_base(Runner *r, uint32_t bank) { (void)r; return 0x1000u * (bank + 1); }
@@ -232,7 +232,7 @@ uint64_t runner_retained_temp_addr(Runner *r, uint32_t slot) { (void)r; return 0
 size_t runner_aicpu_dlopen_count(Runner *r) { (void)r; return 3; }
 size_t runner_run_stream_set_create_count(Runner *r) { (void)r; return 5; }
 
-int runner_enqueue(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
+int runner_submit(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
 {
     (void)r, (void)exec;
     pthread_mutex_lock(&fake_lock);
@@ -259,7 +259,7 @@ int runner_query(Runner *r, RunExec *exec)
     return done ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : SIMPLER_NATIVE_RUN_POLL_NOT_READY;
 }
 
-int runner_drain(Runner *r, RunExec *exec)
+int runner_await_device(Runner *r, RunExec *exec)
 {
     (void)r, (void)exec;
     count(&fake_record.drain_calls);
@@ -271,9 +271,32 @@ int runner_drain(Runner *r, RunExec *exec)
 
 int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
 {
-    int rc = runner_enqueue(r, exec, slot, launch, signal);
-    return rc == PTO_OK ? runner_drain(r, exec) : rc;
+    int rc = runner_submit(r, exec, slot, launch, signal);
+    return rc == PTO_OK ? runner_await_device(r, exec) : rc;
 }
+
+/* The library's one HostApiOps table (common/host_api.h), as platform/host_api_ops.c has it. */
+const HostApiOps host_api_ops = {
+    .device_malloc = runner_device_malloc,
+    .device_free = runner_device_free,
+    .copy_to_device = runner_copy_to_device,
+    .copy_from_device = runner_copy_from_device,
+    .register_device_memory_to_host = runner_register_device_memory_to_host,
+    .unregister_device_memory_from_host = runner_unregister_device_memory_from_host,
+    .device_memset = runner_device_memset,
+    .get_retained_temp_buffer = runner_get_retained_temp_buffer,
+    .set_retained_temp_buffer = runner_set_retained_temp_buffer,
+    .setup_static_arena = runner_setup_static_arena,
+    .acquire_pooled_gm_heap = runner_acquire_pooled_gm_heap,
+    .acquire_pooled_gm_sm = runner_acquire_pooled_gm_sm,
+    .acquire_pooled_runtime_arena = runner_acquire_pooled_runtime_arena,
+    .lookup_prebuilt_runtime_arena_cache = runner_lookup_prebuilt_runtime_arena_cache,
+    .mark_prebuilt_runtime_arena_cached = runner_mark_prebuilt_runtime_arena_cached,
+    .upload_chip_callable_buffer = runner_upload_chip_callable_buffer,
+    .release_chip_callable_buffer = runner_release_chip_callable_buffer,
+    .load_host_library = runner_load_host_library,
+    .release_host_library = runner_release_host_library,
+};
 
 /* ======================= runtime (runtime/runtime.h) ======================== */
 

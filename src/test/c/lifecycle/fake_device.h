@@ -27,7 +27,7 @@ typedef struct FakeScript {
     int poisoned;                  /* runner_poisoned */
     FakeEnqueueMode enqueue_mode;
     int enqueue_fail_code;
-    int drain_result;              /* runner_drain returns it (message "fake device fault") */
+    int drain_result;              /* runner_await_device returns it (message "fake device fault") */
     int query_error;               /* runner_query returns it when non-zero */
     /* runtime */
     uint32_t pipeline_depth;       /* the contract's depth */

@@ -19,6 +19,8 @@ struct SimDevicePool {
     pthread_mutex_t lock;         /* guards everything below */
     pthread_cond_t work_cond;     /* idle threads */
     pthread_cond_t done_cond;     /* launch waiters */
+    pthread_cond_t waiter_cond;   /* sim_device_pool_await_waiter */
+    uint32_t waiters;             /* threads parked on done_cond */
     pthread_t *threads;
     uint32_t thread_count;
     uint32_t idle;                /* threads parked on work_cond */
@@ -138,6 +140,8 @@ int sim_device_pool_create(uint32_t threads, SimDevicePool **out)
         goto fail_done;
     if (pthread_cond_init(&p->work_cond, NULL) != 0)
         goto fail_work;
+    if (pthread_cond_init(&p->waiter_cond, NULL) != 0)
+        goto fail_waiter;
     pthread_condattr_destroy(&attr);
     p->finished = 1; /* no launch yet */
     p->closed = 1;
@@ -156,6 +160,8 @@ int sim_device_pool_create(uint32_t threads, SimDevicePool **out)
     *out = p;
     return PTO_OK;
 
+fail_waiter:
+    pthread_cond_destroy(&p->work_cond);
 fail_work:
     pthread_cond_destroy(&p->done_cond);
 fail_done:
@@ -179,6 +185,7 @@ void sim_device_pool_destroy(SimDevicePool *p)
     pthread_mutex_unlock(&p->lock);
     for (uint32_t i = 0; i < p->thread_count; i++)
         pthread_join(p->threads[i], NULL);
+    pthread_cond_destroy(&p->waiter_cond);
     pthread_cond_destroy(&p->work_cond);
     pthread_cond_destroy(&p->done_cond);
     pthread_mutex_destroy(&p->lock);
@@ -267,6 +274,8 @@ int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_
     pthread_mutex_lock(&p->lock);
     if (launch_id == UINT64_MAX)
         launch_id = p->launch_id;
+    p->waiters++;
+    pthread_cond_broadcast(&p->waiter_cond);
     while (launch_id == p->launch_id && !p->finished) {
         if (timeout_ms == 0) {
             pthread_cond_wait(&p->done_cond, &p->lock);
@@ -276,8 +285,17 @@ int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_
             break;
         }
     }
+    p->waiters--;
     pthread_mutex_unlock(&p->lock);
     return rc;
+}
+
+void sim_device_pool_await_waiter(SimDevicePool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->waiters == 0)
+        pthread_cond_wait(&p->waiter_cond, &p->lock);
+    pthread_mutex_unlock(&p->lock);
 }
 
 int sim_device_pool_busy(SimDevicePool *p)

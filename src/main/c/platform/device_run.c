@@ -1,0 +1,99 @@
+/* The run execution both platforms share (device_run.h). */
+#include "platform/device_run.h"
+
+#include <string.h>
+
+#include "arch/arch.h"
+#include "util/last_error.h"
+#include "device/pto_device_abi.h"
+#include "platform/runner_core.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+/* The executor's message (PtoAicpuArgs.message_dev) is a NUL-terminated text
+ * of fewer bytes than this. */
+#define DEVICE_MESSAGE_BYTES 512
+
+int device_run_check_launch(Runner *r, const DeviceLaunch *launch)
+{
+    if (launch == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit: no DeviceLaunch");
+    if (launch->aicpu_threads < 1 || launch->aicpu_threads > PTO_ARCH_AICPU_THREADS_MAX)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit: %u AICPU threads, 1..%d supported", launch->aicpu_threads,
+                        PTO_ARCH_AICPU_THREADS_MAX);
+    if (launch->block_dim < 1 || launch->block_dim > PTO_ARCH_MAX_BLOCKS)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit: block_dim %u, 1..%d supported", launch->block_dim,
+                        PTO_ARCH_MAX_BLOCKS);
+    if (launch->timeout_ms == 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit: timeout_ms 0 (unresolved)");
+    return runner_check_inside(r, "submit: argument block", launch->args_dev, sizeof(PtoAicpuArgs));
+}
+
+int run_exec_refuse(RunExecHead *h, int rc)
+{
+    h->error = rc;
+    __atomic_store_n(&h->state, RUN_EXEC_REFUSED, __ATOMIC_RELEASE);
+    return rc;
+}
+
+void run_exec_submitted(RunExecHead *h, const DeviceLaunch *launch)
+{
+    h->args_dev = launch->args_dev;
+    h->timeout_ms = launch->timeout_ms;
+    __atomic_store_n(&h->state, RUN_EXEC_SUBMITTED, __ATOMIC_RELEASE);
+}
+
+int run_exec_settle(RunExecHead *h, int rc)
+{
+    h->error = rc;
+    __atomic_store_n(&h->state, RUN_EXEC_SETTLED, __ATOMIC_RELEASE);
+    return rc;
+}
+
+int run_exec_known(const RunExecHead *h, int query, int *rc)
+{
+    switch (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE)) {
+    case RUN_EXEC_SUBMITTED:
+        return 0;
+    case RUN_EXEC_REFUSED:
+        *rc = h->error;
+        return 1;
+    case RUN_EXEC_SETTLED:
+        *rc = query ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : h->error;
+        return 1;
+    default:
+        *rc = pto_fail(PTO_ERR_WRONG_PHASE, "%s: the run was never submitted", query ? "query" : "await_device");
+        return 1;
+    }
+}
+
+/* The executor's message for the run's error, read into buf; NULL when there is none. */
+static const char *device_message(Runner *r, uint64_t message_dev, char *buf)
+{
+    if (message_dev == 0 || runner_check_inside(r, "message", message_dev, DEVICE_MESSAGE_BYTES) != PTO_OK ||
+        platform_read(r, buf, message_dev, DEVICE_MESSAGE_BYTES) != PTO_OK)
+        return NULL;
+    return memchr(buf, '\0', DEVICE_MESSAGE_BYTES) != NULL && buf[0] != '\0' ? buf : NULL;
+}
+
+int device_run_verdict(Runner *r, const RunExecHead *h)
+{
+    PtoAicpuArgs args;
+    int rc = platform_read(r, &args, h->args_dev, sizeof args);
+    if (rc != PTO_OK)
+        return rc;
+    const PtoDeviceStatus *s = &args.status;
+    int32_t result = s->error_code;
+    if (result == PTO_OK)
+        return PTO_OK;
+    if (result == PTO_ERR_TIMEOUT)
+        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms; %llu task(s) had completed",
+                        h->timeout_ms, (unsigned long long)s->tasks_completed);
+    if (result == PTO_ERR_KERNEL_FAULT)
+        return pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u) returned %d on core %u",
+                        (unsigned long long)s->task_id, s->func_id, s->kernel_code, s->core_id);
+    char buf[DEVICE_MESSAGE_BYTES];
+    const char *message = device_message(r, args.message_dev, buf);
+    if (message != NULL)
+        return pto_fail(result, "the device failed the run: %s", message);
+    return pto_fail(result, "the device reported error %d for the run", result);
+}
