@@ -243,6 +243,9 @@ class FaultInjectionUserTest {
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertThat(e.getMessage()).contains("an operation on the stream failed")
                     .contains("poisoned until finalize_device");
+            // the code of a device error does not say it poisoned; the next call does
+            assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
+                    .isExactlyInstanceOf(ChipPoisonedException.class);
             assertThat(service.healthy()).isFalse();
             service.reopen();
             assertGolden(service);
@@ -264,6 +267,9 @@ class FaultInjectionUserTest {
             assertThat(e).isExactlyInstanceOf(RunTimeoutException.class);
             assertThat(e.getMessage()).contains("the run exceeded its timeout of 200 ms")
                     .contains("poisoned until finalize_device");
+            // the code of a device error does not say it poisoned; the next call does
+            assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
+                    .isExactlyInstanceOf(ChipPoisonedException.class);
             assertThat(service.healthy()).isFalse();
             service.reopen();
             assertGolden(service);
