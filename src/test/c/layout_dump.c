@@ -8,6 +8,8 @@
 
 #define SIZE(t) printf("%s.sizeof=%zu\n%s.alignof=%zu\n", #t, sizeof(t), #t, alignof(t))
 #define OFF(t, f) printf("%s.%s=%zu\n", #t, #f, offsetof(t, f))
+/* error codes are signed: printed under "error.", compared with org.ptorun.PtoError */
+#define CODE(c) printf("error.%s=%d\n", #c, (c))
 
 int main(void)
 {
@@ -68,5 +70,21 @@ int main(void)
     printf("ChipStorageTaskArgs.max_tensors=%d\n", PTO_MAX_TENSOR_ARGS);
     printf("ChipStorageTaskArgs.max_scalars=%d\n", PTO_MAX_SCALAR_ARGS);
     printf("PTO_NATIVE_RUN_STORAGE_MAGIC=%llu\n", (unsigned long long)PTO_NATIVE_RUN_STORAGE_MAGIC);
+    CODE(PTO_OK);
+    CODE(PTO_ERR_FAILED);
+    CODE(PTO_RUNTIME_ERR_UNSUPPORTED);
+    CODE(PTO_ERR_INVALID_ARGUMENT);
+    CODE(PTO_ERR_BAD_STORAGE);
+    CODE(PTO_ERR_WRONG_PHASE);
+    CODE(PTO_ERR_BUSY);
+    CODE(PTO_ERR_NOT_REGISTERED);
+    CODE(PTO_ERR_OUT_OF_MEMORY);
+    CODE(PTO_ERR_DEVICE);
+    CODE(PTO_ERR_KERNEL_FAULT);
+    CODE(PTO_ERR_TIMEOUT);
+    CODE(PTO_ERR_BAD_CALLABLE);
+    CODE(PTO_ERR_CAPACITY);
+    CODE(PTO_ERR_ORCHESTRATION);
+    CODE(PTO_ERR_POISONED);
     return 0;
 }

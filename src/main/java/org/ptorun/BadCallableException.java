@@ -3,7 +3,7 @@ package org.ptorun;
 /**
  * A malformed callable or program, or arguments that disagree with the callable's signature (PTO_ERR_BAD_CALLABLE).
  */
-public class BadCallableException extends PtoRunException {
+public final class BadCallableException extends PtoRunException {
 
     private static final long serialVersionUID = 1L;
 

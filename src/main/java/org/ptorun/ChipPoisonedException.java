@@ -3,7 +3,7 @@ package org.ptorun;
 /**
  * The device context refuses work after an unrecovered device error (PTO_ERR_POISONED) until it is closed and reopened.
  */
-public class ChipPoisonedException extends PtoRunException {
+public final class ChipPoisonedException extends PtoRunException {
 
     private static final long serialVersionUID = 1L;
 

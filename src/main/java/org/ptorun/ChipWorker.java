@@ -11,8 +11,6 @@ import org.ptorun.callable.ChipCallable;
 import org.ptorun.internal.LeakNet;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
-import org.ptorun.internal.NativeMemory;
-import org.ptorun.internal.OffHeapBlock;
 
 /**
  * One chip: its device context, device memory, registered callables and native runs.
@@ -40,7 +38,12 @@ import org.ptorun.internal.OffHeapBlock;
  */
 public final class ChipWorker implements AutoCloseable {
 
-    private final ChipContext context;
+    private final ChipLifecycle lifecycle;
+    private final ChipDevice device;
+    private final SlotTable table;
+    private final DeviceMemory memory;
+    private final CallableRegistry callables;
+    private final NativeRuns runs;
     private final LeakNet.Handle leakNet;
 
     /**
@@ -70,10 +73,15 @@ public final class ChipWorker implements AutoCloseable {
     /** Opens a device through any {@link NativeApi} (tests drive the phase table with a fake). */
     ChipWorker(NativeApi api, Variant variant, PipelineContract contract, long storageSize, long storageAlignment,
                int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
-        this.context = new ChipContext(api, variant, contract, storageSize, storageAlignment, deviceId, aicpuImage,
-                aicoreImage);
-        ChipContext c = context;
-        this.leakNet = LeakNet.register(this, "ChipWorker of " + c.describe(), c::close);
+        ChipLifecycle opened = new ChipLifecycle(api, variant, contract, storageSize, storageAlignment, deviceId,
+                aicpuImage, aicoreImage);
+        this.lifecycle = opened;
+        this.device = opened.device;
+        this.table = opened.table;
+        this.memory = opened.memory;
+        this.callables = opened.callables;
+        this.runs = opened.runs;
+        this.leakNet = LeakNet.register(this, "ChipWorker of " + device.describe(), opened::close);
     }
 
     private static String codeSource() {
@@ -101,24 +109,27 @@ public final class ChipWorker implements AutoCloseable {
     // ---- identity --------------------------------------------------------------------
 
     public Variant variant() {
-        return context.variant();
+        return device.variant();
     }
 
     public int deviceId() {
-        return context.deviceId();
+        return device.deviceId();
     }
 
     public boolean isClosed() {
-        return context.isClosed();
+        return !table.isOpen();
     }
 
     /**
-     * False once a call reported {@link ChipPoisonedException} or a device error
-     * (stream error, timeout, device lost) poisoned the chip, and once closed. A
-     * poisoned chip never becomes healthy again: close it and open a new one.
+     * False once closed, and once a call reported {@link ChipPoisonedException}: the
+     * library refused work after a device error (stream error, timeout, device lost)
+     * poisoned the chip. The device error itself ({@link DeviceErrorException},
+     * {@link RunTimeoutException}) does not tell by its code whether it poisoned; the
+     * next call does. A poisoned chip never becomes healthy again: close it and open a
+     * new one.
      */
     public boolean isHealthy() {
-        return context.isHealthy();
+        return !device.isPoisoned() && table.isOpen();
     }
 
     // ---- device memory ------------------------------------------------------------------
@@ -129,7 +140,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws DeviceOutOfMemoryException when the device cannot hold it
      */
     public DeviceBuffer malloc(long bytes) {
-        return context.malloc(this, bytes);
+        return memory.malloc(this, bytes);
     }
 
     /**
@@ -140,15 +151,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws IllegalStateException after close
      */
     public void free(DeviceBuffer buffer) {
-        Objects.requireNonNull(buffer, "buffer");
-        if (buffer.context() != context) {
-            throw new IllegalArgumentException("free: " + buffer + " belongs to another ChipWorker ("
-                    + buffer.context().describe() + ")");
-        }
-        if (context.isClosed()) {
-            throw new IllegalStateException("free: " + context.describe() + " is closed");
-        }
-        buffer.close();
+        memory.free(buffer);
     }
 
     /** Copies {@code src}'s remaining bytes to the start of {@code dst} (the position is not moved). */
@@ -161,41 +164,23 @@ public final class ChipWorker implements AutoCloseable {
      * buffer is read in place, a heap buffer through a temporary off-heap copy.
      */
     public void copyTo(DeviceBuffer dst, long dstOffset, ByteBuffer src) {
-        Objects.requireNonNull(src, "src");
-        if (src.isDirect()) {
-            context.copyTo(dst, dstOffset, NativeMemory.address(src) + src.position(), src.remaining(), src);
-            return;
-        }
-        byte[] bytes = new byte[src.remaining()];
-        src.duplicate().get(bytes);
-        copyArrayTo(dst, dstOffset, bytes, bytes.length);
+        memory.copyTo(dst, dstOffset, src);
     }
 
     public void copyTo(DeviceBuffer dst, float[] src) {
-        copyArrayTo(dst, 0, src, 4L * src.length);
+        memory.copyArrayTo(dst, 0, src, 4L * src.length);
     }
 
     public void copyTo(DeviceBuffer dst, int[] src) {
-        copyArrayTo(dst, 0, src, 4L * src.length);
+        memory.copyArrayTo(dst, 0, src, 4L * src.length);
     }
 
     public void copyTo(DeviceBuffer dst, long[] src) {
-        copyArrayTo(dst, 0, src, 8L * src.length);
+        memory.copyArrayTo(dst, 0, src, 8L * src.length);
     }
 
     public void copyTo(DeviceBuffer dst, byte[] src) {
-        copyArrayTo(dst, 0, src, src.length);
-    }
-
-    private void copyArrayTo(DeviceBuffer dst, long dstOffset, Object array, long bytes) {
-        if (bytes == 0) {
-            context.copyTo(dst, dstOffset, 0, 0, array);
-            return;
-        }
-        try (OffHeapBlock staging = OffHeapBlock.allocate(bytes, 64)) {
-            NativeMemory.copyIn(staging.address(), array);
-            context.copyTo(dst, dstOffset, staging.address(), bytes, staging);
-        }
+        memory.copyArrayTo(dst, 0, src, src.length);
     }
 
     /** Fills {@code dst}'s remaining bytes from the start of {@code src} (the position is not moved). */
@@ -205,49 +190,28 @@ public final class ChipWorker implements AutoCloseable {
 
     /** Fills {@code dst}'s remaining bytes from {@code src} at {@code srcOffset}. */
     public void copyFrom(DeviceBuffer src, long srcOffset, ByteBuffer dst) {
-        Objects.requireNonNull(dst, "dst");
-        if (dst.isReadOnly()) {
-            throw new IllegalArgumentException("copyFrom into a read-only ByteBuffer");
-        }
-        if (dst.isDirect()) {
-            context.copyFrom(src, srcOffset, NativeMemory.address(dst) + dst.position(), dst.remaining(), dst);
-            return;
-        }
-        byte[] bytes = new byte[dst.remaining()];
-        copyArrayFrom(src, srcOffset, bytes, bytes.length);
-        dst.duplicate().put(bytes);
+        memory.copyFrom(src, srcOffset, dst);
     }
 
     public void copyFrom(DeviceBuffer src, float[] dst) {
-        copyArrayFrom(src, 0, dst, 4L * dst.length);
+        memory.copyArrayFrom(src, 0, dst, 4L * dst.length);
     }
 
     public void copyFrom(DeviceBuffer src, int[] dst) {
-        copyArrayFrom(src, 0, dst, 4L * dst.length);
+        memory.copyArrayFrom(src, 0, dst, 4L * dst.length);
     }
 
     public void copyFrom(DeviceBuffer src, long[] dst) {
-        copyArrayFrom(src, 0, dst, 8L * dst.length);
+        memory.copyArrayFrom(src, 0, dst, 8L * dst.length);
     }
 
     public void copyFrom(DeviceBuffer src, byte[] dst) {
-        copyArrayFrom(src, 0, dst, dst.length);
-    }
-
-    private void copyArrayFrom(DeviceBuffer src, long srcOffset, Object array, long bytes) {
-        if (bytes == 0) {
-            context.copyFrom(src, srcOffset, 0, 0, array);
-            return;
-        }
-        try (OffHeapBlock staging = OffHeapBlock.allocate(bytes, 64)) {
-            context.copyFrom(src, srcOffset, staging.address(), bytes, staging);
-            NativeMemory.copyOut(staging.address(), array);
-        }
+        memory.copyArrayFrom(src, 0, dst, dst.length);
     }
 
     /** Bytes of device memory committed now (buffers, arenas, retained buffers, callables). */
     public long committedDeviceMemory() {
-        return context.committedDeviceMemory();
+        return memory.committed();
     }
 
     // ---- callables ------------------------------------------------------------------------
@@ -264,7 +228,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws BadCallableException when the library refuses the callable
      */
     public void registerCallable(int id, ChipCallable callable) {
-        context.registerCallable(id, callable);
+        callables.register(id, callable);
     }
 
     /**
@@ -273,7 +237,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws ChipBusyException while any native run is outstanding
      */
     public void unregisterCallable(int id) {
-        context.unregisterCallable(id);
+        callables.unregister(id);
     }
 
     // ---- native runs ----------------------------------------------------------------------
@@ -296,7 +260,7 @@ public final class ChipWorker implements AutoCloseable {
      */
     public NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                              long dispatchId, AcceptanceWord acceptance) {
-        return context.prepare(callableId, args, config, lease, runId, dispatchId, acceptance);
+        return runs.prepare(callableId, args, config, lease, runId, dispatchId, acceptance);
     }
 
     /**
@@ -308,7 +272,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or used in the wrong phase"
      */
     public void launch(NativeRun run) {
-        context.launch(run);
+        runs.launch(run);
     }
 
     /**
@@ -317,7 +281,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
      */
     public boolean poll(NativeRun run) {
-        return context.poll(run);
+        return runs.poll(run);
     }
 
     /**
@@ -327,7 +291,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
      */
     public void await(NativeRun run) {
-        context.await(run);
+        runs.await(run);
     }
 
     /**
@@ -339,7 +303,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws PtoRunException (a subclass where one fits) when the run failed
      */
     public void finalizeRun(NativeRun run) {
-        context.finalizeRun(run);
+        runs.finalizeRun(run);
     }
 
     /**
@@ -347,13 +311,13 @@ public final class ChipWorker implements AutoCloseable {
      * filter), copying results back; always finalizes.
      */
     public void run(int callableId, TaskArgs args, CallConfig config) {
-        context.run(callableId, args, config, null, 0, 0, null);
+        runs.run(callableId, args, config, null, 0, 0, null);
     }
 
     /** Runs a callable to completion in the lease's slot (admitted like a prepare); always finalizes. */
     public void run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                     long dispatchId, AcceptanceWord acceptance) {
-        context.run(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId, acceptance);
+        runs.run(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId, acceptance);
     }
 
     // ---- counters and queries ----------------------------------------------------------------
@@ -362,57 +326,61 @@ public final class ChipWorker implements AutoCloseable {
 
     /** trb device-side orchestration library loads (tests). */
     long aicpuDlopenCount() {
-        return context.aicpuDlopenCount();
+        return memory.aicpuDlopenCount();
     }
 
     /** hbg host-side orchestration library loads (tests). */
     long hostDlopenCount() {
-        return context.hostDlopenCount();
+        return memory.hostDlopenCount();
     }
 
     /** Run stream sets created (a2a3 onboard; 0 elsewhere; tests). */
     long runStreamSetCreateCount() {
-        return context.runStreamSetCreateCount();
+        return memory.runStreamSetCreateCount();
     }
 
     /** The GM heap base of an arena bank (0 or 1); 0 if never committed (tests). */
     long arenaBankGmHeapBase(int bank) {
-        return context.arenaBankGmHeapBase(bank);
+        return memory.arenaBankGmHeapBase(bank);
     }
 
     /** The retained staging buffer of a slot (trb); 0 if none (tests). */
     long retainedTempAddr(int slot) {
-        return context.retainedTempAddr(slot);
+        return memory.retainedTempAddr(slot);
     }
 
     /** Slots of the library's pipeline contract: how many runs may be in flight. */
     public int pipelineDepth() {
-        return context.pipelineDepth();
+        return table.depth();
     }
 
     /** True when a run may be prepared in another slot while a run executes (depth > 1 and the library supports it). */
     public boolean supportsConcurrentPrepare() {
-        return context.supportsConcurrentPrepare();
+        return runs.supportsConcurrentPrepare();
     }
 
     /** The address of each slot's run storage, one distinct storage per slot (tests). */
     List<Long> runtimeBufferAddresses() {
-        return context.runtimeBufferAddresses();
+        List<Long> addresses = new java.util.ArrayList<>(lifecycle.bindings.length);
+        for (RunBinding b : lifecycle.bindings) {
+            addresses.add(b.storage());
+        }
+        return List.copyOf(addresses);
     }
 
     /** The tensor directions Java holds for callable {@code id}, or null (tests). */
     java.util.List<org.ptorun.callable.Direction> signatureOf(int id) {
-        return context.signatureOf(id);
+        return callables.signatureOf(id);
     }
 
     /** The phase of a slot (tests, diagnostics). */
-    ChipContext.Phase phaseOf(int slot) {
-        return context.phaseOf(slot);
+    SlotTable.Phase phaseOf(int slot) {
+        return table.phaseOf(slot);
     }
 
     /** Tests: {@code hook} runs when a close starts waiting for calls in flight. */
     void onCloseWaits(Runnable hook) {
-        context.onCloseWaits(hook);
+        table.onCloseWaits(hook);
     }
 
     /**
@@ -425,12 +393,12 @@ public final class ChipWorker implements AutoCloseable {
      */
     @Override
     public void close() {
-        context.close();
+        lifecycle.close();
         leakNet.close();
     }
 
     @Override
     public String toString() {
-        return "ChipWorker[" + context.describe() + (context.isClosed() ? ", closed" : "") + "]";
+        return "ChipWorker[" + device.describe() + (!table.isOpen() ? ", closed" : "") + "]";
     }
 }

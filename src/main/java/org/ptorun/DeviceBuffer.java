@@ -12,20 +12,20 @@ import org.ptorun.internal.LeakNet;
 public final class DeviceBuffer implements AutoCloseable {
 
     private final ChipWorker owner;
-    private final ChipContext context;
+    private final DeviceMemory memory;
     private final long address;
     private final long size;
     private final LeakNet.Handle leakNet;
     private int runUses;
     private boolean closed;
 
-    DeviceBuffer(ChipWorker owner, ChipContext context, long address, long size) {
+    DeviceBuffer(ChipWorker owner, DeviceMemory memory, long address, long size) {
         this.owner = owner;
-        this.context = context;
+        this.memory = memory;
         this.address = address;
         this.size = size;
         this.leakNet = LeakNet.register(this, "DeviceBuffer 0x" + Long.toHexString(address) + " (" + size
-                + " bytes) of " + context.describe(), () -> context.free(address));
+                + " bytes) of " + memory.describe(), () -> memory.free(address));
     }
 
     /** The device address of the first byte. */
@@ -67,8 +67,8 @@ public final class DeviceBuffer implements AutoCloseable {
         leakNet.close();
     }
 
-    ChipContext context() {
-        return context;
+    DeviceMemory memory() {
+        return memory;
     }
 
     /** A run takes the buffer as child memory (at prepare). */

@@ -3,7 +3,7 @@ package org.ptorun;
 /**
  * Device memory is exhausted (PTO_ERR_OUT_OF_MEMORY).
  */
-public class DeviceOutOfMemoryException extends PtoRunException {
+public final class DeviceOutOfMemoryException extends PtoRunException {
 
     private static final long serialVersionUID = 1L;
 

@@ -3,7 +3,7 @@ package org.ptorun;
 /**
  * A kernel returned non-zero (PTO_ERR_KERNEL_FAULT); the native message names the task and its func_id.
  */
-public class KernelFaultException extends PtoRunException {
+public final class KernelFaultException extends PtoRunException {
 
     private static final long serialVersionUID = 1L;
 

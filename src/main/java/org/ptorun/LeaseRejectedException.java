@@ -3,7 +3,7 @@ package org.ptorun;
 /**
  * The lease's generation is older than the newest generation its slot has seen: the lease was superseded.
  */
-public class LeaseRejectedException extends PtoRunException {
+public final class LeaseRejectedException extends PtoRunException {
 
     private static final long serialVersionUID = 1L;
 

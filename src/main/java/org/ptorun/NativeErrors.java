@@ -44,24 +44,22 @@ final class NativeErrors {
                 : operation + " failed";
         String description = subject + ": " + PtoError.nameOf(code) + " (" + code + ")"
                 + (what.isEmpty() ? "" : ": " + what);
-        switch (error) {
-            case WRONG_PHASE:
-            case BAD_STORAGE:
-                return new StaleRunException(description, code, nativeMessage, run);
-            case BUSY:
-                return new ChipBusyException(description, code, nativeMessage, run);
-            case OUT_OF_MEMORY:
-                return new DeviceOutOfMemoryException(description, code, nativeMessage, run);
-            case KERNEL_FAULT:
-                return new KernelFaultException(description, code, nativeMessage, run);
-            case TIMEOUT:
-                return new RunTimeoutException(description, code, nativeMessage, run);
-            case POISONED:
-                return new ChipPoisonedException(description, code, nativeMessage, run);
-            case BAD_CALLABLE:
-                return new BadCallableException(description, code, nativeMessage, run);
-            default:
-                return new PtoRunException(description, code, nativeMessage, run);
-        }
+        return switch (error) {
+            case UNSUPPORTED -> new UnsupportedVariantException(description, code, nativeMessage, run);
+            case INVALID_ARGUMENT -> new InvalidNativeArgumentException(description, code, nativeMessage, run);
+            case BAD_STORAGE -> new BadStorageException(description, code, nativeMessage, run);
+            case WRONG_PHASE -> new StaleRunException(description, code, nativeMessage, run);
+            case BUSY -> new ChipBusyException(description, code, nativeMessage, run);
+            case NOT_REGISTERED -> new NotRegisteredException(description, code, nativeMessage, run);
+            case OUT_OF_MEMORY -> new DeviceOutOfMemoryException(description, code, nativeMessage, run);
+            case DEVICE -> new DeviceErrorException(description, code, nativeMessage, run);
+            case KERNEL_FAULT -> new KernelFaultException(description, code, nativeMessage, run);
+            case TIMEOUT -> new RunTimeoutException(description, code, nativeMessage, run);
+            case BAD_CALLABLE -> new BadCallableException(description, code, nativeMessage, run);
+            case CAPACITY -> new CapacityExceededException(description, code, nativeMessage, run);
+            case ORCHESTRATION -> new OrchestrationException(description, code, nativeMessage, run);
+            case POISONED -> new ChipPoisonedException(description, code, nativeMessage, run);
+            case OK, FAILED -> new PtoRunException(description, code, nativeMessage, run);
+        };
     }
 }

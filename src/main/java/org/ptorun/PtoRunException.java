@@ -9,10 +9,17 @@ import java.util.Optional;
  * Java side) and, for anything about a run, the run's identity, which the message ends
  * with: {@code (run_id=… slot=… generation=… dispatch_id=… run_epoch=…)}.
  *
- * <p>Subclasses mark the failures a caller reacts to differently; the mapping from a
- * native code to a class is {@link NativeErrors#fromNative}.
+ * <p>The hierarchy is sealed: one subclass per native code with a meaning of its own
+ * (docs/java.md, Errors, has the table; the mapping is {@link NativeErrors#fromNative}),
+ * plus {@link LeaseRejectedException} (a Java-side refusal) and
+ * {@link LibraryLoadException}. {@code PTO_ERR_FAILED} and codes outside the contract
+ * are this class itself.
  */
-public class PtoRunException extends RuntimeException {
+public sealed class PtoRunException extends RuntimeException
+        permits UnsupportedVariantException, InvalidNativeArgumentException, StaleRunException, ChipBusyException,
+        NotRegisteredException, DeviceOutOfMemoryException, DeviceErrorException, KernelFaultException,
+        RunTimeoutException, BadCallableException, CapacityExceededException, OrchestrationException,
+        ChipPoisonedException, LeaseRejectedException, LibraryLoadException {
 
     private static final long serialVersionUID = 1L;
 
@@ -27,7 +34,11 @@ public class PtoRunException extends RuntimeException {
      * @param run the run concerned, or null
      */
     public PtoRunException(String description, int code, String nativeMessage, NativeRun run) {
-        super(run == null ? description : description + " " + run.identity());
+        this(description, code, nativeMessage, run, null);
+    }
+
+    PtoRunException(String description, int code, String nativeMessage, NativeRun run, Throwable cause) {
+        super(run == null ? description : description + " " + run.identity(), cause);
         this.code = code;
         this.nativeMessage = Objects.requireNonNullElse(nativeMessage, "");
         this.run = run;

@@ -65,7 +65,7 @@ final class RunEvents {
     }
 
     /** Commits {@code event} (may be null) for the run. */
-    static void commit(RunEvent event, ChipContext chip, NativeRun run, int code) {
+    static void commit(RunEvent event, ChipDevice chip, NativeRun run, int code) {
         if (event != null) {
             event.commitFor(chip, run, code);
         }
@@ -99,7 +99,7 @@ final class RunEvents {
         String result;
 
         /** Commits if the recording wants it; the fields are filled only then. */
-        final void commitFor(ChipContext chip, NativeRun run, int code) {
+        final void commitFor(ChipDevice chip, NativeRun run, int code) {
             if (shouldCommit()) {
                 variant = chip.variant().toString();
                 deviceId = chip.deviceId();

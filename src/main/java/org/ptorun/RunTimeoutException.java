@@ -3,7 +3,7 @@ package org.ptorun;
 /**
  * The run exceeded CallConfig timeout_ms (PTO_ERR_TIMEOUT).
  */
-public class RunTimeoutException extends PtoRunException {
+public final class RunTimeoutException extends PtoRunException {
 
     private static final long serialVersionUID = 1L;
 

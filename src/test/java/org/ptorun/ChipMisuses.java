@@ -323,7 +323,7 @@ final class ChipMisuses {
         m.add(of(a, "prepare callable id 64", IllegalArgumentException.class, "callable id 64 is outside [0, 64)",
                 f -> f.refused(() -> f.chip.prepare(64, MisuseFixture.args(), CallConfig.DEFAULT, f.lease(0), 1, 1,
                         null))));
-        m.add(of(a, "prepare an id that was never registered", PtoRunException.class, "PTO_ERR_NOT_REGISTERED",
+        m.add(of(a, "prepare an id that was never registered", NotRegisteredException.class, "PTO_ERR_NOT_REGISTERED",
                 f -> f.refused(() -> f.chip.prepare(40, MisuseFixture.args(), CallConfig.DEFAULT, f.lease(0), 1, 1,
                         null))));
         m.add(of(a, "register a null callable", NullPointerException.class, "callable",
@@ -556,7 +556,7 @@ final class ChipMisuses {
 
     private static void programs(List<Misuse> m) {
         String a = "absurd programs";
-        m.add(only(HBG, a, "a loop of 2^30 tasks (hbg holds at most 4194304 per run)", PtoRunException.class,
+        m.add(only(HBG, a, "a loop of 2^30 tasks (hbg holds at most 4194304 per run)", CapacityExceededException.class,
                 "PTO_ERR_CAPACITY (-13)", f -> {
                     f.chip.registerCallable(6, ChipCallable.builder().signature(OUT).child(0, Kernel.noop())
                             .program(Program.builder().loop(1L << 30, (p, i) -> p.submit(0)).build()).build());
@@ -566,7 +566,7 @@ final class ChipMisuses {
                 }));
         m.add(only(HBG, a, "a local tensor of 2^50 bytes (hbg: the bank's heap)", DeviceOutOfMemoryException.class,
                 "PTO_ERR_OUT_OF_MEMORY (-8)", f -> hugeLocal(f)));
-        m.add(only(v -> !HBG.test(v), a, "a local tensor of 2^50 bytes (trb: the ring heap)", PtoRunException.class,
+        m.add(only(v -> !HBG.test(v), a, "a local tensor of 2^50 bytes (trb: the ring heap)", CapacityExceededException.class,
                 "can never fit ring 0's heap", f -> hugeLocal(f)));
         m.add(of(a, "a view too small for its kernel (vadd of 8 floats into 64)", KernelFaultException.class,
                 "func_id 7", f -> {

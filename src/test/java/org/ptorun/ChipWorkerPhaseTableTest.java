@@ -16,7 +16,7 @@ import org.ptorun.testlog.LogCapture;
 import org.slf4j.event.Level;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.ptorun.ChipContext.Phase;
+import org.ptorun.SlotTable.Phase;
 import org.ptorun.PipelineContract.RawResource;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.CoreType;
@@ -112,7 +112,7 @@ class ChipWorkerPhaseTableTest {
         FakeNativeApi fake = fake();
         fake.script("init", -9, "device 0 did not come up");
         assertThatThrownBy(() -> new ChipWorker(fake, Variant.DEFAULT, DEPTH2, 4096, 64, 0, IMAGE, IMAGE))
-                .isExactlyInstanceOf(PtoRunException.class)
+                .isExactlyInstanceOf(DeviceErrorException.class)
                 .hasMessageContaining("PTO_ERR_DEVICE (-9)")
                 .hasMessageContaining("device 0 did not come up");
         assertThat(fake.count("destroyDeviceContext")).isEqualTo(1);
@@ -157,13 +157,13 @@ class ChipWorkerPhaseTableTest {
         assertThat(d.getLong(Layouts.NativeRunDescriptor.ACCEPTED_STATE)).isZero();
 
         chip.launch(run);
-        assertThat(chip.phaseOf(1)).isEqualTo(Phase.LAUNCHED);
+        assertThat(chip.phaseOf(1)).isEqualTo(Phase.RUNNING);
         assertThat(chip.poll(run)).isFalse();
-        assertThat(chip.phaseOf(1)).isEqualTo(Phase.LAUNCHED);
+        assertThat(chip.phaseOf(1)).isEqualTo(Phase.RUNNING);
         assertThat(chip.poll(run)).isTrue();
-        assertThat(chip.phaseOf(1)).isEqualTo(Phase.REAPED);
+        assertThat(chip.phaseOf(1)).isEqualTo(Phase.COMPLETE);
         long polls = fake.count("pollRun");
-        assertThat(chip.poll(run)).as("REAPED answers without a native call").isTrue();
+        assertThat(chip.poll(run)).as("COMPLETE answers without a native call").isTrue();
         assertThat(fake.count("pollRun")).isEqualTo(polls);
         chip.finalizeRun(run);
         assertThat(chip.phaseOf(1)).isEqualTo(Phase.EMPTY);
@@ -343,7 +343,6 @@ class ChipWorkerPhaseTableTest {
         ChipWorker chip = open(fake, DEPTH2);
         NativeRun run = prepare(chip, 0, 1);
         fake.script("launchRun", -6, "the execution claim is held by another run");
-        fake.script("pollRun", -5, "poll: the run was never launched");
         assertThatThrownBy(() -> chip.launch(run))
                 .isExactlyInstanceOf(ChipBusyException.class)
                 .hasMessageContaining("PTO_ERR_BUSY (-6)")
@@ -352,10 +351,15 @@ class ChipWorkerPhaseTableTest {
                 .satisfies(e -> assertThat(((PtoRunException) e).nativeMessage())
                         .isEqualTo("the execution claim is held by another run"));
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.PREPARED);
+        fake.script("launchRun", -15, "the device context refuses work after an unrecovered device error");
+        assertThatThrownBy(() -> chip.launch(run)).isExactlyInstanceOf(ChipPoisonedException.class);
+        assertThat(chip.phaseOf(0)).as("POISONED refuses before the run starts, like BUSY").isEqualTo(Phase.PREPARED);
+        assertThat(fake.count("pollRun")).as("the outcome comes from the code, not from a poll").isZero();
         chip.launch(run);
-        assertThat(chip.phaseOf(0)).isEqualTo(Phase.LAUNCHED);
+        assertThat(chip.phaseOf(0)).isEqualTo(Phase.RUNNING);
         chip.finalizeRun(run);
-        assertThat(fake.count("waitRun")).isEqualTo(1);
+        assertThat(fake.count("waitRun")).as("finalize waits inside its one native call").isZero();
+        assertThat(fake.count("finalizeRun")).isEqualTo(1);
     }
 
     @Test
@@ -364,9 +368,9 @@ class ChipWorkerPhaseTableTest {
         ChipWorker chip = open(fake, DEPTH2);
         NativeRun run = prepare(chip, 0, 1);
         fake.script("launchRun", -10, "task 3 func_id 7 returned 5");
-        fake.script("pollRun", 1, "");
         assertThatThrownBy(() -> chip.launch(run)).isExactlyInstanceOf(KernelFaultException.class);
-        assertThat(chip.phaseOf(0)).isEqualTo(Phase.REAPED);
+        assertThat(chip.phaseOf(0)).as("any code but BUSY and POISONED ends the run").isEqualTo(Phase.COMPLETE);
+        assertThat(fake.count("pollRun")).as("the outcome comes from the code, not from a poll").isZero();
         assertThatThrownBy(() -> chip.launch(run)).hasMessageContaining("stale or used in the wrong phase");
         long polls = fake.count("pollRun");
         assertThat(chip.poll(run)).isTrue();
@@ -388,7 +392,6 @@ class ChipWorkerPhaseTableTest {
         ChipWorker chip = open(fake, DEPTH2);
         NativeRun run = prepare(chip, 0, 1);
         chip.launch(run);
-        fake.script("waitRun", -11, "run exceeded 45000 ms");
         fake.script("finalizeRun", -11, "run exceeded 45000 ms");
         assertThatThrownBy(() -> chip.finalizeRun(run)).isExactlyInstanceOf(RunTimeoutException.class);
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
@@ -396,6 +399,7 @@ class ChipWorkerPhaseTableTest {
         NativeRun next = prepare(chip, 0, 1);
         chip.launch(next);
         fake.script("waitRun", -15, "poisoned");
+        chip.await(next);
         fake.script("finalizeRun", 0, "");
         assertThatThrownBy(() -> chip.finalizeRun(next))
                 .as("a failed execution is reported even when finalize itself succeeded")
@@ -523,7 +527,7 @@ class ChipWorkerPhaseTableTest {
         assertThatThrownBy(() -> chip.copyFrom(buffer, new float[251])).isInstanceOf(IllegalArgumentException.class);
         fake.script("copyToDevice", -3, "copy_to_device: range not inside one live allocation");
         assertThatThrownBy(() -> chip.copyTo(buffer, new int[1]))
-                .isExactlyInstanceOf(PtoRunException.class)
+                .isExactlyInstanceOf(InvalidNativeArgumentException.class)
                 .hasMessageContaining("PTO_ERR_INVALID_ARGUMENT (-3): copy_to_device: range not inside one live allocation");
         fake.script("deviceMalloc", -8, "");
         assertThatThrownBy(() -> chip.malloc(1 << 20)).isExactlyInstanceOf(DeviceOutOfMemoryException.class);
@@ -596,7 +600,6 @@ class ChipWorkerPhaseTableTest {
         // while slot 0's poll is parked inside the library, slot 1 and the device are usable
         NativeRun successor = prepare(chip, 1, 1);
         fake.script("launchRun", -6, "the predecessor holds the execution claim");
-        fake.script("pollRun", -5, "");
         assertThatThrownBy(() -> chip.launch(successor)).isInstanceOf(ChipBusyException.class);
         assertThat(chip.committedDeviceMemory()).isZero();
         // an overlapping call on the parked run fails fast instead of reaching the library
@@ -675,7 +678,7 @@ class ChipWorkerPhaseTableTest {
         chip.launch(run);
         fake.script("waitRun", -10, "task 1 func_id 2 returned 3");
         onThread(() -> chip.await(run));
-        assertThat(chip.phaseOf(0)).isEqualTo(Phase.REAPED);
+        assertThat(chip.phaseOf(0)).isEqualTo(Phase.COMPLETE);
         chip.await(run); // reaped: returns at once
         assertThat(fake.count("waitRun")).isEqualTo(1);
         fake.script("finalizeRun", -10, "task 1 func_id 2 returned 3");
@@ -742,7 +745,7 @@ class ChipWorkerPhaseTableTest {
         NativeRun waiting = prepare(chip, 1, 1);
         DeviceBuffer buffer = chip.malloc(64);
         chip.close();
-        assertThat(fake.callsOf("waitRun")).extracting(FakeNativeApi.Call::slot).containsExactly(0);
+        assertThat(fake.count("waitRun")).as("finalize waits inside its one native call").isZero();
         assertThat(fake.callsOf("finalizeRun")).extracting(FakeNativeApi.Call::slot).containsExactlyInAnyOrder(0, 1);
         assertThat(fake.count("finalizeDevice")).isEqualTo(1);
         assertThat(fake.count("destroyDeviceContext")).isEqualTo(1);

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.ptorun.ChipContext.Phase;
+import org.ptorun.SlotTable.Phase;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
 import org.ptorun.testlog.LogCapture;
@@ -254,13 +254,13 @@ class ChipWorkerRaceTest {
         try (LogCapture logs = LogCapture.open()) {
             chip.close(); // waits 1 ms + the grace, then leaves the call behind
             assertThat(logs.messages(Level.ERROR)).singleElement().asString()
-                    .contains("the LAUNCHED call of").contains("did not return within its timeout of 1 ms")
+                    .contains("the RUNNING call of").contains("did not return within its timeout of 1 ms")
                     .contains("leaking the device context");
         }
         assertThat(chip.isClosed()).isTrue();
         assertThat(fake.callsOf("finalizeDevice")).as("nothing freed under the live call").isEmpty();
         assertThat(fake.callsOf("destroyDeviceContext")).isEmpty();
-        assertThat(chip.phaseOf(0)).isEqualTo(Phase.LAUNCHED);
+        assertThat(chip.phaseOf(0)).isEqualTo(Phase.RUNNING);
         gate.open();
         caller.join();
     }

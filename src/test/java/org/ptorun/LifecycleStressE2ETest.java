@@ -303,7 +303,7 @@ class LifecycleStressE2ETest {
     private enum Step { PREPARE, LAUNCH, POLL, AWAIT, POLL_DONE, FINALIZE }
 
     /** Where a run is, as the coordinator sees it (a step is counted from its dispatch). */
-    private enum Stage { PREPARING, PREPARED, LAUNCHING, LAUNCHED, FINALIZING }
+    private enum Stage { PREPARING, PREPARED, LAUNCHING, RUNNING, FINALIZING }
 
     /** The refused calls thrown in, each with the exception it must raise. */
     private enum Refusal {
@@ -566,7 +566,7 @@ class LifecycleStressE2ETest {
                 return true;
             }
             // a successor only behind a launched predecessor that is not being finalized
-            return concurrent && inFlight.size() == 1 && inFlight.peekFirst().stage == Stage.LAUNCHED;
+            return concurrent && inFlight.size() == 1 && inFlight.peekFirst().stage == Stage.RUNNING;
         }
 
         private boolean enabled(StressRun r) {
@@ -601,7 +601,7 @@ class LifecycleStressE2ETest {
                     send(r.plan.foreignProbe(), r.token, Refusal.FOREIGN_TOKEN);
                     send(r.plan.crossProbe(), r.token, Refusal.TOKEN_ON_ANOTHER_CHIP);
                 }
-                case LAUNCH -> r.stage = Stage.LAUNCHED;
+                case LAUNCH -> r.stage = Stage.RUNNING;
                 case FINALIZE -> {
                     inFlight.remove(r);
                     finished++;

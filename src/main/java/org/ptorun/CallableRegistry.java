@@ -1,0 +1,125 @@
+package org.ptorun;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.Direction;
+import org.ptorun.internal.OffHeapBlock;
+
+/**
+ * A chip's registered callables: their bytes (kept off-heap until unregistered or the
+ * chip closes) and tensor directions, and the callable lock. Read side: a prepare or a
+ * blocking run, from reading the callable's signature to its native call's return.
+ * Write side: a registration. So registrations of one chip serialize, and none lands
+ * between a prepare's reading of the signature and its native call: the signature Java
+ * stages and copies back by is always the library's. Taken before the device lock.
+ */
+final class CallableRegistry {
+
+    /** Callable ids the library's registry holds: [0, MAX_CALLABLES). */
+    static final int MAX_CALLABLES = 64;
+
+    private record Registered(OffHeapBlock bytes, Direction[] tensorDirections) {
+    }
+
+    private final ChipDevice device;
+    private final SlotTable table;
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private final Map<Integer, Registered> callables = new ConcurrentHashMap<>();
+
+    CallableRegistry(ChipDevice device, SlotTable table) {
+        this.device = device;
+        this.table = table;
+    }
+
+    static void checkCallableId(int id) {
+        if (id < 0 || id >= MAX_CALLABLES) {
+            throw new IllegalArgumentException("callable id " + id + " is outside [0, " + MAX_CALLABLES + ")");
+        }
+    }
+
+    /** A prepare or blocking run begins: registrations wait until {@link #endUse()}. */
+    void beginUse() {
+        lock.readLock().lock();
+    }
+
+    void endUse() {
+        lock.readLock().unlock();
+    }
+
+    /** The tensor directions of a registered callable, or null (the library refuses the id). */
+    Direction[] directionsOf(int id) {
+        Registered r = callables.get(id);
+        return r == null ? null : r.tensorDirections();
+    }
+
+    /** The signature Java holds for a callable id, or null (tests). */
+    List<Direction> signatureOf(int id) {
+        Direction[] d = directionsOf(id);
+        return d == null ? null : List.of(d);
+    }
+
+    void register(int id, ChipCallable callable) {
+        Objects.requireNonNull(callable, "callable");
+        checkCallableId(id);
+        Direction[] directions = callable.tensorDirections().toArray(new Direction[0]);
+        OffHeapBlock block = ChipDevice.copyOffHeap(callable.bytes());
+        boolean registered = false;
+        lock.writeLock().lock();
+        try {
+            device.enter(table);
+            try {
+                int rc = device.api.registerCallable(device.ctx, id, block.address());
+                if (rc != 0) {
+                    // the library keeps the callable it had under this id, and so does Java
+                    throw device.failure("register_callable " + id, rc, device.lastError(), null);
+                }
+                registered = true;
+                Registered previous = callables.put(id, new Registered(block, directions));
+                if (previous != null) {
+                    previous.bytes().close();
+                }
+            } finally {
+                device.exit();
+            }
+        } finally {
+            lock.writeLock().unlock();
+            if (!registered) {
+                block.close();
+            }
+        }
+    }
+
+    void unregister(int id) {
+        checkCallableId(id);
+        lock.writeLock().lock();
+        try {
+            device.enter(table);
+            try {
+                int rc = device.api.unregisterCallable(device.ctx, id);
+                if (rc != 0) {
+                    throw device.failure("unregister_callable " + id, rc, device.lastError(), null);
+                }
+                Registered previous = callables.remove(id);
+                if (previous != null) {
+                    previous.bytes().close();
+                }
+            } finally {
+                device.exit();
+            }
+        } finally {
+            lock.writeLock().unlock();
+        }
+    }
+
+    /** Close, after the device context was destroyed: the bytes go. */
+    void freeAll() {
+        for (Registered r : callables.values()) {
+            r.bytes().close();
+        }
+        callables.clear();
+    }
+}

@@ -1,0 +1,188 @@
+package org.ptorun;
+
+import java.util.Objects;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongSupplier;
+import org.ptorun.internal.EmulatedDriverLibrary;
+import org.ptorun.internal.NativeApi;
+import org.ptorun.internal.NativeFolder;
+import org.ptorun.internal.NativeMemory;
+import org.ptorun.internal.OffHeapBlock;
+
+/**
+ * One device context of the library: created and brought up at open, finalized and
+ * destroyed at close; the native failures of its calls (and the poisoning they imply);
+ * and the device lock that orders the calls not about a run (memory, copies,
+ * callables, queries: read side) before device teardown (write side).
+ */
+final class ChipDevice {
+
+    /** How every refusal of platform/onboard/onboard_driver.c to load the driver begins. */
+    static final String DRIVER_LOAD_PREFIX = "onboard driver";
+
+    final NativeApi api;
+    final Variant variant;
+    final int deviceId;
+    final long ctx;
+    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    private volatile boolean poisoned;
+    /** Set under the write side once finalize_device ran (or the context was leaked). */
+    private boolean released;
+
+    /** Creates the device context and brings the device up with the images (copied off-heap for the call). */
+    ChipDevice(NativeApi api, Variant variant, int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+        this.api = Objects.requireNonNull(api, "api");
+        this.variant = Objects.requireNonNull(variant, "variant");
+        this.deviceId = deviceId;
+        long context = api.createDeviceContext();
+        if (context == 0) {
+            throw failure("create_device_context", PtoError.OUT_OF_MEMORY.code(), lastError(), null);
+        }
+        boolean up = false;
+        try {
+            init(context, aicpuImage, aicoreImage);
+            up = true;
+        } finally {
+            if (!up) {
+                api.destroyDeviceContext(context);
+            }
+        }
+        this.ctx = context;
+    }
+
+    private void init(long context, byte[] aicpuImage, byte[] aicoreImage) {
+        try (OffHeapBlock aicpu = copyOffHeap(aicpuImage); OffHeapBlock aicore = copyOffHeap(aicoreImage)) {
+            int rc = api.init(context, deviceId, aicpu.address(), aicpuImage.length, aicore.address(),
+                    aicoreImage.length, 0, 0, 0);
+            if (rc == 0) {
+                return;
+            }
+            String message = lastError();
+            if (rc == PtoError.DEVICE.code() && message.startsWith(DRIVER_LOAD_PREFIX)) {
+                /* onboard_driver.c: every refusal to load the driver starts so */
+                throw new LibraryLoadException(describe() + ": cannot open the device, its driver does not load: "
+                        + message + " (an onboard library loads -D" + NativeFolder.DRIVER_PROPERTY
+                        + " when set, else the file named by PTORUN_DRIVER, else "
+                        + EmulatedDriverLibrary.BUNDLED_FILE_NAME + " next to itself; docs/java.md, Loading)",
+                        NativeErrors.fromNative("simpler_init on device " + deviceId, rc, message, null));
+            }
+            throw failure("simpler_init on device " + deviceId, rc, message, null);
+        }
+    }
+
+    static OffHeapBlock copyOffHeap(byte[] bytes) {
+        OffHeapBlock block = OffHeapBlock.allocate(bytes.length, 64);
+        block.buffer().put(0, bytes);
+        return block;
+    }
+
+    String describe() {
+        return "chip " + variant + " device " + deviceId;
+    }
+
+    Variant variant() {
+        return variant;
+    }
+
+    int deviceId() {
+        return deviceId;
+    }
+
+    boolean isPoisoned() {
+        return poisoned;
+    }
+
+    String lastError() {
+        return NativeMemory.cString(api.lastError());
+    }
+
+    /**
+     * True when a failure with {@code code} says the device context is poisoned until
+     * finalize_device: PTO_ERR_POISONED, which only onboard libraries return (the sim
+     * never poisons). PTO_ERR_DEVICE and PTO_ERR_TIMEOUT do not tell by their code:
+     * onboard maps poisoning driver errors (stream, lost device, synchronize timeout) and
+     * harmless ones (a failed copy or launch) to the same codes, so a chip they
+     * poisoned reads unhealthy from its next refusal (POISONED) on.
+     */
+    static boolean poisons(int code) {
+        return code == PtoError.POISONED.code();
+    }
+
+    /** The exception for a failed native call; remembers a poisoned device context for good. */
+    PtoRunException failure(String operation, int code, String nativeMessage, NativeRun run) {
+        if (poisons(code)) {
+            poisoned = true;
+        }
+        return NativeErrors.fromNative(operation, code, nativeMessage, run);
+    }
+
+    // ---- the device lock ------------------------------------------------------------------
+
+    /** Read side: a call not about a run; refused ({@link IllegalStateException}) once the device is released. */
+    void enter(SlotTable table) {
+        lock.readLock().lock();
+        try {
+            table.ensureOpen();
+        } catch (RuntimeException e) {
+            lock.readLock().unlock();
+            throw e;
+        }
+    }
+
+    void exit() {
+        lock.readLock().unlock();
+    }
+
+    /** A query under the read side. */
+    long query(SlotTable table, LongSupplier q) {
+        enter(table);
+        try {
+            return q.getAsLong();
+        } finally {
+            exit();
+        }
+    }
+
+    /** Frees device memory; a no-op once the device released everything. */
+    void free(long address) {
+        lock.readLock().lock();
+        try {
+            if (!released) {
+                api.deviceFree(ctx, address);
+            }
+        } finally {
+            lock.readLock().unlock();
+        }
+    }
+
+    /**
+     * Write side: finalize_device then destroy_device_context, unless a call is still
+     * inside the library or the library refuses (a run it holds): then the context is
+     * leaked rather than freed under it.
+     *
+     * @param leak true when a call is still in flight
+     * @return true when the context was destroyed (its storages may be freed)
+     */
+    boolean release(boolean leak, java.util.function.Consumer<String> warn) {
+        lock.writeLock().lock();
+        try {
+            released = true;
+            if (leak) {
+                return false;
+            }
+            int rc = api.finalizeDevice(ctx);
+            if (rc == PtoError.BUSY.code()) {
+                warn.accept("finalize_device refused (" + lastError() + "); leaking the device context and every"
+                        + " run storage");
+                return false;
+            }
+            if (rc != 0) {
+                warn.accept("finalize_device failed: " + PtoError.nameOf(rc) + " (" + lastError() + ")");
+            }
+            api.destroyDeviceContext(ctx);
+            return true;
+        } finally {
+            lock.writeLock().unlock();
+        }
+    }
+}

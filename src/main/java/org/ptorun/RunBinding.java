@@ -1,0 +1,229 @@
+package org.ptorun;
+
+import java.nio.ByteBuffer;
+import org.ptorun.callable.Direction;
+import org.ptorun.internal.Layouts;
+import org.ptorun.internal.NativeMemory;
+import org.ptorun.internal.OffHeapBlock;
+
+/**
+ * One pipeline slot's binding of a run to native memory: the slot's run storage, args
+ * block, CallConfig block and descriptor (allocated at open, address-stable), the
+ * staging of Java-array tensors into native memory (grown, reused) and their copy back,
+ * and the device buffers the run pins. Touched only by the thread whose call holds the
+ * slot in the {@link SlotTable}; the table's monitor orders those accesses.
+ */
+final class RunBinding implements TaskArgs.TensorPlacement {
+
+    private static final int STAGING_ALIGN = 64;
+
+    final int slot;
+    final int bank;
+    private final OffHeapBlock storage;
+    private final OffHeapBlock args;
+    private final OffHeapBlock config;
+    private final OffHeapBlock descriptor;
+
+    // the bound run's resources
+    private AcceptanceWord acceptance;
+    private Direction[] directions;
+    private final Tensor[] tensors = new Tensor[TaskArgs.MAX_TENSORS];
+    private final long[] addresses = new long[TaskArgs.MAX_TENSORS];
+    private int tensorCount;
+    private OffHeapBlock staging;
+    private long stagingUsed;
+    private CallConfig writtenConfig;
+    /** System.nanoTime() when launch returned: the Completion event's origin. */
+    long launchedAt;
+
+    RunBinding(int slot, int bank, long storageSize, long storageAlignment) {
+        this.slot = slot;
+        this.bank = bank;
+        OffHeapBlock s = null;
+        OffHeapBlock a = null;
+        OffHeapBlock c = null;
+        boolean done = false;
+        try {
+            s = OffHeapBlock.allocate(storageSize, storageAlignment);
+            a = OffHeapBlock.allocate(Layouts.ChipStorageTaskArgs.SIZE, Layouts.ChipStorageTaskArgs.ALIGN);
+            c = OffHeapBlock.allocate(Layouts.CallConfig.SIZE, 8);
+            this.descriptor = OffHeapBlock.allocate(Layouts.NativeRunDescriptor.SIZE,
+                    Layouts.NativeRunDescriptor.ALIGN);
+            done = true;
+        } finally {
+            if (!done) {
+                for (OffHeapBlock b : new OffHeapBlock[] {s, a, c}) {
+                    if (b != null) {
+                        b.close();
+                    }
+                }
+            }
+        }
+        this.storage = s;
+        this.args = a;
+        this.config = c;
+    }
+
+    long storage() {
+        return storage.address();
+    }
+
+    long args() {
+        return args.address();
+    }
+
+    long config() {
+        return config.address();
+    }
+
+    long descriptor() {
+        return descriptor.address();
+    }
+
+    /**
+     * What can be refused before admission: device buffers of another chip or closed,
+     * read-only outputs.
+     */
+    static void checkArgs(TaskArgs args, Direction[] directions, DeviceMemory memory) {
+        for (int i = 0; i < args.tensorCount(); i++) {
+            Tensor t = args.tensorAt(i);
+            if (t.source() == Tensor.Source.DEVICE) {
+                DeviceBuffer buffer = (DeviceBuffer) t.data();
+                if (buffer.memory() != memory) {
+                    throw new IllegalArgumentException("tensor argument " + i + ": " + buffer
+                            + " belongs to another ChipWorker (" + buffer.memory().describe() + ")");
+                }
+                if (buffer.isClosed()) {
+                    throw new IllegalStateException("tensor argument " + i + ": " + buffer + " is closed");
+                }
+            } else if (t.source() == Tensor.Source.DIRECT && ((ByteBuffer) t.data()).isReadOnly()
+                    && directionOf(directions, i).writes()) {
+                throw new IllegalArgumentException("tensor argument " + i + " is "
+                        + directionOf(directions, i) + " but its ByteBuffer is read-only");
+            }
+        }
+    }
+
+    private static Direction directionOf(Direction[] directions, int index) {
+        // unknown callable (the library will refuse it) or extra tensors: stage and copy back
+        return directions != null && index < directions.length ? directions[index] : Direction.INOUT;
+    }
+
+    /** Writes the run's args, config and descriptor blocks; stages host arrays; pins what the run uses. */
+    void bind(NativeRun run, TaskArgs taskArgs, CallConfig callConfig, AcceptanceWord word, Direction[] signature) {
+        if (word != null) {
+            word.capture(run);
+            this.acceptance = word;
+        }
+        this.directions = signature;
+        long bytes = 0;
+        boolean anyArray = false;
+        for (int i = 0; i < taskArgs.tensorCount(); i++) {
+            Tensor t = taskArgs.tensorAt(i);
+            if (t.source() == Tensor.Source.ARRAY) {
+                anyArray = true;
+                bytes += alignUp(t.byteSize());
+            }
+        }
+        if (anyArray) {
+            ensureStaging(Math.max(bytes, STAGING_ALIGN));
+        }
+        stagingUsed = 0;
+        taskArgs.writeTo(args.buffer(), this);
+        if (writtenConfig != callConfig) {
+            callConfig.writeTo(config.buffer(), 0);
+            writtenConfig = callConfig;
+        }
+        ByteBuffer d = descriptor.buffer();
+        d.putInt(Layouts.NativeRunDescriptor.PIPELINE_SLOT, slot);
+        d.putInt(Layouts.NativeRunDescriptor.ARENA_BANK, bank);
+        d.putLong(Layouts.NativeRunDescriptor.RUN_ID, run.runId());
+        d.putLong(Layouts.NativeRunDescriptor.GENERATION, run.generation());
+        d.putLong(Layouts.NativeRunDescriptor.DISPATCH_ID, run.dispatchId());
+        d.putLong(Layouts.NativeRunDescriptor.RUN_EPOCH, run.runEpoch());
+        d.putLong(Layouts.NativeRunDescriptor.ACCEPTED_STATE, word == null ? 0 : word.address());
+        d.putInt(Layouts.NativeRunDescriptor.ACCEPTED_VALUE, word == null ? 0 : word.acceptedValue());
+        d.putInt(Layouts.NativeRunDescriptor.ACCEPTED_VALUE + 4, 0);
+    }
+
+    private void ensureStaging(long bytes) {
+        if (staging != null && staging.size() >= bytes) {
+            return;
+        }
+        long size = Math.max(bytes, staging == null ? 0 : Math.min(2 * staging.size(), Integer.MAX_VALUE));
+        if (staging != null) {
+            staging.close();
+            staging = null;
+        }
+        staging = OffHeapBlock.allocate(size, STAGING_ALIGN);
+    }
+
+    private static long alignUp(long n) {
+        return (n + STAGING_ALIGN - 1) & -STAGING_ALIGN;
+    }
+
+    /** Places tensor {@code i}: direct buffers in place, arrays into staging, device buffers as child memory. */
+    @Override
+    public long addressOf(int i, Tensor t) {
+        long address;
+        switch (t.source()) {
+            case DIRECT:
+                address = t.hostAddress();
+                break;
+            case ARRAY:
+                address = staging.address() + stagingUsed;
+                stagingUsed += alignUp(t.byteSize());
+                if (directionOf(directions, i).reads()) {
+                    NativeMemory.copyIn(address, t.data());
+                }
+                break;
+            default:
+                DeviceBuffer buffer = (DeviceBuffer) t.data();
+                buffer.retainForRun();
+                address = buffer.address();
+                break;
+        }
+        tensors[i] = t;
+        addresses[i] = address;
+        tensorCount = i + 1;
+        return address;
+    }
+
+    /** After a successful launched run: staged arrays the signature writes get their bytes back. */
+    void copyBack() {
+        for (int i = 0; i < tensorCount; i++) {
+            Tensor t = tensors[i];
+            if (t.source() == Tensor.Source.ARRAY && directionOf(directions, i).writes()) {
+                NativeMemory.copyOut(addresses[i], t.data());
+            }
+        }
+    }
+
+    /** The run is over (or never happened): drop its references, release the word and device buffers. */
+    void release() {
+        if (acceptance != null) {
+            acceptance.release();
+            acceptance = null;
+        }
+        for (int i = 0; i < tensorCount; i++) {
+            Tensor t = tensors[i];
+            if (t.source() == Tensor.Source.DEVICE) {
+                ((DeviceBuffer) t.data()).releaseFromRun();
+            }
+            tensors[i] = null;
+        }
+        tensorCount = 0;
+        directions = null;
+    }
+
+    /** Frees the slot's blocks (close: never under a call in flight). */
+    void free() {
+        storage.close();
+        args.close();
+        config.close();
+        descriptor.close();
+        if (staging != null) {
+            staging.close();
+        }
+    }
+}
