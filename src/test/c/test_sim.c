@@ -128,8 +128,9 @@ int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStora
 
 /* Each runner gets its scratches on first use, as a device context keeps one
    per slot; kept (still reachable at exit, never reported as a leak). A
-   runner's address reused after runner_destroy reuses them: that runner is gone. */
-#define TEST_SCRATCH_RUNNERS 16
+   runner's address reused after runner_destroy reuses them: that runner is gone.
+   Sanitizers rarely reuse an address, hence the room for many runners. */
+#define TEST_SCRATCH_RUNNERS 1024
 static struct {
     const void *runner;
     RuntimeSlotScratch *slot[PTO_PIPELINE_MAX_DEPTH];
@@ -152,6 +153,8 @@ RuntimeSlotScratch *test_slot_scratch(const void *runner, uint32_t slot)
         }
     }
     pthread_mutex_unlock(&scratches_lock);
+    if (s == NULL)
+        fprintf(stderr, "test_slot_scratch: no scratch for slot %u of runner %p\n", slot, runner);
     return s;
 }
 
