@@ -151,13 +151,13 @@ TEST(hbg_program_with_loops_locals_and_scopes_matches_the_reference)
         CHECK_EQ_INT(test_run(r, c, bank, args, &cfg, &exec_rc), PTO_OK);
         CHECK_EQ_INT(exec_rc, PTO_OK);
         CHECK(same_bits(out, want, N));
-        const HbgWorkspace *ws = hbg_workspace(c, bank);
+        const RuntimeSlotScratch *ws = test_slot_scratch(r, bank);
         CHECK_EQ_INT(ws->graph.task_count, 4 * TILES);
         CHECK_EQ_INT(ws->local_next - ws->local_base, TILE * 4);
         CHECK_EQ_INT(ws->local_end - ws->local_base, TILE * 4);
     }
     /* every tile's vmul waits for the previous tile's vadds (WAR on the local) */
-    const HbgGraph *g = &hbg_workspace(c, 1)->graph;
+    const HbgGraph *g = &test_slot_scratch(r, 1)->graph;
     CHECK_EQ_INT(g->tasks[2].fanin_count, 2); /* after vmul 0 (WAW l0) and vadds 1 (WAR l0) */
     unreg(r, c);
     free(bytes);
@@ -189,7 +189,7 @@ TEST(hbg_program_local_heap_too_large_for_the_device_fails_the_prepare_cleanly)
     CallConfig cfg = test_config(10000);
     CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_ERR_OUT_OF_MEMORY);
     CHECK_CONTAINS(pto_last_error(), "sim device memory exhausted");
-    CHECK(hbg_workspace(c, 0)->bridge.api == NULL);
+    CHECK(test_slot_scratch(r, 0)->bridge.api == NULL);
     unreg(r, c);
     CHECK_EQ_INT(runner_committed_bytes(r), 0);
     free(bytes);
@@ -227,8 +227,8 @@ TEST(hbg_zero_task_programs_and_zero_byte_tensors_complete)
         int exec_rc = -99;
         CHECK_EQ_INT(test_run(r, k, 0, args, &cfg, &exec_rc), PTO_OK);
         CHECK_EQ_INT(exec_rc, PTO_OK);
-        CHECK_EQ_INT(hbg_workspace(k, 0)->graph.task_count, (uint32_t)i * 2);
-        CHECK_EQ_INT(hbg_workspace(k, 0)->graph.edge_count, 0); /* zero-byte views depend on nothing */
+        CHECK_EQ_INT(test_slot_scratch(r, 0)->graph.task_count, (uint32_t)i * 2);
+        CHECK_EQ_INT(test_slot_scratch(r, 0)->graph.edge_count, 0); /* zero-byte views depend on nothing */
         unreg(r, k);
     }
     CHECK(bits(c[0]) == bits(2.0f));
@@ -419,10 +419,10 @@ TEST(hbg_kernel_library_runs_loaded_once_per_content_and_per_device)
     RuntimeCallable *c1 = reg(r, k1), *c2 = reg(r, k2), *c3 = reg(r2, k1);
     CHECK(c1 != NULL && c2 != NULL && c3 != NULL);
     /* one load per device: the same entry address for both callables of r, another on r2 */
-    CHECK(c1->kernels[0].addr != 0);
-    CHECK_EQ_INT(c1->kernels[0].addr, c2->kernels[0].addr);
-    CHECK(c1->kernels[0].addr != c3->kernels[0].addr);
-    CHECK(c1->kernels[1].addr != c1->kernels[0].addr);
+    CHECK(c1->copy.kernels[0].addr != 0);
+    CHECK_EQ_INT(c1->copy.kernels[0].addr, c2->copy.kernels[0].addr);
+    CHECK(c1->copy.kernels[0].addr != c3->copy.kernels[0].addr);
+    CHECK(c1->copy.kernels[1].addr != c1->copy.kernels[0].addr);
 
     float x[KN], y[KN], want[KN];
     fill(x, KN, 3);
@@ -619,8 +619,8 @@ TEST(hbg_orchestration_library_reads_control_values_and_is_loaded_once_per_conte
     saxpy_reference(&o, a, 4, want); /* 3 tasks on x, then one through the local copy */
     CHECK_EQ_INT(test_run(r, c1, 0, o.args, &cfg, NULL), PTO_OK);
     CHECK(same_bits(o.y, want, ON));
-    CHECK_EQ_INT(hbg_workspace(c1, 0)->graph.task_count, 5);
-    CHECK(hbg_workspace(c1, 0)->bridge.api == NULL);
+    CHECK_EQ_INT(test_slot_scratch(r, 0)->graph.task_count, 5);
+    CHECK(test_slot_scratch(r, 0)->bridge.api == NULL);
     free(o.args);
 
     orch_run_init(&o, 0, a);
@@ -673,7 +673,7 @@ TEST(hbg_orchestration_library_failures_name_the_entry_and_leave_the_chip_usable
         memcpy(y0, o.y, sizeof y0);
         CHECK_EQ_INT(test_run(r, c, 0, o.args, &cfg, NULL), cases[i].code);
         CHECK_CONTAINS(pto_last_error(), cases[i].message);
-        CHECK(hbg_workspace(c, 0)->bridge.api == NULL);
+        CHECK(test_slot_scratch(r, 0)->bridge.api == NULL);
         CHECK(same_bits(o.y, y0, ON));
         float want[ON];
         saxpy_reference(&o, 1.0f, 2, want);
@@ -742,7 +742,7 @@ TEST(hbg_refuses_a_program_with_more_tasks_than_a_run_holds_before_submitting_an
         CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_ERR_CAPACITY);
         CHECK_CONTAINS(pto_last_error(), cases[i].says);
         CHECK_CONTAINS(pto_last_error(), "an hbg run holds at most 4194304 tasks");
-        CHECK_EQ_INT(hbg_workspace(c, 0)->graph.task_count, 0);
+        CHECK_EQ_INT(test_slot_scratch(r, 0)->graph.task_count, 0);
         unreg(r, c);
         free(bytes);
     }
@@ -751,7 +751,7 @@ TEST(hbg_refuses_a_program_with_more_tasks_than_a_run_holds_before_submitting_an
     RuntimeCallable *c = reg(r, bytes);
     CHECK_EQ_INT(c->program_tasks, 1000);
     CHECK_EQ_INT(test_run(r, c, 0, args, &cfg, NULL), PTO_OK);
-    CHECK_EQ_INT(hbg_workspace(c, 0)->graph.task_count, 1000);
+    CHECK_EQ_INT(test_slot_scratch(r, 0)->graph.task_count, 1000);
     unreg(r, c);
     free(bytes);
     free(args);

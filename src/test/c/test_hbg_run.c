@@ -150,8 +150,8 @@ TEST(vector_chain_dependencies_are_raw_war_and_waw_in_submission_order)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
-    const HbgGraph *g = &hbg_workspace(c, 0)->graph;
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
+    const HbgGraph *g = &test_slot_scratch(r, 0)->graph;
     CHECK_EQ_INT(g->task_count, 5);
     const uint32_t fanin[5] = { 0, 1, 1, 2, 2 };
     for (int t = 0; t < 5; t++)
@@ -166,7 +166,7 @@ TEST(vector_chain_dependencies_are_raw_war_and_waw_in_submission_order)
     CHECK_EQ_INT(launch.aicpu_threads, 4);
     CHECK_EQ_INT(launch.block_dim, 24);
     CHECK_EQ_INT(launch.timeout_ms, 10000);
-    CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_OK);
+    runtime_unbind(&run, &api);
     chain_free(&ch);
     release_callable(r, c);
     free(bytes);
@@ -209,8 +209,8 @@ TEST(dependencies_follow_overlapping_byte_ranges)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, args, &cfg, NULL, &launch), PTO_OK);
-    const HbgGraph *g = &hbg_workspace(c, 0)->graph;
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, args, &cfg, NULL, &launch), PTO_OK);
+    const HbgGraph *g = &test_slot_scratch(r, 0)->graph;
     /* t2 writes x[40,56): after t1 (read x[16,48)), not t0; reads y[64,80): nobody wrote it.
        t3 writes x[60,64): conflicts with nobody.
        t4 writes x[0,64): after t0, t1 (readers), t2, t3 (writers). */
@@ -219,7 +219,7 @@ TEST(dependencies_follow_overlapping_byte_ranges)
         CHECK_EQ_INT(g->tasks[t].fanin_count, fanin[t]);
     CHECK_EQ_INT(g->edges[0], 1);
     CHECK_EQ_INT(g->edges[1], 2);
-    CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_OK);
+    runtime_unbind(&run, &api);
     free(args);
     release_callable(r, c);
     free(bytes);
@@ -327,20 +327,22 @@ TEST(runs_in_banks_0_and_1_use_different_gm_heaps_and_overlap)
     memset(&run1, 0, sizeof run1);
     DeviceLaunch l0, l1;
     RunExec e0, e1;
-    CHECK_EQ_INT(runtime_bind(&run0, &api0, c, ch0.args, &cfg, NULL, &l0), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run0, test_slot_scratch(api0.runner, api0.pipeline_slot), &api0, c, ch0.args, &cfg, NULL, &l0), PTO_OK);
     CHECK_EQ_INT(runner_submit(r, &e0, 0, &l0, NULL), PTO_OK);
-    CHECK_EQ_INT(runtime_bind(&run1, &api1, c, ch1.args, &cfg, NULL, &l1), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run1, test_slot_scratch(api1.runner, api1.pipeline_slot), &api1, c, ch1.args, &cfg, NULL, &l1), PTO_OK);
     CHECK(runner_arena_bank_gm_heap_base(r, 0) != 0);
     CHECK(runner_arena_bank_gm_heap_base(r, 1) != 0);
     CHECK(runner_arena_bank_gm_heap_base(r, 0) != runner_arena_bank_gm_heap_base(r, 1));
     CHECK(l0.args_dev != l1.args_dev);
     int rc0 = runner_await_device(r, &e0);
     CHECK_EQ_INT(rc0, PTO_OK);
-    CHECK_EQ_INT(runtime_validate(&run0, &api0, 1, rc0), PTO_OK);
+    CHECK_EQ_INT(runtime_collect_results(&run0, &api0, rc0), PTO_OK);
+    runtime_unbind(&run0, &api0);
     CHECK_EQ_INT(runner_submit(r, &e1, 1, &l1, NULL), PTO_OK);
     int rc1 = runner_await_device(r, &e1);
     CHECK_EQ_INT(rc1, PTO_OK);
-    CHECK_EQ_INT(runtime_validate(&run1, &api1, 1, rc1), PTO_OK);
+    CHECK_EQ_INT(runtime_collect_results(&run1, &api1, rc1), PTO_OK);
+    runtime_unbind(&run1, &api1);
     CHECK(chain_matches_reference(&ch0));
     CHECK(chain_matches_reference(&ch1));
     chain_free(&ch0);
@@ -363,10 +365,12 @@ TEST(a_prepared_run_that_never_launches_copies_nothing_back)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
-    CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
+    runtime_unbind(&run, &api);
     CHECK(ch.t[F][0] == -777.0f);
-    CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_ERR_WRONG_PHASE);
+    CHECK(test_slot_scratch(r, 0)->holder == NULL); /* unbind handed the slot's scratch back */
+    CHECK_EQ_INT(runtime_collect_results(&run, &api, PTO_OK), PTO_ERR_WRONG_PHASE);
+    runtime_unbind(&run, &api); /* an unbound run: a no-op */
     chain_free(&ch);
     release_callable(r, c);
     free(bytes);
@@ -437,9 +441,9 @@ static void check_bind_refused(Runner *r, RuntimeCallable *c, const ChipStorageT
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
     size_t before = non_arena_committed(r);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, args, &cfg, NULL, &launch), PTO_ERR_BAD_CALLABLE);
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, args, &cfg, NULL, &launch), PTO_ERR_BAD_CALLABLE);
     CHECK_CONTAINS(pto_last_error(), message);
-    const HbgBridge *bridge = &hbg_workspace(c, 0)->bridge;
+    const HbgBridge *bridge = &test_slot_scratch(r, 0)->bridge;
     CHECK(bridge->api == NULL);
     CHECK_EQ_INT(bridge->count, 0);
     CHECK_EQ_INT(non_arena_committed(r), before);
@@ -606,7 +610,7 @@ static int fi_copy_from_device(void *r, void *host, const void *dev, size_t n)
 static void *fi_register(void *r, void *dev, size_t n)
 {
     fi.registered++;
-    fi.latched_ok += hbg_workspace(fi.c, 0)->bridge.api == fi.bound;
+    fi.latched_ok += test_slot_scratch(r, 0)->bridge.api == fi.bound;
     return fi_fails() ? NULL : host_api_ops.register_device_memory_to_host(r, dev, n);
 }
 static int fi_unregister(void *r, void *dev)
@@ -657,7 +661,7 @@ TEST(bind_closes_the_bridge_on_success_and_on_every_failing_path)
     ops.acquire_pooled_gm_sm = fi_sm;
     ops.acquire_pooled_runtime_arena = fi_arena;
     HostApi api = host_api_bind(r, 0, 0, &ops);
-    const HbgBridge *bridge = &hbg_workspace(c, 0)->bridge;
+    const HbgBridge *bridge = &test_slot_scratch(r, 0)->bridge;
     int failures = 0, successes = 0;
     for (int k = 1; k < 64; k++) {
         memset(&fi, 0, sizeof fi);
@@ -667,14 +671,14 @@ TEST(bind_closes_the_bridge_on_success_and_on_every_failing_path)
         RuntimeRun run;
         memset(&run, 0, sizeof run);
         DeviceLaunch launch;
-        int rc = runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch);
+        int rc = runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, ch.args, &cfg, NULL, &launch);
         CHECK(bridge->api == NULL);
         CHECK_EQ_INT(bridge->count, 0);
         CHECK_EQ_INT(fi.latched_ok, fi.registered);
         CHECK_EQ_INT(non_arena_committed(r), baseline);
         if (rc == PTO_OK) {
             successes++;
-            CHECK_EQ_INT(runtime_validate(&run, &api, 0, PTO_OK), PTO_OK);
+            runtime_unbind(&run, &api);
         } else {
             failures++;
         }
@@ -723,11 +727,12 @@ TEST(bind_without_a_host_mapping_uses_mirrors_and_still_computes)
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
     CallConfig cfg = test_config(10000);
-    CHECK_EQ_INT(runtime_bind(&run, &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, ch.args, &cfg, NULL, &launch), PTO_OK);
     RunExec exec;
     CHECK_EQ_INT(runner_submit(r, &exec, 0, &launch, NULL), PTO_OK);
     int rc = runner_await_device(r, &exec);
-    CHECK_EQ_INT(runtime_validate(&run, &api, 1, rc), PTO_OK);
+    CHECK_EQ_INT(runtime_collect_results(&run, &api, rc), PTO_OK);
+    runtime_unbind(&run, &api);
     CHECK(chain_matches_reference(&ch));
     chain_free(&ch);
     release_callable(r, c);

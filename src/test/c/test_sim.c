@@ -1,5 +1,6 @@
 #include "test_sim.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,38 @@ int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStora
     return test_run_desc(r, c, bank, args, cfg, NULL, exec_rc);
 }
 
+/* Each runner gets its scratches on first use, as a device context keeps one
+   per slot; kept (still reachable at exit, never reported as a leak). A
+   runner's address reused after runner_destroy reuses them: that runner is gone.
+   Sanitizers rarely reuse an address, hence the room for many runners. */
+#define TEST_SCRATCH_RUNNERS 1024
+static struct {
+    const void *runner;
+    RuntimeSlotScratch *slot[PTO_PIPELINE_MAX_DEPTH];
+} scratches[TEST_SCRATCH_RUNNERS];
+static pthread_mutex_t scratches_lock = PTHREAD_MUTEX_INITIALIZER;
+
+RuntimeSlotScratch *test_slot_scratch(const void *runner, uint32_t slot)
+{
+    RuntimeSlotScratch *s = NULL;
+    pthread_mutex_lock(&scratches_lock);
+    for (int i = 0; i < TEST_SCRATCH_RUNNERS && slot < PTO_PIPELINE_MAX_DEPTH; i++) {
+        if (scratches[i].runner == NULL) {
+            scratches[i].runner = runner;
+            for (uint32_t k = 0; k < PTO_PIPELINE_MAX_DEPTH; k++)
+                scratches[i].slot[k] = runtime_slot_scratch_create();
+        }
+        if (scratches[i].runner == runner) {
+            s = scratches[i].slot[slot];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&scratches_lock);
+    if (s == NULL)
+        fprintf(stderr, "test_slot_scratch: no scratch for slot %u of runner %p\n", slot, runner);
+    return s;
+}
+
 int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
                   const CallConfig *cfg, const NativeRunDescriptor *desc, int *exec_rc)
 {
@@ -132,7 +165,7 @@ int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const Chip
     RuntimeRun run;
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
-    int rc = runtime_bind(&run, &api, c, args, cfg, desc, &launch);
+    int rc = runtime_bind(&run, test_slot_scratch(r, bank), &api, c, args, cfg, desc, &launch);
     if (rc != PTO_OK)
         return rc;
     volatile int32_t accepted = 0;
@@ -154,7 +187,8 @@ int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const Chip
     launch_signal_destroy(&signal);
     if (exec_rc != NULL)
         *exec_rc = erc;
-    rc = runtime_validate(&run, &api, launched, erc);
+    rc = launched ? runtime_collect_results(&run, &api, erc) : PTO_OK;
+    runtime_unbind(&run, &api);
     return erc != PTO_OK ? erc : rc;
 }
 

@@ -29,7 +29,11 @@ ChipTensor test_f32_tensor(float *host, uint32_t n);
 /* A zeroed CallConfig with a timeout. */
 CallConfig test_config(int32_t timeout_ms);
 
-/* bind, submit (with a real LaunchSignal), await the device, validate. Returns
+/* The runtime scratch of `runner`'s `slot` (created on first use, kept), as a
+ * device context owns one per slot: test_run binds with it. */
+RuntimeSlotScratch *test_slot_scratch(const void *runner, uint32_t slot);
+
+/* bind, submit (with a real LaunchSignal), await the device, collect, unbind. Returns
  * the first error; *exec_rc (if not NULL) gets what the await returned. */
 int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
              const CallConfig *cfg, int *exec_rc);

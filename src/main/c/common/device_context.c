@@ -111,15 +111,36 @@ static unsigned executor_threads(void)
 
 /* ---- init and finalize ---------------------------------------------------- */
 
+static void destroy_slot_scratch(DeviceContext *dc)
+{
+    for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++) {
+        runtime_slot_scratch_destroy(dc->slot_scratch[s]);
+        dc->slot_scratch[s] = NULL;
+    }
+}
+
+static int create_slot_scratch(DeviceContext *dc)
+{
+    for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++) {
+        if ((dc->slot_scratch[s] = runtime_slot_scratch_create()) == NULL) {
+            destroy_slot_scratch(dc);
+            return PTO_ERR_OUT_OF_MEMORY;
+        }
+    }
+    return PTO_OK;
+}
+
 int device_context_init(DeviceContext *dc, int device_id, const DeviceImages *images, const CallConfig *prewarm)
 {
     DeviceState found;
     if (transition(dc, DEVICE_FRESH, DEVICE_INITIALIZING, &found) != PTO_OK)
         return pto_fail(PTO_ERR_WRONG_PHASE, "simpler_init: the device context is %s; simpler_init runs once per context",
                         found == DEVICE_INITIALIZED ? "already initialized" : state_name(found));
-    int rc = runner_init(dc->runner, device_id, images);
+    int rc = create_slot_scratch(dc);
     if (rc != PTO_OK)
         goto fail;
+    if ((rc = runner_init(dc->runner, device_id, images)) != PTO_OK)
+        goto fail_scratch;
     HostApi api = context_host_api(dc);
     if (prewarm != NULL && (rc = runtime_prewarm(&api, prewarm)) != PTO_OK)
         goto fail_runner;
@@ -130,6 +151,8 @@ int device_context_init(DeviceContext *dc, int device_id, const DeviceImages *im
 
 fail_runner:
     runner_finalize(dc->runner);
+fail_scratch:
+    destroy_slot_scratch(dc);
 fail:
     set_state(dc, DEVICE_FRESH);
     return rc;
@@ -173,6 +196,7 @@ static int finish_finalize(DeviceContext *dc)
 {
     executor_stop(&dc->executor);
     release_all_callables(dc);
+    destroy_slot_scratch(dc);
     int rc = runner_finalize(dc->runner);
     set_state(dc, DEVICE_FINALIZED);
     return rc;

@@ -33,6 +33,9 @@ typedef struct DeviceContext {
     DeviceState state;
     RunOwnership ownership;
     RuntimeCallable *callables[PTO_MAX_CALLABLES];
+    /* the runtime's host scratch per pipeline slot, from init to finalize; a run
+       holding the slot's reservation has it lent (runtime.h) */
+    RuntimeSlotScratch *slot_scratch[PTO_PIPELINE_MAX_DEPTH];
     Executor executor;                 /* threads run only while INITIALIZED */
 } DeviceContext;
 

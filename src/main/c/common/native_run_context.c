@@ -53,7 +53,7 @@ static int job_outcome(NativeRunContext *run, const char *fn, int rc)
     if (rc == PTO_OK)
         return PTO_OK;
     if (rc == PTO_ERR_KERNEL_FAULT &&
-        runtime_describe_failure(&run->runtime, &run->host_api, rc) == PTO_ERR_KERNEL_FAULT &&
+        runtime_read_failure(&run->runtime, &run->host_api, rc) == PTO_ERR_KERNEL_FAULT &&
         strncmp(pto_last_error(), "kernel fault: ", 14) == 0)
         return run_fail_current(rc, fn, &run->desc);
     return run_fail(rc, fn, &run->desc, "%s", run->job.message[0] != '\0' ? run->job.message : "the run failed");
@@ -286,7 +286,8 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
         run_fail_current(rc, fn, &run->desc);
         goto fail;
     }
-    rc = runtime_bind(&run->runtime, &run->host_api, callable, args, &run->config, &run->desc, &run->launch);
+    rc = runtime_bind(&run->runtime, dc->slot_scratch[run->desc.pipeline_slot], &run->host_api, callable, args,
+                      &run->config, &run->desc, &run->launch);
     if (rc != PTO_OK) {
         run_fail_current(rc, fn, &run->desc);
         goto fail_slot;
@@ -425,23 +426,25 @@ int native_run_finalize(void *ctx, void *storage)
     run->trace_spans.finalize_start = pto_monotonic_ns();
     int launched = phase != NATIVE_RUN_PREPARED;
     int execution_rc = launched ? executor_job_wait(&run->job) : PTO_OK;
-    int validation_rc = runtime_validate(&run->runtime, &run->host_api, launched, execution_rc);
+    /* a never-launched run has no results: nothing is copied back */
+    int collect_rc = launched ? runtime_collect_results(&run->runtime, &run->host_api, execution_rc) : PTO_OK;
     NativeRunDescriptor desc = run->desc; /* the storage is empty after tear_down */
     if (!launched)
         runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
-    if (validation_rc != PTO_OK && launched && runner_poisoned(run->owner->runner)) {
+    if (collect_rc != PTO_OK && launched && runner_poisoned(run->owner->runner)) {
         /* the runner's own message (executor thread) is gone: say that the device
            error poisoned the context, as the runner's messages do */
         char why[512];
         snprintf(why, sizeof why, "%s", pto_last_error());
-        pto_fail(validation_rc, "%s; the device context is poisoned until finalize_device", why);
+        pto_fail(collect_rc, "%s; the device context is poisoned until finalize_device", why);
     }
-    if (validation_rc != PTO_OK)
-        run_fail_current(validation_rc, fn, &desc);
+    if (collect_rc != PTO_OK)
+        run_fail_current(collect_rc, fn, &desc);
     else if (execution_rc != PTO_OK)
         job_outcome(run, fn, execution_rc);
+    runtime_unbind(&run->runtime, &run->host_api);
     tear_down(run);
-    return validation_rc != PTO_OK ? validation_rc : execution_rc;
+    return collect_rc != PTO_OK ? collect_rc : execution_rc;
 }
 
 int native_run_blocking(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,

@@ -190,16 +190,16 @@ int run_trace_write(const HostApi *api, const void *buf, const char *output_pref
     if (rc != PTO_OK)
         return rc;
     if (h.magic != PTO_TRACE_MAGIC || h.capacity > RUN_TRACE_MAX_TASKS)
-        return pto_fail(PTO_ERR_DEVICE, "validate: the device's trace buffer is malformed");
+        return pto_fail(PTO_ERR_DEVICE, "collect: the device's trace buffer is malformed");
     if (h.count > h.capacity)
         return pto_fail(PTO_ERR_CAPACITY,
-                        "validate: the run made %llu kernel calls; the trace (CallConfig.enable_trace) records at "
+                        "collect: the run made %llu kernel calls; the trace (CallConfig.enable_trace) records at "
                         "most %u tasks, so no trace was written",
                         (unsigned long long)h.count, h.capacity);
     uint32_t count = (uint32_t)h.count;
     PtoTraceRecord *recs = malloc(((size_t)count + 1) * sizeof *recs);
     if (recs == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "validate: out of host memory for the trace (%u tasks)", count);
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "collect: out of host memory for the trace (%u tasks)", count);
     if (count > 0 &&
         (rc = host_api_copy_from_device(api, recs, (const uint8_t *)buf + sizeof h, count * sizeof *recs)) != PTO_OK)
         goto out;

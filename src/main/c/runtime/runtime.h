@@ -31,6 +31,17 @@ void runtime_release_callable(const HostApi *api, RuntimeCallable *c);
 /* Warms the runtime for a ring sizing at simpler_init (trb); hbg: no-op. */
 int runtime_prewarm(const HostApi *api, const CallConfig *cfg);
 
+/* The runtime's host scratch of one pipeline slot: what a bind builds and the
+ * next bind in that slot reuses (hbg: the tensor table, the graph, the bridge,
+ * the image and mirror buffers; trb: the tensor table and the device view of
+ * the args' tensors), so a run allocates nothing once its slot has seen its
+ * largest run. The device context owns one per slot from simpler_init to
+ * finalize_device and never a callable: bind lends it to the run, which holds
+ * the slot's reservation, until unbind, so two runs never share one. */
+typedef struct RuntimeSlotScratch RuntimeSlotScratch;
+RuntimeSlotScratch *runtime_slot_scratch_create(void);   /* NULL (message recorded) when out of host memory */
+void runtime_slot_scratch_destroy(RuntimeSlotScratch *s); /* NULL: no-op; never while lent to a run */
+
 /* The runtime's per-run state. Lives inside the NativeRunContext (the caller's
  * storage) from prepare through finalize; its content is the runtime's. */
 #define PTO_RUNTIME_RUN_BYTES 1024
@@ -44,21 +55,29 @@ typedef struct RuntimeRun {
 
 /* prepare: validates the args against the callable's signature, stages tensors,
  * builds the run's runtime image (hbg: runs the host orchestration here) into the
- * slot's and bank's resources of `api`, and fills `launch`. On failure it has
- * already released everything it took. `run` is zeroed before the call. `desc`
- * is the run's identity (diagnostic file names, messages); read during the call only. */
-int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
-                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch);
+ * slot's and bank's resources of `api`, and fills `launch`. `scratch` is the
+ * run's slot's (api->pipeline_slot): lent to the run from here until
+ * runtime_unbind. On failure it has already released everything it took, the
+ * scratch included. `run` is zeroed before the call. `desc` is the run's
+ * identity (diagnostic file names, messages); read during the call only. */
+int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *api, const RuntimeCallable *c,
+                 const ChipStorageTaskArgs *args, const CallConfig *cfg, const NativeRunDescriptor *desc,
+                 DeviceLaunch *launch);
 
-/* finalize: when launched and execution_rc == 0, copies OUT/INOUT back to the
- * caller's buffers; when launched and failed, reads the device status to name
- * the error (returned, with its message); always frees the run's device
- * buffers (retained per-slot buffers stay with the slot). Returns 0 or the error. */
-int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc);
+/* finalize of a launched run: when execution_rc == 0, copies OUT/INOUT back to
+ * the caller's buffers and writes the diagnostics asked for; otherwise reads the
+ * device status to name the error (runtime_read_failure). Frees nothing.
+ * Returns 0 or the error (with its message). */
+int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_rc);
 
-/* launch, wait, blocking run: names a launched run's failure from the device status
- * exactly as runtime_validate will (returned, with its message), freeing nothing, so a
- * kernel fault reads the same whichever phase reports it. */
-int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc);
+/* finalize, launched or not: frees the run's own device buffers (retained
+ * per-slot buffers stay with the slot), hands the slot scratch back and
+ * empties `run`. A run that was never bound (or is already unbound): no-op. */
+void runtime_unbind(RuntimeRun *run, const HostApi *api);
+
+/* launch, wait, blocking run, collect: reads a launched run's device status and
+ * names its failure (returned, with its message), freeing nothing, so a kernel
+ * fault reads the same whichever phase reports it. */
+int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc);
 
 #endif

@@ -28,7 +28,6 @@ void fake_reset(void)
     fake_record.bind_retained_slot = 99;
     fake_record.bind_arena_bank = 99;
     fake_record.prepare_slot = fake_record.abandon_slot = 99;
-    fake_record.validate_launched = -1;
     enqueue_held = enqueue_blocked = 0;
     drain_held = drain_blocked = 0;
     device_done = 0;
@@ -350,11 +349,37 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     return PTO_OK;
 }
 
-int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
-                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
+struct RuntimeSlotScratch {
+    int unused;
+};
+
+RuntimeSlotScratch *runtime_slot_scratch_create(void)
+{
+    RuntimeSlotScratch *s = calloc(1, sizeof *s);
+    if (s != NULL)
+        count(&fake_record.live_scratches);
+    return s;
+}
+
+void runtime_slot_scratch_destroy(RuntimeSlotScratch *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.live_scratches--;
+    pthread_mutex_unlock(&fake_lock);
+    free(s);
+}
+
+int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *api, const RuntimeCallable *c,
+                 const ChipStorageTaskArgs *args, const CallConfig *cfg, const NativeRunDescriptor *desc,
+                 DeviceLaunch *launch)
 {
     (void)c, (void)args, (void)cfg, (void)desc;
     count(&fake_record.bind_calls);
+    pthread_mutex_lock(&fake_lock);
+    fake_record.bind_scratch[api->pipeline_slot] = scratch;
+    pthread_mutex_unlock(&fake_lock);
     if (fake_script.bind_fail_code != 0 && !fake_script.bind_fail_after_hook)
         return pto_fail(fake_script.bind_fail_code, "fake bind refused");
     if (fake_script.bind_hook != NULL)
@@ -370,22 +395,27 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     return PTO_OK;
 }
 
-int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
+int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
 {
     (void)run;
     (void)api;
     return execution_rc; /* the fake device's message stands */
 }
 
-int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
+int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_rc)
 {
     (void)run, (void)api;
     pthread_mutex_lock(&fake_lock);
-    fake_record.validate_calls++;
-    fake_record.validate_launched = launched;
-    fake_record.validate_execution_rc = execution_rc;
+    fake_record.collect_calls++;
+    fake_record.collect_execution_rc = execution_rc;
     pthread_mutex_unlock(&fake_lock);
-    if (fake_script.validate_fail_code != 0)
-        return pto_fail(fake_script.validate_fail_code, "fake validate found a device status error");
+    if (fake_script.collect_fail_code != 0)
+        return pto_fail(fake_script.collect_fail_code, "fake collect found a device status error");
     return PTO_OK;
+}
+
+void runtime_unbind(RuntimeRun *run, const HostApi *api)
+{
+    (void)run, (void)api;
+    count(&fake_record.unbind_calls);
 }

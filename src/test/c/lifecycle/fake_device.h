@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "ptorun/pto_runtime_c_api.h"
+#include "runtime/runtime.h"
 
 typedef enum FakeEnqueueMode {
     FAKE_ENQUEUE_PUBLISH,          /* publish the marker and return 0 */
@@ -33,7 +34,7 @@ typedef struct FakeScript {
     uint32_t pipeline_depth;       /* the contract's depth */
     int concurrent_prepare;        /* runtime_supports_concurrent_prepare */
     int bind_fail_code;
-    int validate_fail_code;
+    int collect_fail_code;         /* runtime_collect_results refuses with it */
     /* called inside runtime_bind before it reaches the runner, as hbg runs a
        user orchestration there: the caller's code runs during prepare */
     void (*bind_hook)(void *arg);
@@ -48,8 +49,10 @@ typedef struct FakeRecord {
     uint32_t enqueue_slot;
     uint64_t enqueue_args_dev;     /* DeviceLaunch.args_dev seen by enqueue */
     int register_calls, release_calls, live_callables;
-    int bind_calls, validate_calls;
-    int validate_launched, validate_execution_rc;
+    int bind_calls, collect_calls, unbind_calls;
+    int collect_execution_rc;
+    int live_scratches;            /* slot scratches created and not yet destroyed */
+    const RuntimeSlotScratch *bind_scratch[PTO_PIPELINE_MAX_DEPTH]; /* the last one bind got, per slot */
     uint32_t bind_retained_slot;   /* the slot/bank the run's HostApi reached the runner with */
     uint32_t bind_arena_bank;
     uint32_t prepare_slot;         /* runner_prepare_slot's, runner_abandon_slot's last slot */

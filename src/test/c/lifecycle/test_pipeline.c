@@ -46,6 +46,27 @@ TEST(successor_is_prepared_while_the_predecessor_runs_and_launches_after_it)
     fix_teardown(&f);
 }
 
+TEST(the_device_context_owns_one_runtime_scratch_per_slot_and_lends_each_slot_its_own)
+{
+    Fixture f;
+    fix_setup(&f);
+    CHECK_EQ_INT(fake_record.live_scratches, PTO_PIPELINE_MAX_DEPTH); /* from simpler_init, none per callable */
+    start_predecessor(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_OK); /* the successor, while the predecessor runs */
+    const RuntimeSlotScratch *s0 = fake_record.bind_scratch[0], *s1 = fake_record.bind_scratch[1];
+    CHECK(s0 != NULL && s1 != NULL);
+    CHECK(s0 != s1); /* the runs share no runtime state */
+    finish_predecessor(&f);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[1]), PTO_OK); /* never launched */
+    CHECK_EQ_INT(fake_record.unbind_calls, 2);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK); /* slot 0 again: its own scratch again, reused */
+    CHECK(fake_record.bind_scratch[0] == s0);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(fake_record.live_scratches, PTO_PIPELINE_MAX_DEPTH); /* no run allocated one */
+    fix_teardown(&f);
+    CHECK_EQ_INT(fake_record.live_scratches, 0); /* finalize_device freed them */
+}
+
 TEST(successor_behind_a_prepared_only_run_is_refused)
 {
     Fixture f;
@@ -213,7 +234,7 @@ TEST(two_threads_pipelining_on_their_own_slots_share_the_claim)
         CHECK(fix_tag(f.storage[i]) == 0);
     }
     CHECK_EQ_INT(fake_record.enqueue_calls, 400);
-    CHECK_EQ_INT(fake_record.validate_calls, 400);
+    CHECK_EQ_INT(fake_record.collect_calls, 400);
     fix_teardown(&f); /* finalize_device succeeds: nothing outstanding */
 }
 

@@ -31,12 +31,12 @@ TEST(full_run_prepare_launch_poll_wait_finalize)
     CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_OK);
     CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
     CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_OK); /* wait releases nothing */
-    CHECK_EQ_INT(fake_record.validate_calls, 0);
+    CHECK_EQ_INT(fake_record.collect_calls, 0);
 
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
-    CHECK_EQ_INT(fake_record.validate_calls, 1);
-    CHECK_EQ_INT(fake_record.validate_launched, 1);
-    CHECK_EQ_INT(fake_record.validate_execution_rc, PTO_OK);
+    CHECK_EQ_INT(fake_record.collect_calls, 1);
+    CHECK_EQ_INT(fake_record.unbind_calls, 1);
+    CHECK_EQ_INT(fake_record.collect_execution_rc, PTO_OK);
     CHECK(fix_tag(f.storage[0]) == 0);
     CHECK_EQ_INT(fix_word(&f, 0), 17);
     fix_teardown(&f);
@@ -53,7 +53,7 @@ TEST(storage_is_reusable_after_finalize_without_rezeroing)
         CHECK(fix_tag(f.storage[0]) == 0);
     }
     CHECK_EQ_INT(fake_record.enqueue_calls, 50);
-    CHECK_EQ_INT(fake_record.validate_calls, 50);
+    CHECK_EQ_INT(fake_record.collect_calls, 50);
     fix_teardown(&f);
 }
 
@@ -77,8 +77,8 @@ TEST(failure_before_marker_never_writes_the_acceptance_word)
     CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused");
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_DEVICE);
     CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused");
-    CHECK_EQ_INT(fake_record.validate_launched, 1);
-    CHECK_EQ_INT(fake_record.validate_execution_rc, PTO_ERR_DEVICE);
+    CHECK_EQ_INT(fake_record.collect_calls, 1);
+    CHECK_EQ_INT(fake_record.collect_execution_rc, PTO_ERR_DEVICE);
     CHECK_EQ_INT(fix_word(&f, 0), -1);          /* never, not even later */
     CHECK(fix_tag(f.storage[0]) == 0);
     fix_teardown(&f);
@@ -100,7 +100,7 @@ TEST(device_fault_after_marker_is_reported_by_wait_and_finalize)
     CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_KERNEL_FAULT);
     CHECK_CONTAINS(simpler_last_error(), "fake device fault in task 7");
-    CHECK_EQ_INT(fake_record.validate_execution_rc, PTO_ERR_KERNEL_FAULT);
+    CHECK_EQ_INT(fake_record.collect_execution_rc, PTO_ERR_KERNEL_FAULT);
     fix_teardown(&f);
 }
 
@@ -109,24 +109,24 @@ TEST(validation_error_wins_over_the_execution_result)
     Fixture f;
     fix_setup(&f);
     fake_script.drain_result = PTO_ERR_KERNEL_FAULT;
-    fake_script.validate_fail_code = PTO_ERR_ORCHESTRATION;
+    fake_script.collect_fail_code = PTO_ERR_ORCHESTRATION;
     CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
     int launch_rc = simpler_launch_run(f.ctx, f.storage[0]);
     CHECK(launch_rc == PTO_OK || launch_rc == PTO_ERR_KERNEL_FAULT); /* may end before launch looks */
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_ORCHESTRATION);
-    CHECK_CONTAINS(simpler_last_error(), "fake validate found a device status error");
+    CHECK_CONTAINS(simpler_last_error(), "fake collect found a device status error");
     CHECK(fix_tag(f.storage[0]) == 0);
     fix_teardown(&f);
 }
 
-TEST(finalize_of_a_never_launched_run_validates_with_launched_0)
+TEST(finalize_of_a_never_launched_run_unbinds_without_collecting)
 {
     Fixture f;
     fix_setup(&f);
     CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
-    CHECK_EQ_INT(fake_record.validate_calls, 1);
-    CHECK_EQ_INT(fake_record.validate_launched, 0);
+    CHECK_EQ_INT(fake_record.collect_calls, 0); /* no results: nothing is copied back */
+    CHECK_EQ_INT(fake_record.unbind_calls, 1);
     CHECK_EQ_INT(fake_record.enqueue_calls, 0);
     CHECK_EQ_INT(fix_word(&f, 0), -1);
     CHECK(fix_tag(f.storage[0]) == 0);
@@ -144,7 +144,7 @@ TEST(double_finalize_is_bad_storage)
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_ERR_BAD_STORAGE);
     CHECK_CONTAINS(simpler_last_error(), "does not hold a prepared run");
-    CHECK_EQ_INT(fake_record.validate_calls, 1);
+    CHECK_EQ_INT(fake_record.collect_calls, 1);
     fix_teardown(&f);
 }
 
@@ -253,8 +253,8 @@ TEST(simpler_run_composes_and_always_finalizes)
     CHECK_EQ_INT(simpler_run(f.ctx, f.storage[0], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_OK);
     CHECK_EQ_INT(fix_word(&f, 0), 17);
     CHECK(fix_tag(f.storage[0]) == 0);
-    CHECK_EQ_INT(fake_record.validate_calls, 1);
-    CHECK_EQ_INT(fake_record.validate_launched, 1);
+    CHECK_EQ_INT(fake_record.collect_calls, 1);
+    CHECK_EQ_INT(fake_record.unbind_calls, 1);
 
     /* a failure before the marker: the first error wins, the storage is empty */
     fake_script.enqueue_mode = FAKE_ENQUEUE_FAIL_BEFORE_MARKER;
@@ -264,13 +264,13 @@ TEST(simpler_run_composes_and_always_finalizes)
     CHECK_CONTAINS(simpler_last_error(), "fake enqueue refused");
     CHECK_EQ_INT(fix_word(&f, 1), -1);
     CHECK(fix_tag(f.storage[1]) == 0);
-    CHECK_EQ_INT(fake_record.validate_calls, 2);
+    CHECK_EQ_INT(fake_record.collect_calls, 2);
 
     /* a failed prepare: nothing to finalize */
     fake_script.enqueue_mode = FAKE_ENQUEUE_PUBLISH;
     fake_script.bind_fail_code = PTO_ERR_BAD_CALLABLE;
     CHECK_EQ_INT(simpler_run(f.ctx, f.storage[1], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_ERR_BAD_CALLABLE);
-    CHECK_EQ_INT(fake_record.validate_calls, 2);
+    CHECK_EQ_INT(fake_record.collect_calls, 2);
     CHECK(fix_tag(f.storage[1]) == 0);
     fix_teardown(&f);
 }
@@ -300,7 +300,8 @@ TEST(poisoned_runner_refuses_prepare_and_launch)
     CHECK_CONTAINS(simpler_last_error(), "unrecovered device error");
     CHECK_EQ_INT(fix_word(&f, 0), -1);
     CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK); /* still Prepared: abandoned */
-    CHECK_EQ_INT(fake_record.validate_launched, 0);
+    CHECK_EQ_INT(fake_record.collect_calls, 0);
+    CHECK_EQ_INT(fake_record.unbind_calls, 1);
     fake_script.poisoned = 0;
     fix_teardown(&f);
 }

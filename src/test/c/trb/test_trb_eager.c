@@ -64,7 +64,7 @@ static int run_eager(Runner *r, RuntimeCallable *c, PtoAicpuEntryFn entry, uint3
     RuntimeRun run;
     memset(&run, 0, sizeof run);
     DeviceLaunch launch;
-    int rc = runtime_bind(&run, &api, c, a, &cfg, NULL, &launch);
+    int rc = runtime_bind(&run, test_slot_scratch(api.runner, api.pipeline_slot), &api, c, a, &cfg, NULL, &launch);
     free(a);
     if (rc != PTO_OK)
         return rc;
@@ -84,7 +84,9 @@ static int run_eager(Runner *r, RuntimeCallable *c, PtoAicpuEntryFn entry, uint3
     CHECK_EQ_INT(entry(launch.args_dev, 0, count, NULL), PTO_AICPU_DONE);
     const PtoAicpuArgs *args = (const PtoAicpuArgs *)(uintptr_t)launch.args_dev;
     CHECK_EQ_INT(args->status.finished, 1);
-    return runtime_validate(&run, &api, 1, args->status.error_code);
+    rc = runtime_collect_results(&run, &api, args->status.error_code);
+    runtime_unbind(&run, &api);
+    return rc;
 }
 
 TEST(eager_participations_run_a_trb_run_to_the_end)

@@ -6,7 +6,7 @@
  * (direct), or a host mirror whose written bytes are pushed to the device
  * through the run's HostApi (mirrored).
  *
- * A bridge belongs to one bind (it lives in the callable's per-bank workspace
+ * A bridge belongs to one bind (it lives in the run's slot scratch, runtime.h,
  * and is reached only through the orchestration handle, never a process
  * global). It holds the run's HostApi only while the orchestration runs: bind
  * opens it with hbg_bridge_reset(b, api) and closes it with

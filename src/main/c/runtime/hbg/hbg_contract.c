@@ -19,3 +19,9 @@ const PipelineContract *runtime_pipeline_contract(void)
 {
     return &hbg_contract;
 }
+
+/* Everything a bind writes is its own slot's scratch and its own bank's. */
+int runtime_supports_concurrent_prepare(void)
+{
+    return 1;
+}

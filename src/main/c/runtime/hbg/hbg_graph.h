@@ -13,7 +13,7 @@
  * exact while the lists stay short.
  *
  * Everything is grow-only and reused run after run: no allocation per run once
- * the workspace has seen its largest run.
+ * its slot scratch has seen its largest run.
  */
 #ifndef PTORUN_HBG_GRAPH_H
 #define PTORUN_HBG_GRAPH_H

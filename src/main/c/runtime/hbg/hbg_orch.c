@@ -23,7 +23,7 @@
 
 typedef struct HbgOrch {
     const RuntimeCallable *callable;
-    HbgWorkspace *ws;
+    RuntimeSlotScratch *scratch;
     uint32_t scope_depth;
     int failed;                               /* the first failed submit / alloc / scope call */
     char failure[PTO_ERROR_MESSAGE_BYTES];    /* ... and its message */
@@ -63,13 +63,13 @@ static int orch_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
     HbgOrch *o = changing(orch, "submit", &rc);
     if (o == NULL)
         return rc;
-    int child = chip_callable_child_of(&o->callable->view, func_id);
+    int child = chip_callable_child_of(&o->callable->copy.view, func_id);
     if (child < 0)
         return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id));
     if (params == NULL && n > 0)
         return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: NULL params"));
-    const HbgKernel *k = &o->callable->kernels[child];
-    return note(o, hbg_graph_submit(&o->ws->graph, k->addr, k->func_id, k->core_type, params, n));
+    const CallableKernel *k = &o->callable->copy.kernels[child];
+    return note(o, hbg_graph_submit(&o->scratch->graph, k->addr, k->func_id, k->core_type, params, n));
 }
 
 static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
@@ -78,17 +78,17 @@ static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
     HbgOrch *o = changing(orch, "alloc_tensor", &rc);
     if (o == NULL)
         return 0;
-    HbgWorkspace *ws = o->ws;
-    uint64_t at = (ws->local_next + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
-    if (at > ws->local_end || bytes > ws->local_end - at) {
+    RuntimeSlotScratch *s = o->scratch;
+    uint64_t at = (s->local_next + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
+    if (at > s->local_end || bytes > s->local_end - at) {
         note(o, pto_fail(PTO_ERR_OUT_OF_MEMORY,
                          "alloc_tensor: %llu bytes do not fit the run's %llu-byte local heap (%llu in use; its size is "
                          "a program's ALLOC_TENSOR total, or CallConfig.ring_heap[0] for an orchestration library)",
-                         (unsigned long long)bytes, (unsigned long long)(ws->local_end - ws->local_base),
-                         (unsigned long long)(ws->local_next - ws->local_base)));
+                         (unsigned long long)bytes, (unsigned long long)(s->local_end - s->local_base),
+                         (unsigned long long)(s->local_next - s->local_base)));
         return 0;
     }
-    ws->local_next = at + bytes;
+    s->local_next = at + bytes;
     return at;
 }
 
@@ -125,7 +125,7 @@ static int orch_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n
         return PTO_ERR_INVALID_ARGUMENT;
     if (dst == NULL && n > 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "read_tensor: NULL destination");
-    return hbg_bridge_read(&o->ws->bridge, dev_addr, dst, n);
+    return hbg_bridge_read(&o->scratch->bridge, dev_addr, dst, n);
 }
 
 static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint64_t n)
@@ -135,7 +135,7 @@ static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uin
         return PTO_ERR_INVALID_ARGUMENT;
     if (src == NULL && n > 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "write_tensor: NULL source");
-    return hbg_bridge_write(&o->ws->bridge, dev_addr, src, n);
+    return hbg_bridge_write(&o->scratch->bridge, dev_addr, src, n);
 }
 
 static const PtoOrchApi hbg_orch_api = {
@@ -150,11 +150,11 @@ static const PtoOrchApi hbg_orch_api = {
 /* Calls a library's entry and judges what it left behind. */
 static int run_library(HbgOrch *o, void *handle)
 {
-    const ChipCallableView *v = &o->callable->view;
+    const ChipCallableView *v = &o->callable->copy.view;
     int name_len = (int)v->header.orchestration_entry.size;
     const char *name = chip_callable_blob(v, v->header.orchestration_entry);
     pto_clear_error();
-    int ret = o->callable->orch_entry(&hbg_orch_api, handle, o->ws->dev_args);
+    int ret = o->callable->orch_entry(&hbg_orch_api, handle, o->scratch->dev_args);
     if (ret != 0) {
         const char *why = o->failed != PTO_OK ? o->failure : pto_last_error();
         return pto_fail(PTO_ERR_ORCHESTRATION, "orchestration '%.*s' returned %d%s%s", name_len, name, ret,
@@ -168,17 +168,17 @@ static int run_library(HbgOrch *o, void *handle)
     return PTO_OK;
 }
 
-int hbg_orchestrate(const RuntimeCallable *c, HbgWorkspace *ws)
+int hbg_orchestrate(const RuntimeCallable *c, RuntimeSlotScratch *scratch)
 {
-    HbgOrch o = { .callable = c, .ws = ws };
+    HbgOrch o = { .callable = c, .scratch = scratch };
     OrchSession session;
     void *handle = orch_session_open(&session, &o);
     int rc;
     if (c->orch_entry != NULL) {
         rc = run_library(&o, handle);
     } else {
-        const ChipCallableView *v = &c->view;
-        rc = pto_program_orchestrate(&hbg_orch_api, handle, ws->dev_args, v->program, v->program_size, v->signature,
+        const ChipCallableView *v = &c->copy.view;
+        rc = pto_program_orchestrate(&hbg_orch_api, handle, scratch->dev_args, v->program, v->program_size, v->signature,
                                      v->header.signature_length);
     }
     orch_session_close(&session); /* before o leaves scope: the handle never outlives it */

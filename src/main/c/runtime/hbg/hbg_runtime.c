@@ -8,14 +8,14 @@
  * bridge, run the orchestration (the program interpreter or a user library,
  * hbg_orch.c), close the bridge; write the graph into the bank's runtime arena
  * (argument block + graph image) with its scratch state in the bank's GM
- * shared memory. validate: copy OUT/INOUT back after a successful run (and
+ * shared memory. collect: copy OUT/INOUT back after a successful run (and
  * write the dependency graph when asked), or name the failing task from the
- * device's status block.
+ * device's status block. unbind: free the run's trace buffer.
  *
- * Everything a bind writes is its own bank's (bank = slot), so a run may be
- * prepared while another executes in the other bank.
+ * Everything a bind writes is its own slot's scratch and its own bank's (bank =
+ * slot), so a run may be prepared while another executes in the other slot.
  */
-#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +31,7 @@
 #include "util/library_cache.h"
 #include "runtime/hbg/hbg_internal.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_run.h"
 
 #define HBG_RUN_MAGIC 0x48424752u      /* "HBGR": a bound run */
 #define HBG_STAGING_ALIGN 64u          /* staged tensors start on a cache line */
@@ -41,26 +42,18 @@ typedef struct HbgRun {
     uint32_t magic;
     uint32_t task_count;
     const RuntimeCallable *callable;
-    HbgWorkspace *ws;
+    RuntimeSlotScratch *scratch; /* the run's slot's, lent from bind to unbind */
     uint64_t args_dev;        /* the argument block (and status) on the device */
-    int32_t dep_graph;        /* CallConfig.enable_dep_graph (prefix in ws->output_prefix) */
+    int32_t dep_graph;        /* CallConfig.enable_dep_graph (prefix in scratch->output_prefix) */
     void *trace;              /* the run's trace buffer (CallConfig.enable_trace), NULL when off */
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
 } HbgRun;
 _Static_assert(sizeof(HbgRun) <= PTO_RUNTIME_RUN_BYTES, "HbgRun fits RuntimeRun");
 
-/* Tells the device executor that an argument block belongs to a new run. */
-static _Atomic uint64_t next_run_serial = 1;
-
 static HbgRun *hbg_run(RuntimeRun *run)
 {
     return (HbgRun *)run->opaque;
-}
-
-int runtime_supports_concurrent_prepare(void)
-{
-    return 1;
 }
 
 int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
@@ -69,87 +62,48 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     return PTO_OK;
 }
 
-HbgWorkspace *hbg_workspace(const RuntimeCallable *c, uint32_t bank)
-{
-    return bank < PTO_PIPELINE_MAX_DEPTH ? c->workspaces[bank] : NULL;
-}
-
 static size_t round_up(size_t n, size_t granule)
 {
     return n == 0 ? granule : (n + granule - 1) / granule * granule;
 }
 
-/* ---- registration ---------------------------------------------------------------- */
+/* ---- the slot scratch ------------------------------------------------------------ */
 
-static void destroy_workspace(HbgWorkspace *ws)
+RuntimeSlotScratch *runtime_slot_scratch_create(void)
 {
-    if (ws == NULL)
-        return;
-    hbg_graph_destroy(&ws->graph);
-    hbg_bridge_destroy(&ws->bridge);
-    free(ws->image);
-    free(ws->mirror);
-    free(ws->dev_args);
-    free(ws);
-}
-
-static void destroy_callable(RuntimeCallable *c)
-{
-    for (uint32_t b = 0; b < PTO_PIPELINE_MAX_DEPTH; b++)
-        destroy_workspace(c->workspaces[b]);
-    free(c->bytes);
-    free(c);
-}
-
-/* A private, validated copy of the caller's bytes with its workspaces. */
-static int copy_callable(const void *callable, uint32_t total_size, RuntimeCallable **out)
-{
-    RuntimeCallable *c = calloc(1, sizeof *c);
-    if (c == NULL)
+    RuntimeSlotScratch *s = calloc(1, sizeof *s);
+    if (s == NULL)
         goto oom;
-    int rc = chip_callable_private_copy(callable, total_size, &c->bytes, &c->view);
-    if (rc != PTO_OK) {
-        destroy_callable(c);
-        return rc;
-    }
-    for (uint32_t b = 0; b < PTO_PIPELINE_MAX_DEPTH; b++) {
-        HbgWorkspace *ws = calloc(1, sizeof *ws);
-        if (ws == NULL)
-            goto oom;
-        hbg_graph_init(&ws->graph);
-        hbg_bridge_init(&ws->bridge);
-        c->workspaces[b] = ws;
-        if ((ws->dev_args = aligned_alloc(_Alignof(ChipStorageTaskArgs), sizeof *ws->dev_args)) == NULL)
-            goto oom;
-    }
-    *out = c;
-    return PTO_OK;
+    hbg_graph_init(&s->graph);
+    hbg_bridge_init(&s->bridge);
+    if ((s->dev_args = aligned_alloc(_Alignof(ChipStorageTaskArgs), sizeof *s->dev_args)) == NULL)
+        goto oom_args;
+    return s;
 
+oom_args:
+    free(s);
 oom:
-    if (c != NULL)
-        destroy_callable(c);
-    return pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_callable: out of host memory");
+    pto_fail(PTO_ERR_OUT_OF_MEMORY, "slot scratch: out of host memory");
+    return NULL;
 }
 
-/* Reads each child's resolved kernel address back from the uploaded copy. */
-static int read_kernels(const HostApi *api, RuntimeCallable *c)
+void runtime_slot_scratch_destroy(RuntimeSlotScratch *s)
 {
-    const ChipCallableView *v = &c->view;
-    uint32_t n = v->header.child_count;
-    ChipCallableChild children[PTO_CALLABLE_MAX_CHILDREN];
-    if (n == 0)
-        return PTO_OK;
-    int rc = host_api_copy_from_device(api, children, (uint8_t *)c->upload_dev + v->header.children.offset,
-                                       (size_t)n * sizeof *children);
-    if (rc != PTO_OK)
-        return rc;
-    for (uint32_t i = 0; i < n; i++) {
-        if (children[i].resolved_addr == 0)
-            return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: child %u (func_id %u) was not resolved", i,
-                            children[i].func_id);
-        c->kernels[i] = (HbgKernel){ children[i].resolved_addr, children[i].func_id, children[i].core_type };
-    }
-    return PTO_OK;
+    if (s == NULL)
+        return;
+    hbg_graph_destroy(&s->graph);
+    hbg_bridge_destroy(&s->bridge);
+    free(s->image);
+    free(s->mirror);
+    free(s->dev_args);
+    free(s);
+}
+
+/* ---- registration (the shared part: runtime_registry.c) ------------------------- */
+
+size_t runtime_callable_size(void)
+{
+    return sizeof(RuntimeCallable);
 }
 
 /* A program's local heap: its ALLOC_TENSORs (each allocated once per run),
@@ -175,13 +129,14 @@ static uint64_t program_local_bytes(const ChipCallableView *v)
    device context, counted by get_host_dlopen_count) and its entry resolved. */
 static int load_orchestration(const HostApi *api, RuntimeCallable *c)
 {
-    const ChipCallableHeader *h = &c->view.header;
-    int rc = host_api_load_host_library(api, c->bytes + h->orchestration.offset, h->orchestration.size,
+    const ChipCallableView *v = &c->copy.view;
+    const ChipCallableHeader *h = &v->header;
+    int rc = host_api_load_host_library(api, c->copy.bytes + h->orchestration.offset, h->orchestration.size,
                                         &c->orch_library);
     if (rc != PTO_OK)
         return pto_fail(rc, "register_callable: the orchestration library: %s", pto_last_error());
     char why[256];
-    const char *entry = chip_callable_blob(&c->view, h->orchestration_entry);
+    const char *entry = chip_callable_blob(v, h->orchestration_entry);
     c->orch_entry = (PtoOrchestrationFn)library_cache_symbol(c->orch_library, entry, h->orchestration_entry.size, why,
                                                              sizeof why);
     if (c->orch_entry == NULL) {
@@ -193,100 +148,51 @@ static int load_orchestration(const HostApi *api, RuntimeCallable *c)
     return PTO_OK;
 }
 
-int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
+int runtime_callable_attach(const HostApi *api, RuntimeCallable *c)
 {
-    if (out == NULL || api == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "register_callable: NULL %s", out == NULL ? "out" : "HostApi");
-    *out = NULL;
-    ChipCallableView probe;
-    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    if (chip_callable_decode(callable, &probe, msg, sizeof msg) != PTO_OK)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: %s", msg);
-    RuntimeCallable *c = NULL;
-    int rc = copy_callable(callable, probe.header.total_size, &c);
-    if (rc != PTO_OK)
-        return rc;
-    uint64_t hash = pto_fnv1a64(c->bytes, c->view.header.total_size);
-    if ((rc = host_api_upload_chip_callable_buffer(api, c->bytes, c->view.header.total_size, hash, &c->upload_dev)) !=
-        PTO_OK)
-        goto fail_upload;
-    if ((rc = read_kernels(api, c)) != PTO_OK)
-        goto fail_kernels;
-    if (c->view.header.orchestration_kind == PTO_ORCH_LIBRARY)
-        rc = load_orchestration(api, c);
-    else {
-        c->program_local_bytes = program_local_bytes(&c->view);
-        c->program_tasks = chip_program_task_count(&c->view);
-    }
-    if (rc != PTO_OK)
-        goto fail_kernels;
-    *out = c;
+    if (c->copy.view.header.orchestration_kind == PTO_ORCH_LIBRARY)
+        return load_orchestration(api, c);
+    c->program_local_bytes = program_local_bytes(&c->copy.view);
+    c->program_tasks = chip_program_task_count(&c->copy.view);
     return PTO_OK;
-
-fail_kernels:
-    host_api_release_chip_callable_buffer(api, c->upload_dev);
-fail_upload:
-    destroy_callable(c);
-    return rc;
 }
 
-void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
+void runtime_callable_detach(const HostApi *api, RuntimeCallable *c)
 {
-    if (c == NULL)
-        return;
     if (c->orch_library != NULL)
         host_api_release_host_library(api, c->orch_library);
-    if (c->upload_dev != NULL)
-        host_api_release_chip_callable_buffer(api, c->upload_dev);
-    destroy_callable(c);
+    c->orch_library = NULL;
 }
 
 /* ---- bind: the args ----------------------------------------------------------------- */
 
 /* Checks the args against the signature and records every tensor; returns the
    GM heap bytes the staged ones and then the local heap (`local_bytes`) need
-   (offsets in tensors[i].dev and ws->local_base). */
-static int bind_args(const HostApi *api, const RuntimeCallable *c, HbgWorkspace *ws, const ChipStorageTaskArgs *args,
-                     uint64_t local_bytes, uint64_t *heap_bytes)
+   (offsets in the tensor table and s->local_base). */
+static int bind_args(const HostApi *api, const RuntimeCallable *c, RuntimeSlotScratch *s,
+                     const ChipStorageTaskArgs *args, uint64_t local_bytes, uint64_t *heap_bytes)
 {
-    const ChipCallableView *v = &c->view;
+    const ChipCallableView *v = &c->copy.view;
+    uint64_t offset;
     int rc = run_args_check(api, v, args);
-    if (rc != PTO_OK)
+    if (rc != PTO_OK ||
+        (rc = run_tensors_plan(&s->tensors, v, args, 0, HBG_STAGING_ALIGN, "a GM heap", &offset)) != PTO_OK)
         return rc;
-    uint64_t offset = 0;
-    ws->tensor_count = v->tensor_count;
-    for (uint32_t i = 0; i < v->tensor_count; i++) {
-        const ChipTensor *t = &args->tensors[i];
-        HbgTensor *h = &ws->tensors[i];
-        *h = (HbgTensor){ .host = t->addr, .dev = t->addr, .size = t->size, .direction = v->signature[i] };
-        if (t->child_memory) {
-            h->host = 0;
-            continue;
-        }
-        offset = (offset + HBG_STAGING_ALIGN - 1) / HBG_STAGING_ALIGN * HBG_STAGING_ALIGN;
-        h->staged = 1;
-        h->dev = offset;
-        if (__builtin_add_overflow(offset, t->size, &offset) || offset > SIZE_MAX / 2)
-            return pto_fail(PTO_ERR_CAPACITY, "args: the staged tensors need more bytes than a GM heap can hold");
-    }
-    ws->local_base = (offset + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
-    if (__builtin_add_overflow(ws->local_base, local_bytes, &offset) || offset > SIZE_MAX / 2)
+    s->local_base = (offset + HBG_LOCAL_ALIGN - 1) / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN;
+    if (__builtin_add_overflow(s->local_base, local_bytes, &offset) || offset > SIZE_MAX / 2)
         return pto_fail(PTO_ERR_CAPACITY, "bind: the staged tensors and a %llu-byte local heap need more bytes than a GM "
                                           "heap can hold",
                         (unsigned long long)local_bytes);
-    ws->local_end = offset;
+    s->local_end = offset;
     *heap_bytes = offset;
     return PTO_OK;
 }
 
 /* The args as the orchestration sees them: every tensor's addr is its device address. */
-static void device_args(HbgWorkspace *ws, const ChipStorageTaskArgs *args)
+static void device_args(RuntimeSlotScratch *s, const ChipStorageTaskArgs *args)
 {
-    ChipStorageTaskArgs *d = ws->dev_args;
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        d->tensors[i] = args->tensors[i];
-        d->tensors[i].addr = ws->tensors[i].dev;
-    }
+    ChipStorageTaskArgs *d = s->dev_args;
+    run_tensors_device_view(&s->tensors, args, d->tensors);
     memcpy(d->scalars, args->scalars, (size_t)args->scalar_count * sizeof d->scalars[0]);
     d->tensor_count = args->tensor_count;
     d->scalar_count = args->scalar_count;
@@ -295,7 +201,7 @@ static void device_args(HbgWorkspace *ws, const ChipStorageTaskArgs *args)
 /* Commits the bank's GM heap, places the staged tensors and the local heap in
    it and forms the alias classes of every tensor (the local heap is one range:
    its allocations are fresh bytes that no argument tensor overlaps). */
-static int place_tensors(const HostApi *api, HbgWorkspace *ws, uint64_t heap_bytes, uint8_t **heap)
+static int place_tensors(const HostApi *api, RuntimeSlotScratch *s, uint64_t heap_bytes, uint8_t **heap)
 {
     int rc = host_api_setup_static_arena(api, round_up(heap_bytes, HBG_ARENA_GRANULE), 0, 0);
     if (rc != PTO_OK)
@@ -303,37 +209,19 @@ static int place_tensors(const HostApi *api, HbgWorkspace *ws, uint64_t heap_byt
     size_t heap_size;
     if ((*heap = host_api_acquire_pooled_gm_heap(api, &heap_size)) == NULL)
         return PTO_ERR_OUT_OF_MEMORY;
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        HbgTensor *t = &ws->tensors[i];
-        if (t->staged)
-            t->dev += (uint64_t)(uintptr_t)*heap;
-        if (t->size > 0 && (rc = hbg_graph_add_range(&ws->graph, t->dev, t->dev + t->size)) != PTO_OK)
+    run_tensors_relocate(&s->tensors, (uint64_t)(uintptr_t)*heap);
+    for (uint32_t i = 0; i < s->tensors.count; i++) {
+        const RunTensor *t = &s->tensors.entries[i];
+        if (t->size > 0 && (rc = hbg_graph_add_range(&s->graph, t->dev, t->dev + t->size)) != PTO_OK)
             return rc;
     }
-    ws->local_base += (uint64_t)(uintptr_t)*heap;
-    ws->local_end += (uint64_t)(uintptr_t)*heap;
-    ws->local_next = ws->local_base;
-    if (ws->local_end > ws->local_base &&
-        (rc = hbg_graph_add_range(&ws->graph, ws->local_base, ws->local_end)) != PTO_OK)
+    s->local_base += (uint64_t)(uintptr_t)*heap;
+    s->local_end += (uint64_t)(uintptr_t)*heap;
+    s->local_next = s->local_base;
+    if (s->local_end > s->local_base &&
+        (rc = hbg_graph_add_range(&s->graph, s->local_base, s->local_end)) != PTO_OK)
         return rc;
-    hbg_graph_seal_classes(&ws->graph);
-    return PTO_OK;
-}
-
-/* IN and INOUT tensors are copied in; pure OUT ones are zeroed, so bytes no
-   kernel writes come back as zeros rather than as another run's data. */
-static int stage_tensors(const HostApi *api, const HbgWorkspace *ws)
-{
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        const HbgTensor *t = &ws->tensors[i];
-        if (!t->staged || t->size == 0)
-            continue;
-        void *dev = (void *)(uintptr_t)t->dev;
-        int rc = t->direction == PTO_ARG_OUT ? host_api_device_memset(api, dev, 0, t->size)
-                                             : host_api_copy_to_device(api, dev, (const void *)(uintptr_t)t->host, t->size);
-        if (rc != PTO_OK)
-            return rc;
-    }
+    hbg_graph_seal_classes(&s->graph);
     return PTO_OK;
 }
 
@@ -343,88 +231,88 @@ static int stage_tensors(const HostApi *api, const HbgWorkspace *ws)
    private copy of what stage_tensors put on the device (IN/INOUT bytes, zeroed
    OUT), laid out like the heap, so reads see the device's bytes and writes
    never touch the caller's buffers. Returns NULL on out-of-memory. */
-static uint8_t *stage_mirror(HbgWorkspace *ws, const uint8_t *heap)
+static uint8_t *stage_mirror(RuntimeSlotScratch *s, const uint8_t *heap)
 {
     size_t bytes = 0;
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        const HbgTensor *t = &ws->tensors[i];
+    for (uint32_t i = 0; i < s->tensors.count; i++) {
+        const RunTensor *t = &s->tensors.entries[i];
         if (t->staged && t->size > 0 && t->dev - (uint64_t)(uintptr_t)heap + t->size > bytes)
             bytes = (size_t)(t->dev - (uint64_t)(uintptr_t)heap + t->size);
     }
-    if (bytes > ws->mirror_cap) {
-        uint8_t *p = realloc(ws->mirror, bytes);
+    if (bytes > s->mirror_cap) {
+        uint8_t *p = realloc(s->mirror, bytes);
         if (p == NULL)
             return NULL;
-        ws->mirror = p;
-        ws->mirror_cap = bytes;
+        s->mirror = p;
+        s->mirror_cap = bytes;
     }
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        const HbgTensor *t = &ws->tensors[i];
+    for (uint32_t i = 0; i < s->tensors.count; i++) {
+        const RunTensor *t = &s->tensors.entries[i];
         if (!t->staged || t->size == 0)
             continue;
-        uint8_t *m = ws->mirror + (t->dev - (uint64_t)(uintptr_t)heap);
+        uint8_t *m = s->mirror + (t->dev - (uint64_t)(uintptr_t)heap);
         if (t->direction == PTO_ARG_OUT)
             memset(m, 0, t->size);
         else
             memcpy(m, (const void *)(uintptr_t)t->host, t->size);
     }
-    return ws->mirror;
+    return s->mirror;
 }
 
 /* Opens the bridge on the staged tensors: views into the host mapping of the
-   GM heap when the platform has one (a2a3), else the workspace's staging
+   GM heap when the platform has one (a2a3), else the slot scratch's staging
    mirror, whose writes the bridge pushes to the device through HostApi.
    Child-memory tensors are not reachable (reads of them fail closed). */
-static int open_bridge(const HostApi *api, HbgWorkspace *ws, uint8_t *heap, uint64_t heap_bytes, uint8_t **heap_view)
+static int open_bridge(const HostApi *api, RuntimeSlotScratch *s, uint8_t *heap, uint64_t heap_bytes, uint8_t **heap_view)
 {
-    hbg_bridge_reset(&ws->bridge, api);
+    hbg_bridge_reset(&s->bridge, api);
     *heap_view = heap_bytes > 0 ? host_api_register_device_memory_to_host(api, heap, heap_bytes) : NULL;
     uint8_t *mirror = NULL;
     if (*heap_view == NULL && heap_bytes > 0) {
         pto_clear_error(); /* no host mapping is the normal case here, not an error */
-        if ((mirror = stage_mirror(ws, heap)) == NULL)
+        if ((mirror = stage_mirror(s, heap)) == NULL)
             return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory for the staging mirror");
     }
     uint8_t *base = *heap_view != NULL ? *heap_view : mirror;
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        const HbgTensor *t = &ws->tensors[i];
+    for (uint32_t i = 0; i < s->tensors.count; i++) {
+        const RunTensor *t = &s->tensors.entries[i];
         if (!t->staged || t->size == 0)
             continue;
-        int rc = hbg_bridge_add(&ws->bridge, t->dev, t->size, base + (t->dev - (uint64_t)(uintptr_t)heap));
+        int rc = hbg_bridge_add(&s->bridge, t->dev, t->size, base + (t->dev - (uint64_t)(uintptr_t)heap));
         if (rc != PTO_OK)
             return rc;
     }
     return PTO_OK;
 }
 
-static void close_bridge(const HostApi *api, HbgWorkspace *ws, uint8_t *heap, uint8_t *heap_view)
+static void close_bridge(const HostApi *api, RuntimeSlotScratch *s, uint8_t *heap, uint8_t *heap_view)
 {
-    hbg_bridge_reset(&ws->bridge, NULL);
+    hbg_bridge_reset(&s->bridge, NULL);
     if (heap_view != NULL)
         host_api_unregister_device_memory_from_host(api, heap);
 }
 
 /* ---- bind: the device image ----------------------------------------------------------- */
 
-static int reserve_image(HbgWorkspace *ws, size_t bytes)
+static int reserve_image(RuntimeSlotScratch *s, size_t bytes)
 {
-    if (bytes <= ws->image_cap)
+    if (bytes <= s->image_cap)
         return PTO_OK;
     size_t cap = round_up(bytes, HBG_ARENA_GRANULE);
-    uint8_t *p = realloc(ws->image, cap);
+    uint8_t *p = realloc(s->image, cap);
     if (p == NULL)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory for a %zu-byte device image", bytes);
-    ws->image = p;
-    ws->image_cap = cap;
+    s->image = p;
+    s->image_cap = cap;
     return PTO_OK;
 }
 
 /* Writes the argument block and the graph into the bank's runtime arena (the
    scheduler's scratch state goes to its GM shared memory) and fills launch. */
-static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *cfg, const void *trace,
+static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConfig *cfg, const void *trace,
                        DeviceLaunch *launch, uint64_t *args_dev)
 {
-    HbgGraph *g = &ws->graph;
+    HbgGraph *g = &s->graph;
     size_t graph_bytes = hbg_graph_image_bytes(g);
     size_t total = sizeof(PtoAicpuArgs) + graph_bytes;
     int rc = host_api_setup_static_arena(api, 0, round_up(pto_graph_state_bytes(g->task_count), HBG_ARENA_GRANULE),
@@ -436,7 +324,7 @@ static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *c
     uint8_t *arena = host_api_acquire_pooled_runtime_arena(api, &arena_size);
     if (sm == NULL || arena == NULL)
         return PTO_ERR_OUT_OF_MEMORY;
-    if ((rc = reserve_image(ws, total)) != PTO_OK)
+    if ((rc = reserve_image(s, total)) != PTO_OK)
         return rc;
 
     uint32_t block_dim = call_config_block_dim(cfg);
@@ -445,16 +333,16 @@ static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *c
         .abi_version = PTO_DEVICE_ABI_VERSION,
         .work_kind = PTO_DEVICE_WORK_GRAPH,
         .block_dim = block_dim,
-        .run_serial = atomic_fetch_add(&next_run_serial, 1),
+        .run_serial = runtime_next_run_serial(),
         .work_dev = (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs),
         .work_bytes = graph_bytes,
         .state_dev = (uint64_t)(uintptr_t)sm,
         .state_bytes = sm_size,
         .trace_dev = (uint64_t)(uintptr_t)trace,
     };
-    memcpy(ws->image, &a, sizeof a);
-    hbg_graph_write_image(g, ws->image + sizeof a);
-    if ((rc = host_api_copy_to_device(api, arena, ws->image, total)) != PTO_OK)
+    memcpy(s->image, &a, sizeof a);
+    hbg_graph_write_image(g, s->image + sizeof a);
+    if ((rc = host_api_copy_to_device(api, arena, s->image, total)) != PTO_OK)
         return rc;
     *launch = (DeviceLaunch){
         .args_dev = (uint64_t)(uintptr_t)arena,
@@ -466,16 +354,11 @@ static int write_image(const HostApi *api, HbgWorkspace *ws, const CallConfig *c
     return PTO_OK;
 }
 
-int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
-                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
+/* Builds the run's graph in the scratch: stages the args, runs the orchestration. */
+static int build_graph(const HostApi *api, RuntimeSlotScratch *s, const RuntimeCallable *c,
+                       const ChipStorageTaskArgs *args, const CallConfig *cfg)
 {
-    if (run == NULL || api == NULL || c == NULL || args == NULL || cfg == NULL || launch == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: NULL run, HostApi, callable, args, config or launch");
-    HbgWorkspace *ws = hbg_workspace(c, api->arena_bank);
-    if (ws == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: arena bank %u is outside 0..%u", api->arena_bank,
-                        PTO_PIPELINE_MAX_DEPTH - 1);
-    hbg_graph_reset(&ws->graph);
+    hbg_graph_reset(&s->graph);
     /* A program's task count is known before it runs: one that cannot fit the
        graph is refused before anything is staged or submitted, instead of
        after millions of submits. */
@@ -494,98 +377,96 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     uint64_t heap_bytes = 0;
     uint8_t *heap = NULL;
     int rc;
-    if ((rc = bind_args(api, c, ws, args, local_bytes, &heap_bytes)) != PTO_OK ||
-        (rc = place_tensors(api, ws, heap_bytes, &heap)) != PTO_OK || (rc = stage_tensors(api, ws)) != PTO_OK)
+    if ((rc = bind_args(api, c, s, args, local_bytes, &heap_bytes)) != PTO_OK ||
+        (rc = place_tensors(api, s, heap_bytes, &heap)) != PTO_OK || (rc = run_tensors_stage(api, &s->tensors)) != PTO_OK)
         return rc;
-    device_args(ws, args);
+    device_args(s, args);
 
     /* the orchestration sees the run through the bridge only while it runs */
     uint8_t *heap_view = NULL;
-    if ((rc = open_bridge(api, ws, heap, heap_bytes, &heap_view)) == PTO_OK)
-        rc = hbg_orchestrate(c, ws);
-    close_bridge(api, ws, heap, heap_view);
+    if ((rc = open_bridge(api, s, heap, heap_bytes, &heap_view)) == PTO_OK)
+        rc = hbg_orchestrate(c, s);
+    close_bridge(api, s, heap, heap_view);
+    return rc;
+}
+
+/* Writes the built graph's image (with the run's trace buffer when asked). */
+static int write_run(const HostApi *api, HbgRun *h, RuntimeSlotScratch *s, const CallConfig *cfg,
+                     DeviceLaunch *launch)
+{
+    /* the graph is built: its task count is the trace's size */
+    int rc;
+    if (cfg->enable_trace && ((rc = run_trace_check_tasks(s->graph.task_count, "the run's graph has")) != PTO_OK ||
+                              (rc = run_trace_alloc(api, s->graph.task_count, &h->trace)) != PTO_OK))
+        return rc;
+    if ((rc = write_image(api, s, cfg, h->trace, launch, &h->args_dev)) != PTO_OK)
+        run_trace_free(api, &h->trace);
+    return rc;
+}
+
+int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *api, const RuntimeCallable *c,
+                 const ChipStorageTaskArgs *args, const CallConfig *cfg, const NativeRunDescriptor *desc,
+                 DeviceLaunch *launch)
+{
+    int rc = runtime_bind_check(run, scratch, api, c, args, cfg, launch);
+    if (rc == PTO_OK)
+        rc = runtime_lend_scratch(&scratch->holder, run);
     if (rc != PTO_OK)
         return rc;
-
     HbgRun *h = hbg_run(run);
-    /* the graph is built: its task count is the trace's size */
-    void *trace = NULL;
-    if (cfg->enable_trace && ((rc = run_trace_check_tasks(ws->graph.task_count, "the run's graph has")) != PTO_OK ||
-                              (rc = run_trace_alloc(api, ws->graph.task_count, &trace)) != PTO_OK))
-        return rc;
-    if ((rc = write_image(api, ws, cfg, trace, launch, &h->args_dev)) != PTO_OK) {
-        run_trace_free(api, &trace);
+    if ((rc = build_graph(api, scratch, c, args, cfg)) != PTO_OK || (rc = write_run(api, h, scratch, cfg, launch)) != PTO_OK) {
+        scratch->holder = NULL;
+        memset(h, 0, sizeof *h);
         return rc;
     }
-    h->trace = trace;
-    h->task_count = ws->graph.task_count;
+    h->task_count = scratch->graph.task_count;
     h->timeout_ms = launch->timeout_ms;
     h->callable = c;
-    h->ws = ws;
+    h->scratch = scratch;
     h->dep_graph = cfg->enable_dep_graph;
     if (h->dep_graph || h->trace != NULL)
-        memcpy(ws->output_prefix, cfg->output_prefix, sizeof ws->output_prefix);
+        memcpy(scratch->output_prefix, cfg->output_prefix, sizeof scratch->output_prefix);
     if (desc != NULL)
         h->desc = *desc;
     h->magic = HBG_RUN_MAGIC;
     return PTO_OK;
 }
 
-/* ---- validate -------------------------------------------------------------------------- */
-
-static int copy_back(const HostApi *api, const HbgWorkspace *ws)
-{
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        const HbgTensor *t = &ws->tensors[i];
-        if (!t->staged || t->size == 0 || t->direction == PTO_ARG_IN)
-            continue;
-        int rc = host_api_copy_from_device(api, (void *)(uintptr_t)t->host, (const void *)(uintptr_t)t->dev, t->size);
-        if (rc != PTO_OK)
-            return pto_fail(rc, "validate: copying tensor %u (%llu bytes) back to the host failed", i,
-                            (unsigned long long)t->size);
-    }
-    return PTO_OK;
-}
+/* ---- collect and unbind ---------------------------------------------------------------- */
 
 /* The failed run's error, named from the device's status block. */
-static int describe_failure(const HostApi *api, const HbgRun *h, int execution_rc)
+static int read_failure(const HostApi *api, const HbgRun *h, int execution_rc)
 {
     PtoDeviceStatus s;
     void *status_dev = (void *)(uintptr_t)(h->args_dev + offsetof(PtoAicpuArgs, status));
     if (host_api_copy_from_device(api, &s, status_dev, sizeof s) != PTO_OK)
         return pto_fail(execution_rc, "the run failed (%d); its device status could not be read", execution_rc);
-    if (s.error_code == PTO_ERR_KERNEL_FAULT) {
-        int child = chip_callable_child_of(&h->callable->view, s.func_id);
-        ChipCallableChild c = { 0 };
-        if (child >= 0)
-            chip_callable_child(&h->callable->view, (uint32_t)child, &c);
-        return pto_fail(PTO_ERR_KERNEL_FAULT,
-                        "kernel fault: task %llu (func_id %u, kernel '%.*s') returned %d (%s) on core %u; %llu of %u "
-                        "task(s) completed",
-                        (unsigned long long)s.task_id, s.func_id, (int)c.name.size,
-                        child >= 0 ? chip_callable_blob(&h->callable->view, c.name) : "", s.kernel_code,
-                        c.source_kind == PTO_KERNEL_LIBRARY ? "the kernel library's own code"
-                                                            : pto_kernel_code_meaning(s.kernel_code),
-                        s.core_id, (unsigned long long)s.tasks_completed,
-                        h->task_count);
-    }
+    char progress[96];
+    snprintf(progress, sizeof progress, "%llu of %u task(s) completed", (unsigned long long)s.tasks_completed,
+             h->task_count);
+    if (s.error_code == PTO_ERR_KERNEL_FAULT)
+        return runtime_kernel_fault(&h->callable->copy.view, &s, progress);
     /* a hung device never writes its status: the host's timeout is the answer */
     if (s.error_code == PTO_ERR_TIMEOUT || (s.error_code == 0 && execution_rc == PTO_ERR_TIMEOUT))
-        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %llu of %u task(s) completed",
-                        h->timeout_ms, (unsigned long long)s.tasks_completed, h->task_count);
+        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %s", h->timeout_ms, progress);
     if (s.error_code == PTO_ERR_DEVICE)
         return pto_fail(PTO_ERR_DEVICE, "the device executor refused the run's graph image");
-    return pto_fail(execution_rc, "the run failed (%d) with %llu of %u task(s) completed", execution_rc,
-                    (unsigned long long)s.tasks_completed, h->task_count);
+    return pto_fail(execution_rc, "the run failed (%d) with %s", execution_rc, progress);
+}
+
+int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
+{
+    int rc = runtime_run_check(run, api, HBG_RUN_MAGIC, "read_failure");
+    return rc != PTO_OK ? rc : read_failure(api, hbg_run(run), execution_rc);
 }
 
 /* The run's graph as the DOT diagnostic (common/dep_graph.h). */
 static int write_dep_graph(const HbgRun *h)
 {
-    const HbgGraph *g = &h->ws->graph;
+    const HbgGraph *g = &h->scratch->graph;
     uint32_t *func_ids = malloc(((size_t)g->task_count + 2 * (size_t)g->edge_count + 1) * sizeof *func_ids);
     if (func_ids == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "validate: out of host memory for the dependency graph");
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "collect: out of host memory for the dependency graph");
     uint32_t *producers = func_ids + g->task_count, *consumers = producers + g->edge_count;
     for (uint32_t t = 0; t < g->task_count; t++)
         func_ids[t] = g->tasks[t].func_id;
@@ -593,41 +474,36 @@ static int write_dep_graph(const HbgRun *h)
         producers[e] = g->edges[2 * e];
         consumers[e] = g->edges[2 * e + 1];
     }
-    int rc = dep_graph_write(h->ws->output_prefix, &h->desc, g->task_count, func_ids, producers, consumers,
+    int rc = dep_graph_write(h->scratch->output_prefix, &h->desc, g->task_count, func_ids, producers, consumers,
                              g->edge_count);
     free(func_ids);
     return rc;
 }
 
-int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
+int runtime_run_outputs(RuntimeRun *run, const HostApi *api, RunOutputs *out)
 {
-    if (run == NULL || api == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "describe: NULL run or HostApi");
-    HbgRun *h = hbg_run(run);
-    if (h->magic != HBG_RUN_MAGIC)
-        return pto_fail(PTO_ERR_WRONG_PHASE, "describe: the run was never bound");
-    return describe_failure(api, h, execution_rc);
+    int rc = runtime_run_check(run, api, HBG_RUN_MAGIC, "collect");
+    const HbgRun *h = hbg_run(run);
+    if (rc == PTO_OK)
+        *out = (RunOutputs){ &h->scratch->tensors, h->trace, h->scratch->output_prefix, &h->desc,
+                             &h->callable->copy.view };
+    return rc;
 }
 
-int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
+int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api)
 {
-    if (run == NULL || api == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "validate: NULL run or HostApi");
+    (void)api; /* hbg's graph is the host's own */
+    const HbgRun *h = hbg_run(run);
+    return h->dep_graph ? write_dep_graph(h) : PTO_OK;
+}
+
+void runtime_unbind(RuntimeRun *run, const HostApi *api)
+{
+    if (!runtime_run_bound(run, api, HBG_RUN_MAGIC))
+        return; /* never bound, or already unbound: nothing to release */
     HbgRun *h = hbg_run(run);
-    if (h->magic != HBG_RUN_MAGIC)
-        return pto_fail(PTO_ERR_WRONG_PHASE, "validate: the run was never bound");
-    int rc = PTO_OK;
-    if (launched && execution_rc == PTO_OK) {
-        rc = copy_back(api, h->ws);
-        if (rc == PTO_OK && h->dep_graph)
-            rc = write_dep_graph(h);
-        if (rc == PTO_OK && h->trace != NULL)
-            rc = run_trace_write(api, h->trace, h->ws->output_prefix, &h->desc, &h->callable->view,
-                                 run->trace_spans);
-    } else if (launched)
-        rc = describe_failure(api, h, execution_rc);
     /* staged tensors live in the bank's GM heap: only the trace buffer is per run */
     run_trace_free(api, &h->trace);
+    h->scratch->holder = NULL;
     memset(h, 0, sizeof *h);
-    return rc;
 }

@@ -30,3 +30,9 @@ const PipelineContract *runtime_pipeline_contract(void)
 {
     return &trb_contract;
 }
+
+/* Every run shares bank 0's device-resident image. */
+int runtime_supports_concurrent_prepare(void)
+{
+    return 0;
+}

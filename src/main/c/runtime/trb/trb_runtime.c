@@ -12,14 +12,15 @@
  *   copied, pure OUT zeroed; child memory passed through) into the slot's
  *   retained staging buffer in 1024-byte aligned slices, growing it when too
  *   small; allocate the run's dependency-graph buffer when asked.
- * validate: copy OUT/INOUT back after success and write the dependency graph,
- *   or name the failure from the status and work blocks; free the run's
- *   dependency-graph buffer (the retained buffer and the image stay).
+ * collect: copy OUT/INOUT back after success and write the dependency graph,
+ *   or name the failure from the status and work blocks. unbind: free the
+ *   run's dependency-graph and trace buffers (the retained buffer and the
+ *   image stay).
  *
- * Everything a bind writes is its slot's or bank 0's shared image, which one
- * run at a time uses: supports_concurrent_prepare = 0.
+ * Everything a bind writes is its slot's (scratch, retained buffer) or bank
+ * 0's shared image, which one run at a time uses: supports_concurrent_prepare = 0.
  */
-#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@
 #include "device/pto_device_abi.h"
 #include "device/pto_trb_abi.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_run.h"
 #include "runtime/trb/trb_image.h"
 #include "runtime/trb/trb_internal.h"
 
@@ -57,7 +59,7 @@ typedef struct TrbRunState {
     uint32_t magic;
     uint32_t orchestration_kind;
     const RuntimeCallable *callable;
-    TrbWorkspace *ws;
+    RuntimeSlotScratch *scratch; /* the run's slot's, lent from bind to unbind */
     uint8_t *staging;         /* the slot's retained buffer: header first */
     void *dep_graph;          /* the run's dependency-graph buffer, NULL when off */
     void *trace;              /* the run's trace buffer, NULL when off */
@@ -67,17 +69,9 @@ typedef struct TrbRunState {
 } TrbRunState;
 _Static_assert(sizeof(TrbRunState) <= PTO_RUNTIME_RUN_BYTES, "TrbRunState fits RuntimeRun");
 
-/* Tells the device executor that an argument block belongs to a new run. */
-static _Atomic uint64_t next_run_serial = 1;
-
 static TrbRunState *trb_run(RuntimeRun *run)
 {
     return (TrbRunState *)run->opaque;
-}
-
-int runtime_supports_concurrent_prepare(void)
-{
-    return 0;
 }
 
 uint64_t trb_staging_header_bytes(void)
@@ -105,37 +99,24 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     return trb_image_ensure(&bank0, &sizing, &image, &built);
 }
 
-/* ---- registration ---------------------------------------------------------------- */
+/* ---- the slot scratch and registration (the shared part: runtime_registry.c) ---------- */
 
-static void destroy_callable(RuntimeCallable *c)
+RuntimeSlotScratch *runtime_slot_scratch_create(void)
 {
-    for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++)
-        free(c->workspaces[s]);
-    free(c->bytes);
-    free(c);
+    RuntimeSlotScratch *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        pto_fail(PTO_ERR_OUT_OF_MEMORY, "slot scratch: out of host memory");
+    return s;
 }
 
-/* A private, validated copy of the caller's bytes with its workspaces. */
-static int copy_callable(const void *callable, uint32_t total_size, RuntimeCallable **out)
+void runtime_slot_scratch_destroy(RuntimeSlotScratch *s)
 {
-    RuntimeCallable *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        goto oom;
-    int rc = chip_callable_private_copy(callable, total_size, &c->bytes, &c->view);
-    if (rc != PTO_OK) {
-        destroy_callable(c);
-        return rc;
-    }
-    for (uint32_t s = 0; s < PTO_PIPELINE_MAX_DEPTH; s++)
-        if ((c->workspaces[s] = calloc(1, sizeof *c->workspaces[s])) == NULL)
-            goto oom;
-    *out = c;
-    return PTO_OK;
+    free(s);
+}
 
-oom:
-    if (c != NULL)
-        destroy_callable(c);
-    return pto_fail(PTO_ERR_OUT_OF_MEMORY, "register_callable: out of host memory");
+size_t runtime_callable_size(void)
+{
+    return sizeof(RuntimeCallable);
 }
 
 static int by_func_id(const void *a, const void *b)
@@ -144,94 +125,38 @@ static int by_func_id(const void *a, const void *b)
     return x->func_id < y->func_id ? -1 : x->func_id > y->func_id;
 }
 
-/* Reads each child's resolved kernel address back from the uploaded copy. */
-static int read_kernels(const HostApi *api, RuntimeCallable *c)
+int runtime_callable_attach(const HostApi *api, RuntimeCallable *c)
 {
-    const ChipCallableView *v = &c->view;
-    uint32_t n = v->header.child_count;
-    ChipCallableChild children[PTO_CALLABLE_MAX_CHILDREN];
-    if (n == 0)
-        return PTO_OK;
-    int rc = host_api_copy_from_device(api, children, (uint8_t *)c->upload_dev + v->header.children.offset,
-                                       (size_t)n * sizeof *children);
-    if (rc != PTO_OK)
-        return rc;
-    for (uint32_t i = 0; i < n; i++) {
-        if (children[i].resolved_addr == 0)
-            return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: child %u (func_id %u) was not resolved", i,
-                            children[i].func_id);
-        c->kernels[i] = (PtoTrbKernel){ children[i].resolved_addr, children[i].func_id, children[i].core_type };
-    }
-    c->kernel_count = n;
-    qsort(c->kernels, n, sizeof c->kernels[0], by_func_id);
-    return PTO_OK;
-}
-
-int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
-{
-    if (out == NULL || api == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "register_callable: NULL %s", out == NULL ? "out" : "HostApi");
-    *out = NULL;
-    ChipCallableView probe;
-    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
-    if (chip_callable_decode(callable, &probe, msg, sizeof msg) != PTO_OK)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "register_callable: %s", msg);
-    RuntimeCallable *c = NULL;
-    int rc = copy_callable(callable, probe.header.total_size, &c);
-    if (rc != PTO_OK)
-        return rc;
-    const ChipCallableHeader *h = &c->view.header;
+    (void)api;
+    const ChipCallableHeader *h = &c->copy.view.header;
     if (h->orchestration_kind == PTO_ORCH_LIBRARY)
-        c->orchestration_hash = pto_fnv1a64(c->bytes + h->orchestration.offset, h->orchestration.size);
-    uint64_t hash = pto_fnv1a64(c->bytes, h->total_size);
-    if ((rc = host_api_upload_chip_callable_buffer(api, c->bytes, h->total_size, hash, &c->upload_dev)) != PTO_OK)
-        goto fail_upload;
-    if ((rc = read_kernels(api, c)) != PTO_OK)
-        goto fail_kernels;
-    *out = c;
+        c->orchestration_hash = pto_fnv1a64(c->copy.bytes + h->orchestration.offset, h->orchestration.size);
+    c->kernel_count = h->child_count;
+    for (uint32_t i = 0; i < c->kernel_count; i++) {
+        const CallableKernel *k = &c->copy.kernels[i];
+        c->kernels[i] = (PtoTrbKernel){ k->addr, k->func_id, k->core_type };
+    }
+    qsort(c->kernels, c->kernel_count, sizeof c->kernels[0], by_func_id);
     return PTO_OK;
-
-fail_kernels:
-    host_api_release_chip_callable_buffer(api, c->upload_dev);
-fail_upload:
-    destroy_callable(c);
-    return rc;
 }
 
-void runtime_release_callable(const HostApi *api, RuntimeCallable *c)
+void runtime_callable_detach(const HostApi *api, RuntimeCallable *c)
 {
-    if (c == NULL)
-        return;
-    if (c->upload_dev != NULL)
-        host_api_release_chip_callable_buffer(api, c->upload_dev);
-    destroy_callable(c);
+    (void)api, (void)c; /* attach took nothing */
 }
 
 /* ---- bind: staging ----------------------------------------------------------------- */
 
 /* Records every tensor and returns the staging bytes the run needs: the
    header, then a 1024-aligned slice per staged tensor with bytes. */
-static int plan_staging(const ChipCallableView *v, TrbWorkspace *ws, const ChipStorageTaskArgs *args,
+static int plan_staging(const ChipCallableView *v, RuntimeSlotScratch *s, const ChipStorageTaskArgs *args,
                         uint64_t *required)
 {
-    uint64_t offset = TRB_SLICES_OFFSET;
-    ws->tensor_count = v->tensor_count;
-    for (uint32_t i = 0; i < v->tensor_count; i++) {
-        const ChipTensor *t = &args->tensors[i];
-        TrbTensor *s = &ws->tensors[i];
-        *s = (TrbTensor){ .host = t->addr, .dev = t->addr, .size = t->size, .direction = v->signature[i] };
-        if (t->child_memory) {
-            s->host = 0;
-            continue;
-        }
-        s->staged = 1;
-        s->dev = offset; /* relative until the buffer is known */
-        uint64_t slice = ALIGN_UP(t->size, (uint64_t)PTO_TRB_STAGING_ALIGN);
-        if (slice < t->size || __builtin_add_overflow(offset, slice, &offset) || offset > SIZE_MAX / 2)
-            return pto_fail(PTO_ERR_CAPACITY, "args: the staged tensors need more bytes than a staging buffer can hold");
-    }
-    *required = offset;
-    return PTO_OK;
+    uint64_t end;
+    int rc = run_tensors_plan(&s->tensors, v, args, TRB_SLICES_OFFSET, PTO_TRB_STAGING_ALIGN, "a staging buffer", &end);
+    if (rc == PTO_OK)
+        *required = ALIGN_UP(end, (uint64_t)PTO_TRB_STAGING_ALIGN); /* end <= SIZE_MAX / 2: cannot wrap */
+    return rc;
 }
 
 /* The slot's retained buffer, at least `required` bytes: kept when big enough,
@@ -268,35 +193,22 @@ static int retained_buffer(const HostApi *api, uint64_t required, uint8_t **buff
 /* Places every staged tensor in its slice: IN and INOUT are copied in, pure OUT
    ones zeroed, so bytes no kernel writes come back as zeros, never as another
    run's data. Fills the device view of the args' tensors. */
-static int stage_tensors(const HostApi *api, TrbWorkspace *ws, const ChipStorageTaskArgs *args, uint8_t *buffer)
+static int stage_tensors(const HostApi *api, RuntimeSlotScratch *s, const ChipStorageTaskArgs *args, uint8_t *buffer)
 {
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        TrbTensor *t = &ws->tensors[i];
-        ws->dev_tensors[i] = args->tensors[i];
-        if (!t->staged)
-            continue;
-        t->dev += (uint64_t)(uintptr_t)buffer;
-        ws->dev_tensors[i].addr = t->dev;
-        if (t->size == 0)
-            continue;
-        void *dev = (void *)(uintptr_t)t->dev;
-        int rc = t->direction == PTO_ARG_OUT ? host_api_device_memset(api, dev, 0, t->size)
-                                             : host_api_copy_to_device(api, dev, (const void *)(uintptr_t)t->host, t->size);
-        if (rc != PTO_OK)
-            return rc;
-    }
-    return PTO_OK;
+    run_tensors_relocate(&s->tensors, (uint64_t)(uintptr_t)buffer);
+    run_tensors_device_view(&s->tensors, args, s->dev_tensors);
+    return run_tensors_stage(api, &s->tensors);
 }
 
 /* The args as the device sees them: the tensors (device addresses), the
    scalars and the counts; the unused rest of the structure is not written. */
-static int write_args(const HostApi *api, const TrbWorkspace *ws, const ChipStorageTaskArgs *args, uint8_t *buffer)
+static int write_args(const HostApi *api, const RuntimeSlotScratch *s, const ChipStorageTaskArgs *args, uint8_t *buffer)
 {
     uint8_t *dev = buffer + TRB_ARGS_OFFSET;
     int rc = PTO_OK;
-    if (ws->tensor_count > 0)
-        rc = host_api_copy_to_device(api, dev + offsetof(ChipStorageTaskArgs, tensors), ws->dev_tensors,
-                                     ws->tensor_count * sizeof(ChipTensor));
+    if (s->tensors.count > 0)
+        rc = host_api_copy_to_device(api, dev + offsetof(ChipStorageTaskArgs, tensors), s->dev_tensors,
+                                     s->tensors.count * sizeof(ChipTensor));
     if (rc == PTO_OK && args->scalar_count > 0)
         rc = host_api_copy_to_device(api, dev + offsetof(ChipStorageTaskArgs, scalars), args->scalars,
                                      (size_t)args->scalar_count * sizeof(uint64_t));
@@ -312,9 +224,9 @@ static int write_args(const HostApi *api, const TrbWorkspace *ws, const ChipStor
    than at task TRB_DEP_GRAPH_TASKS. */
 static int check_dep_graph_tasks(const RuntimeCallable *c, const CallConfig *cfg)
 {
-    if (!cfg->enable_dep_graph || c->view.header.orchestration_kind != PTO_ORCH_PROGRAM)
+    if (!cfg->enable_dep_graph || c->copy.view.header.orchestration_kind != PTO_ORCH_PROGRAM)
         return PTO_OK;
-    uint64_t tasks = chip_program_task_count(&c->view);
+    uint64_t tasks = chip_program_task_count(&c->copy.view);
     if (tasks == UINT64_MAX)
         return pto_fail(PTO_ERR_CAPACITY,
                         "bind: the program's task count (its SUBMITs times their loops' trip counts) overflows 64 "
@@ -333,9 +245,9 @@ static int check_dep_graph_tasks(const RuntimeCallable *c, const CallConfig *cfg
    a trace that overflowed. */
 static int check_trace_tasks(const RuntimeCallable *c, const CallConfig *cfg)
 {
-    if (!cfg->enable_trace || c->view.header.orchestration_kind != PTO_ORCH_PROGRAM)
+    if (!cfg->enable_trace || c->copy.view.header.orchestration_kind != PTO_ORCH_PROGRAM)
         return PTO_OK;
-    return run_trace_check_tasks(chip_program_task_count(&c->view),
+    return run_trace_check_tasks(chip_program_task_count(&c->copy.view),
                                  "the program submits (its SUBMITs times their loops' trip counts)");
 }
 
@@ -347,7 +259,7 @@ static int alloc_trace(const HostApi *api, const CallConfig *cfg, TrbRunState *h
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory");
     uint32_t capacity = RUN_TRACE_MAX_TASKS;
     if (h->orchestration_kind == PTO_ORCH_PROGRAM) {
-        uint64_t tasks = chip_program_task_count(&h->callable->view);
+        uint64_t tasks = chip_program_task_count(&h->callable->copy.view);
         capacity = tasks < capacity ? (uint32_t)tasks : capacity;
     }
     return run_trace_alloc(api, capacity, &h->trace);
@@ -385,8 +297,8 @@ static void free_run_memory(const HostApi *api, TrbRunState *h)
 static int write_header(const HostApi *api, const RuntimeCallable *c, const CallConfig *cfg, uint64_t image_dev,
                         const TrbRunState *h)
 {
-    const ChipCallableView *v = &c->view;
-    const uint8_t *upload = c->upload_dev;
+    const ChipCallableView *v = &c->copy.view;
+    const uint8_t *upload = c->copy.upload_dev;
     uint64_t base = (uint64_t)(uintptr_t)h->staging;
     TrbHeader hdr;
     memset(&hdr, 0, sizeof hdr);
@@ -395,7 +307,7 @@ static int write_header(const HostApi *api, const RuntimeCallable *c, const Call
         .abi_version = PTO_DEVICE_ABI_VERSION,
         .work_kind = PTO_DEVICE_WORK_TRB,
         .block_dim = call_config_block_dim(cfg),
-        .run_serial = atomic_fetch_add(&next_run_serial, 1),
+        .run_serial = runtime_next_run_serial(),
         .work_dev = base + offsetof(TrbHeader, work),
         .work_bytes = sizeof(PtoTrbWork),
         .message_dev = base + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, message),
@@ -421,40 +333,47 @@ static int write_header(const HostApi *api, const RuntimeCallable *c, const Call
     return host_api_copy_to_device(api, h->staging, &hdr, sizeof hdr);
 }
 
-int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, const ChipStorageTaskArgs *args,
-                 const CallConfig *cfg, const NativeRunDescriptor *desc, DeviceLaunch *launch)
+/* Checks the args and stages them with the run's header into the slot's retained buffer. */
+static int stage_run(const HostApi *api, RuntimeSlotScratch *s, TrbRunState *h, const RuntimeCallable *c,
+                     const ChipStorageTaskArgs *args, const CallConfig *cfg)
 {
-    if (run == NULL || api == NULL || c == NULL || args == NULL || cfg == NULL || launch == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: NULL run, HostApi, callable, args, config or launch");
-    if (api->pipeline_slot >= PTO_PIPELINE_MAX_DEPTH)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "bind: pipeline slot %u is outside 0..%u", api->pipeline_slot,
-                        PTO_PIPELINE_MAX_DEPTH - 1);
-    TrbWorkspace *ws = c->workspaces[api->pipeline_slot];
-    TrbRunState *h = trb_run(run);
-    memset(h, 0, sizeof *h);
-    int rc = run_args_check(api, &c->view, args);
+    int rc = run_args_check(api, &c->copy.view, args);
     if (rc == PTO_OK)
         rc = check_dep_graph_tasks(c, cfg);
     if (rc == PTO_OK)
         rc = check_trace_tasks(c, cfg);
     if (rc != PTO_OK)
         return rc;
-
     TrbSizing sizing;
     trb_sizing_of(cfg, &sizing);
     HostApi bank0 = bank0_of(api);
     uint64_t image_dev = 0, required = 0;
     int built;
     if ((rc = trb_image_ensure(&bank0, &sizing, &image_dev, &built)) != PTO_OK ||
-        (rc = plan_staging(&c->view, ws, args, &required)) != PTO_OK ||
+        (rc = plan_staging(&c->copy.view, s, args, &required)) != PTO_OK ||
         (rc = retained_buffer(api, required, &h->staging)) != PTO_OK ||
-        (rc = stage_tensors(api, ws, args, h->staging)) != PTO_OK || (rc = write_args(api, ws, args, h->staging)) != PTO_OK)
+        (rc = stage_tensors(api, s, args, h->staging)) != PTO_OK || (rc = write_args(api, s, args, h->staging)) != PTO_OK)
         return rc;
-    h->orchestration_kind = c->view.header.orchestration_kind;
+    h->orchestration_kind = c->copy.view.header.orchestration_kind;
     h->callable = c;
     if ((rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = alloc_trace(api, cfg, h)) != PTO_OK ||
-        (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK) {
+        (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK)
         free_run_memory(api, h);
+    return rc;
+}
+
+int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *api, const RuntimeCallable *c,
+                 const ChipStorageTaskArgs *args, const CallConfig *cfg, const NativeRunDescriptor *desc,
+                 DeviceLaunch *launch)
+{
+    int rc = runtime_bind_check(run, scratch, api, c, args, cfg, launch);
+    TrbRunState *h = rc == PTO_OK ? trb_run(run) : NULL;
+    if (h == NULL || (rc = runtime_lend_scratch(&scratch->holder, run)) != PTO_OK)
+        return rc;
+    memset(h, 0, sizeof *h);
+    if ((rc = stage_run(api, scratch, h, c, args, cfg)) != PTO_OK) {
+        scratch->holder = NULL;
+        memset(h, 0, sizeof *h);
         return rc;
     }
     *launch = (DeviceLaunch){
@@ -466,28 +385,12 @@ int runtime_bind(RuntimeRun *run, const HostApi *api, const RuntimeCallable *c, 
     h->timeout_ms = launch->timeout_ms;
     if (desc != NULL)
         h->desc = *desc;
-    h->orchestration_kind = c->view.header.orchestration_kind;
-    h->callable = c;
-    h->ws = ws;
+    h->scratch = scratch;
     h->magic = TRB_RUN_MAGIC;
     return PTO_OK;
 }
 
-/* ---- validate -------------------------------------------------------------------------- */
-
-static int copy_back(const HostApi *api, const TrbWorkspace *ws)
-{
-    for (uint32_t i = 0; i < ws->tensor_count; i++) {
-        const TrbTensor *t = &ws->tensors[i];
-        if (!t->staged || t->size == 0 || t->direction == PTO_ARG_IN)
-            continue;
-        int rc = host_api_copy_from_device(api, (void *)(uintptr_t)t->host, (const void *)(uintptr_t)t->dev, t->size);
-        if (rc != PTO_OK)
-            return pto_fail(rc, "validate: copying tensor %u (%llu bytes) back to the host failed", i,
-                            (unsigned long long)t->size);
-    }
-    return PTO_OK;
-}
+/* ---- collect and unbind ---------------------------------------------------------------- */
 
 /* Reads the collected graph back and writes it next to the run's other outputs. */
 static int write_dep_graph(const HostApi *api, const TrbRunState *h)
@@ -497,7 +400,7 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
     if (rc != PTO_OK)
         return rc;
     if (g.task_count > TRB_DEP_GRAPH_TASKS || g.edge_count > TRB_DEP_GRAPH_EDGES)
-        return pto_fail(PTO_ERR_DEVICE, "validate: the device's dependency graph is malformed");
+        return pto_fail(PTO_ERR_DEVICE, "collect: the device's dependency graph is malformed");
     uint32_t tasks = (uint32_t)g.task_count, edges = (uint32_t)g.edge_count;
     uint32_t *func_ids = malloc((tasks + 1) * sizeof *func_ids);
     uint32_t *pairs = malloc((2 * (size_t)edges + 1) * sizeof *pairs);
@@ -505,7 +408,7 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
     uint32_t *consumers = malloc((edges + 1) * sizeof *consumers);
     const uint8_t *dev = h->dep_graph;
     if (func_ids == NULL || pairs == NULL || producers == NULL || consumers == NULL) {
-        rc = pto_fail(PTO_ERR_OUT_OF_MEMORY, "validate: out of host memory for the dependency graph");
+        rc = pto_fail(PTO_ERR_OUT_OF_MEMORY, "collect: out of host memory for the dependency graph");
     } else if ((tasks == 0 ||
                 (rc = host_api_copy_from_device(api, func_ids, dev + sizeof g, tasks * sizeof *func_ids)) == PTO_OK) &&
                (edges == 0 ||
@@ -525,7 +428,7 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
 }
 
 /* The failed run's error, named from the device's status and work blocks. */
-static int describe_failure(const HostApi *api, const TrbRunState *h, int execution_rc)
+static int read_failure(const HostApi *api, const TrbRunState *h, int execution_rc)
 {
     TrbHeader hdr;
     if (host_api_copy_from_device(api, &hdr, h->staging, sizeof hdr) != PTO_OK)
@@ -534,67 +437,55 @@ static int describe_failure(const HostApi *api, const TrbRunState *h, int execut
     const PtoTrbWork *w = &hdr.work;
     hdr.work.message[sizeof hdr.work.message - 1] = '\0';
     unsigned long long done = (unsigned long long)s->tasks_completed, submitted = (unsigned long long)w->tasks_submitted;
+    char progress[96];
+    snprintf(progress, sizeof progress, "%llu of %llu submitted task(s) completed", done, submitted);
     /* a hung device never writes its status: the host's timeout is the answer */
     int device_error = s->error_code == 0 && execution_rc == PTO_ERR_TIMEOUT ? PTO_ERR_TIMEOUT : s->error_code;
     switch (device_error) {
-    case PTO_ERR_KERNEL_FAULT: {
-        const ChipCallableView *v = &h->callable->view;
-        int child = chip_callable_child_of(v, s->func_id);
-        ChipCallableChild c = { 0 };
-        if (child >= 0)
-            chip_callable_child(v, (uint32_t)child, &c);
-        return pto_fail(PTO_ERR_KERNEL_FAULT,
-                        "kernel fault: task %llu (func_id %u, kernel '%.*s') returned %d (%s) on core %u; %llu of %llu "
-                        "submitted task(s) completed",
-                        (unsigned long long)s->task_id, s->func_id, (int)c.name.size,
-                        child >= 0 ? chip_callable_blob(v, c.name) : "", s->kernel_code,
-                        pto_kernel_code_meaning(s->kernel_code), s->core_id, done, submitted);
-    }
+    case PTO_ERR_KERNEL_FAULT:
+        return runtime_kernel_fault(&h->callable->copy.view, s, progress);
     case PTO_ERR_TIMEOUT:
-        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %llu of %llu submitted task(s) completed",
-                        h->timeout_ms, done, submitted);
+        return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %s", h->timeout_ms, progress);
     case 0:
-        return pto_fail(execution_rc, "the run failed (%d) with %llu of %llu submitted task(s) completed", execution_rc,
-                        done, submitted);
+        return pto_fail(execution_rc, "the run failed (%d) with %s", execution_rc, progress);
     default:
         if (w->message[0] == '\0')
             return pto_fail(s->error_code, "the device executor failed the run (%d) after %llu of %llu task(s)",
                             s->error_code, done, submitted);
-        return pto_fail(s->error_code, "orchestration failed at task %llu: %s; %llu of %llu submitted task(s) completed",
-                        (unsigned long long)s->task_id, w->message, done, submitted);
+        return pto_fail(s->error_code, "orchestration failed at task %llu: %s; %s", (unsigned long long)s->task_id,
+                        w->message, progress);
     }
 }
 
-int runtime_describe_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
+int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
 {
-    if (run == NULL || api == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "describe: NULL run or HostApi");
-    TrbRunState *h = trb_run(run);
-    if (h->magic != TRB_RUN_MAGIC)
-        return pto_fail(PTO_ERR_WRONG_PHASE, "describe: the run was never bound");
-    return describe_failure(api, h, execution_rc);
+    int rc = runtime_run_check(run, api, TRB_RUN_MAGIC, "read_failure");
+    return rc != PTO_OK ? rc : read_failure(api, trb_run(run), execution_rc);
 }
 
-int runtime_validate(RuntimeRun *run, const HostApi *api, int launched, int execution_rc)
+void runtime_unbind(RuntimeRun *run, const HostApi *api)
 {
-    if (run == NULL || api == NULL)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "validate: NULL run or HostApi");
+    if (!runtime_run_bound(run, api, TRB_RUN_MAGIC))
+        return; /* never bound, or already unbound: nothing to release */
     TrbRunState *h = trb_run(run);
-    if (h->magic != TRB_RUN_MAGIC)
-        return pto_fail(PTO_ERR_WRONG_PHASE, "validate: the run was never bound");
-    int rc = PTO_OK;
-    if (launched && execution_rc == PTO_OK) {
-        rc = copy_back(api, h->ws);
-        if (rc == PTO_OK && h->dep_graph != NULL)
-            rc = write_dep_graph(api, h);
-        if (rc == PTO_OK && h->trace != NULL)
-            rc = run_trace_write(api, h->trace, h->output_prefix, &h->desc, &h->callable->view,
-                                 run->trace_spans);
-    } else if (launched) {
-        rc = describe_failure(api, h, execution_rc);
-    }
     /* the retained buffer stays with the slot, the image with bank 0 */
     free_run_memory(api, h);
+    h->scratch->holder = NULL;
     memset(h, 0, sizeof *h);
+}
+
+int runtime_run_outputs(RuntimeRun *run, const HostApi *api, RunOutputs *out)
+{
+    int rc = runtime_run_check(run, api, TRB_RUN_MAGIC, "collect");
+    const TrbRunState *h = trb_run(run);
+    if (rc == PTO_OK)
+        *out = (RunOutputs){ .tensors = &h->scratch->tensors, .trace = h->trace, .output_prefix = h->output_prefix,
+                             .desc = &h->desc, .view = &h->callable->copy.view };
     return rc;
+}
+
+int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api)
+{
+    const TrbRunState *h = trb_run(run);
+    return h->dep_graph != NULL ? write_dep_graph(api, h) : PTO_OK;
 }
