@@ -93,36 +93,6 @@ PTO_EXPORT int paced_copy(const PtoOrchApi *api, void *orch, const ChipStorageTa
     return api->submit(orch, PACED_COPY_FUNC_ID, p, 3);
 }
 
-/* tiled_vadd(a IN, b IN, c OUT, SCALAR tasks): c = a + b as `tasks` vadd tasks over
-   equal tiles (the last takes the remainder), every tile independent of the others.
-   A computing orchestration: hbg runs it in prepare, and its cost there is the
-   submits themselves — each one's views are checked and its dependencies inferred —,
-   which grows with the task count; the benchmark suite's P3 submits >= 2 000. */
-PTO_EXPORT int tiled_vadd(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
-{
-    if (args->tensor_count != 3 || args->scalar_count != 1 || args->tensors[0].size < args->tensors[2].size ||
-        args->tensors[1].size < args->tensors[2].size)
-        return ORCH_ERR_ARGS;
-    uint64_t tasks = args->scalars[0];
-    uint64_t floats = args->tensors[2].size / sizeof(float);
-    if (tasks == 0 || tasks > floats)
-        return ORCH_ERR_CONTROL;
-    uint64_t tile = floats / tasks;
-    for (uint64_t t = 0; t < tasks; t++) {
-        uint64_t offset = t * tile * sizeof(float);
-        uint64_t bytes = (t + 1 == tasks ? floats - t * tile : tile) * sizeof(float);
-        PtoTaskParam p[3] = {
-            {.direction = PTO_ARG_IN, .value = args->tensors[0].addr + offset, .bytes = bytes},
-            {.direction = PTO_ARG_IN, .value = args->tensors[1].addr + offset, .bytes = bytes},
-            {.direction = PTO_ARG_OUT, .value = args->tensors[2].addr + offset, .bytes = bytes},
-        };
-        int rc = api->submit(orch, VADD_FUNC_ID, p, 3);
-        if (rc != 0)
-            return rc;
-    }
-    return 0;
-}
-
 /* The handle of the last stash_handle run of this library copy: a misbehaving
    library that keeps it for later (the runtimes must refuse it then). */
 static void *stashed_handle;

@@ -52,7 +52,7 @@ import org.ptorun.callable.Kernel;
  * thread runs while the other core is free for the next prepare. The task count and the
  * tile were chosen so that the two halves balance on this machine (probe of 2026-12-03,
  * load 1.2, depth 1: 8 192 tasks of 512 floats 0.60 / 0.74 ms, 16 384 of 512 1.20 / 1.45 ms,
- * against tiled_vadd's 2 048 independent tiles over 4 Mi floats 0.42 / 2.65 ms, whose
+ * against 2 048 independent vadd tiles over 4 Mi floats 0.42 / 2.65 ms, whose
  * execution is bandwidth-bound and leaves nothing to hide): the overlap can at best hide
  * the shorter of the two. x and z are device buffers (child memory, never staged); the
  * count is a one-element int array the orchestration reads. One operation is one run;
