@@ -51,7 +51,7 @@ static uint8_t *read_file(const char *path, uint32_t *size)
     return bytes;
 }
 
-static const uint8_t *library_image(uint32_t *size)
+const uint8_t *trb_test_orch(uint32_t *size)
 {
     static uint8_t *image;
     static uint32_t image_size;
@@ -74,7 +74,7 @@ const uint8_t *trb_test_kernels(uint32_t *size)
 uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *entry, uint32_t *size)
 {
     uint32_t image_size;
-    const uint8_t *image = library_image(&image_size);
+    const uint8_t *image = trb_test_orch(&image_size);
     if (image == NULL)
         return NULL;
     TestCallableBuilder b;

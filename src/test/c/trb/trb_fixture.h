@@ -23,6 +23,9 @@ void trb_children(TestCallableBuilder *b);
  * `entry` of libtrb_test_orch.so (malloc'd; free() it). */
 uint8_t *trb_library_callable(const uint8_t *signature, uint32_t n, const char *entry, uint32_t *size);
 
+/* The bytes of libtrb_test_orch.so (read once, kept). */
+const uint8_t *trb_test_orch(uint32_t *size);
+
 /* The bytes of libtrb_test_kernels.so (read once, kept). */
 const uint8_t *trb_test_kernels(uint32_t *size);
 

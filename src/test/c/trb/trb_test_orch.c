@@ -3,6 +3,9 @@
  * func_ids are the tests' (trb_fixture.h). */
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_orchestration.h"
@@ -205,4 +208,44 @@ EXPORT int trb_orch_stray_view(const PtoOrchApi *api, void *orch, const ChipStor
     static float elsewhere[16];
     PtoTaskParam t[] = { out((uint64_t)(uintptr_t)elsewhere, sizeof elsewhere), f32(1.0f) };
     return api->submit(orch, FN_VFILL, t, 2);
+}
+
+/* The orchestrator's thread, as trb_thread_id reports a kernel's. */
+static uint32_t this_thread(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+enum { FN_THREAD_ID = 21, FN_MEET = 22 };
+
+/* Tensors (OUT kernel, OUT orchestrator), 4 bytes each; scalars (code, ms).
+ * Writes its own thread id into the second, submits one trb_thread_id task
+ * (returning `code`) writing the first, then keeps orchestrating (sleeps) for
+ * ms milliseconds without another api call. */
+EXPORT int trb_orch_lone(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    uint32_t me = this_thread();
+    int rc = api->write_tensor(orch, addr_of(args, 1), &me, sizeof me);
+    PtoTaskParam p[] = { out(addr_of(args, 0), 4), { PTO_ARG_SCALAR, 0, args->scalars[0], 0 } };
+    if (rc != 0 || (rc = api->submit(orch, FN_THREAD_ID, p, 2)) != 0)
+        return rc;
+    struct timespec t = { (time_t)(args->scalars[1] / 1000), (long)(args->scalars[1] % 1000) * 1000000L };
+    while (nanosleep(&t, &t) != 0)
+        ;
+    return 0;
+}
+
+/* Tensor (OUT ids, 4 bytes per task); scalars (group, n): n independent
+ * trb_meet tasks of the group, all ready at once, that return only when all n
+ * run at the same time. */
+EXPORT int trb_orch_meet(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    for (uint64_t i = 0; i < args->scalars[1]; i++) {
+        PtoTaskParam p[] = { out(addr_of(args, 0) + 4 * i, 4), { PTO_ARG_SCALAR, 0, args->scalars[0], 0 },
+                             { PTO_ARG_SCALAR, 0, args->scalars[1], 0 } };
+        int rc = api->submit(orch, FN_MEET, p, 3);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }

@@ -124,49 +124,6 @@ KERNEL_SIGNATURE(vfill)
     return PTO_KERNEL_OK;
 }
 
-#define BINARY_KERNEL(name, op)                                            \
-    KERNEL_SIGNATURE(name)                                                 \
-    {                                                                      \
-        if (nargs != 3)                                                    \
-            return PTO_KERNEL_ERR_PARAM_COUNT;                             \
-        int32_t rc = check_binary(args, k->arg_sizes);                     \
-        if (rc != PTO_KERNEL_OK)                                           \
-            return rc;                                                     \
-        const float *a = (const float *)(uintptr_t)args[0];                \
-        const float *b = (const float *)(uintptr_t)args[1];                \
-        float *c = (float *)(uintptr_t)args[2];                            \
-        uint64_t n = k->arg_sizes[2] / sizeof(float);                      \
-        for (uint64_t i = 0; i < n; i++)                                   \
-            c[i] = a[i] op b[i];                                           \
-        return PTO_KERNEL_OK;                                              \
-    }
-
-#define SCALAR_KERNEL(name, op)                                            \
-    KERNEL_SIGNATURE(name)                                                 \
-    {                                                                      \
-        if (nargs != 3)                                                    \
-            return PTO_KERNEL_ERR_PARAM_COUNT;                             \
-        int32_t rc = check_unary(args, k->arg_sizes);                      \
-        if (rc != PTO_KERNEL_OK)                                           \
-            return rc;                                                     \
-        const float *a = (const float *)(uintptr_t)args[0];                \
-        float *c = (float *)(uintptr_t)args[1];                            \
-        float s = f32_from_bits(args[2]);                                  \
-        uint64_t n = k->arg_sizes[1] / sizeof(float);                      \
-        for (uint64_t i = 0; i < n; i++)                                   \
-            c[i] = a[i] op s;                                              \
-        return PTO_KERNEL_OK;                                              \
-    }
-
-/* vadd, vsub, vmul, vdiv (IN a, IN b, OUT c): n = bytes(c) / 4. */
-BINARY_KERNEL(vadd, +)
-BINARY_KERNEL(vsub, -)
-BINARY_KERNEL(vmul, *)
-BINARY_KERNEL(vdiv, /)
-/* vadds(IN a, OUT c, SCALAR s), vmuls(IN a, OUT c, SCALAR s): c = a + s, c = a * s. */
-SCALAR_KERNEL(vadds, +)
-SCALAR_KERNEL(vmuls, *)
-
 /* Java's Math.max for floats, so a plain Java reference matches bit for bit:
    a NaN operand wins (the first one), +0 is above -0. */
 static float max_f32(float a, float b)
@@ -178,53 +135,68 @@ static float max_f32(float a, float b)
     return a >= b ? a : b;
 }
 
-/* vmax(IN a, IN b, OUT c): c[i] = max(a[i], b[i]) as Java's Math.max. */
-KERNEL_SIGNATURE(vmax)
-{
-    if (nargs != 3)
-        return PTO_KERNEL_ERR_PARAM_COUNT;
-    int32_t rc = check_binary(args, k->arg_sizes);
-    if (rc != PTO_KERNEL_OK)
-        return rc;
-    const float *a = (const float *)(uintptr_t)args[0];
-    const float *b = (const float *)(uintptr_t)args[1];
-    float *c = (float *)(uintptr_t)args[2];
-    uint64_t n = k->arg_sizes[2] / sizeof(float);
-    for (uint64_t i = 0; i < n; i++)
-        c[i] = max_f32(a[i], b[i]);
-    return PTO_KERNEL_OK;
-}
-
 /* The exponential every kernel uses: computed in double, rounded once to f32. */
 static float exp_f32(float x)
 {
     return (float)exp((double)x);
 }
 
-#define MAP_KERNEL(name, expr)                                             \
-    KERNEL_SIGNATURE(name)                                                 \
-    {                                                                      \
-        if (nargs != 2)                                                    \
-            return PTO_KERNEL_ERR_PARAM_COUNT;                             \
-        int32_t rc = check_unary(args, k->arg_sizes);                      \
-        if (rc != PTO_KERNEL_OK)                                           \
-            return rc;                                                     \
-        const float *a = (const float *)(uintptr_t)args[0];                \
-        float *c = (float *)(uintptr_t)args[1];                            \
-        uint64_t n = k->arg_sizes[1] / sizeof(float);                      \
-        for (uint64_t i = 0; i < n; i++) {                                 \
-            float x = a[i];                                                \
-            c[i] = (expr);                                                 \
-        }                                                                  \
-        return PTO_KERNEL_OK;                                              \
+/* c[i] = expr of a[i] and b[i] (IN a, IN b, OUT c), n = bytes(c) / 4. */
+#define BINARY_KERNEL(name, expr)                                      \
+    KERNEL_SIGNATURE(name)                                             \
+    {                                                                  \
+        if (nargs != 3)                                                \
+            return PTO_KERNEL_ERR_PARAM_COUNT;                         \
+        int32_t rc = check_binary(args, k->arg_sizes);                 \
+        if (rc != PTO_KERNEL_OK)                                       \
+            return rc;                                                 \
+        const float *a = (const float *)(uintptr_t)args[0];            \
+        const float *b = (const float *)(uintptr_t)args[1];            \
+        float *c = (float *)(uintptr_t)args[2];                        \
+        uint64_t n = k->arg_sizes[2] / sizeof(float);                  \
+        for (uint64_t i = 0; i < n; i++)                               \
+            c[i] = (expr);                                             \
+        return PTO_KERNEL_OK;                                          \
     }
 
+/* c[i] = expr of x = a[i] and, with three params, the scalar s (IN a, OUT c
+   [, SCALAR s]), n = bytes(c) / 4. */
+#define UNARY_KERNEL(name, nparams, expr)                              \
+    KERNEL_SIGNATURE(name)                                             \
+    {                                                                  \
+        if (nargs != (nparams))                                        \
+            return PTO_KERNEL_ERR_PARAM_COUNT;                         \
+        int32_t rc = check_unary(args, k->arg_sizes);                  \
+        if (rc != PTO_KERNEL_OK)                                       \
+            return rc;                                                 \
+        const float *a = (const float *)(uintptr_t)args[0];            \
+        float *c = (float *)(uintptr_t)args[1];                        \
+        float s = (nparams) == 3 ? f32_from_bits(args[2]) : 0.0f;      \
+        (void)s;                                                       \
+        uint64_t n = k->arg_sizes[1] / sizeof(float);                  \
+        for (uint64_t i = 0; i < n; i++) {                             \
+            float x = a[i];                                            \
+            c[i] = (expr);                                             \
+        }                                                              \
+        return PTO_KERNEL_OK;                                          \
+    }
+
+/* vadd, vsub, vmul, vdiv (IN a, IN b, OUT c): n = bytes(c) / 4. */
+BINARY_KERNEL(vadd, a[i] + b[i])
+BINARY_KERNEL(vsub, a[i] - b[i])
+BINARY_KERNEL(vmul, a[i] * b[i])
+BINARY_KERNEL(vdiv, a[i] / b[i])
+/* vadds(IN a, OUT c, SCALAR s), vmuls(IN a, OUT c, SCALAR s): c = a + s, c = a * s. */
+UNARY_KERNEL(vadds, 3, x + s)
+UNARY_KERNEL(vmuls, 3, x * s)
+/* vmax(IN a, IN b, OUT c): c[i] = max(a[i], b[i]) as Java's Math.max. */
+BINARY_KERNEL(vmax, max_f32(a[i], b[i]))
 /* vexp(IN a, OUT c): c[i] = (float)exp((double)a[i]). */
-MAP_KERNEL(vexp, exp_f32(x))
+UNARY_KERNEL(vexp, 2, exp_f32(x))
 /* vrelu(IN a, OUT c): c[i] = Math.max(a[i], 0.0f): NaN stays NaN, -0 becomes +0. */
-MAP_KERNEL(vrelu, max_f32(x, 0.0f))
+UNARY_KERNEL(vrelu, 2, max_f32(x, 0.0f))
 /* tile_add(IN a, INOUT c): c[i] = c[i] + a[i]. */
-MAP_KERNEL(tile_add, c[i] + x)
+UNARY_KERNEL(tile_add, 2, c[i] + x)
 
 /* reduce_sum(IN a, OUT c): c[0] = a[0] + a[1] + ... left to right in f32
    (n = bytes(a) / 4; no elements: +0). Only c[0] is written. */

@@ -100,10 +100,19 @@ void aicpu_participation_begin(AicpuDevice *d)
         d->requested--;
 }
 
+uint32_t aicpu_on_the_way(const AicpuDevice *d)
+{
+    return d->requested + d->signaled;
+}
+
 uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t thread_count, const PtoAicpuHooks *hooks)
 {
-    if (dispatchable == 0)
+    /* a participation on its way takes one of the tasks when it arrives:
+       waking another for that task would only find it gone */
+    uint32_t on_the_way = aicpu_on_the_way(d);
+    if (dispatchable <= on_the_way)
         return 0;
+    dispatchable -= on_the_way;
     if (hooks == NULL) {
         uint32_t idle = d->parked - d->signaled;
         uint32_t k = dispatchable < idle ? dispatchable : idle;
@@ -137,6 +146,23 @@ void aicpu_park(AicpuDevice *d)
     d->parked--;
     if (d->signaled > 0)
         d->signaled--;
+}
+
+int aicpu_idle(AicpuDevice *d, int over, uint64_t tasks_left, const PtoAicpuHooks *hooks)
+{
+    if (over) {
+        /* nothing runs and no task can come: tasks left are the device's fault */
+        if (!d->stopping && tasks_left > 0)
+            aicpu_record_error(d, PTO_ERR_DEVICE, 0, d->completed, 0, 0);
+        aicpu_end_run(d);
+        return 0;
+    }
+    if (hooks != NULL) {
+        d->running--;
+        return 1;
+    }
+    aicpu_park(d);
+    return 0;
 }
 
 int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,

@@ -72,9 +72,14 @@ void aicpu_end_run(AicpuDevice *d);
 /* A participation entering (it may be one the executor requested). */
 void aicpu_participation_begin(AicpuDevice *d);
 
+/* Participations asked of the platform (on demand) or signaled (eager) that
+   have not arrived yet: each will take a ready task. */
+uint32_t aicpu_on_the_way(const AicpuDevice *d);
+
 /* `dispatchable` tasks could start now beside the caller's: wakes parked
    participations (eager) or returns how many to ask the platform for, already
-   counted as requested (on demand). Call hooks->request_threads with the
+   counted as requested (on demand), for the tasks no participation on its way
+   will take. Call hooks->request_threads with the
    result after unlocking, then aicpu_requests_granted. */
 uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t thread_count, const PtoAicpuHooks *hooks);
 uint32_t aicpu_request_threads(const PtoAicpuHooks *hooks, uint32_t ask); /* unlocked */
@@ -82,6 +87,13 @@ void aicpu_requests_granted(AicpuDevice *d, uint32_t asked, uint32_t granted);
 
 /* Parks an idle participation (eager launch) until work is spread or the run ends. */
 void aicpu_park(AicpuDevice *d);
+
+/* A participation found nothing to dispatch. When the run is `over` (nothing
+   runs and no task can come) it ends the run, recording PTO_ERR_DEVICE when
+   `tasks_left` remain and no error was recorded; otherwise it parks (eager)
+   or leaves (on demand: returns 1, the caller returns PTO_AICPU_IDLE). 0: look
+   again. */
+int aicpu_idle(AicpuDevice *d, int over, uint64_t tasks_left, const PtoAicpuHooks *hooks);
 
 /* Calls a kernel (unlocked), recording it in the run's trace buffer when there is one. */
 int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,

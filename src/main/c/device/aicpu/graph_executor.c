@@ -198,17 +198,7 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
             complete(d, g, task, core, rc);
             continue;
         }
-        if (d->in_flight == 0) {
-            /* nothing running and nothing to dispatch: the run is over */
-            if (!d->stopping && d->completed < g->task_count)
-                aicpu_record_error(d, PTO_ERR_DEVICE, 0, d->completed, 0, 0);
-            aicpu_end_run(d);
-            continue;
-        }
-        if (hooks != NULL) {
-            d->running--;
+        if (aicpu_idle(d, d->in_flight == 0, g->task_count - d->completed, hooks))
             return PTO_AICPU_IDLE;
-        }
-        aicpu_park(d);
     }
 }

@@ -1,0 +1,34 @@
+/*
+ * The trb executor's orchestration API (PtoOrchApi on the device):
+ * trb_orch_api.c (the table, alloc_tensor, scopes, read/write_tensor) and
+ * trb_submit.c (submit), with the helpers every call shares. Called on the
+ * orchestrator's thread, unlocked; a call takes aicpu_device.lock where it
+ * touches scheduler state.
+ */
+#ifndef PTORUN_TRB_ORCH_API_H
+#define PTORUN_TRB_ORCH_API_H
+
+#include <stdint.h>
+
+#include "device/aicpu/trb_run.h"
+#include "ptorun/pto_orchestration.h"
+
+extern const PtoOrchApi trb_orch_api;
+
+/* The run behind an api call's handle: NULL with *rc set when the handle is
+   not this thread's live orchestration session (orch/orch_session.h).
+   Releases a task the lone-task rule kept (trb_scheduler.h). */
+TrbRun *trb_api_run(void *orch, const char *fn, int32_t *rc);
+
+/* Latches the run's orchestration error (the first one) with its message,
+   recorded with pto_fail so the interpreter can prefix it too. */
+int32_t trb_api_fail(TrbRun *t, int32_t code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* trb_api_run for a sticky call (submit, alloc_tensor, scope_begin/end): also
+   NULL, with *rc the earlier error, once one of them failed (a stopped run is
+   noticed where the call takes the lock). */
+TrbRun *trb_api_begin(void *orch, const char *fn, int32_t *rc);
+
+int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
+
+#endif

@@ -1,0 +1,273 @@
+/*
+ * The orchestration API's submit on the device (trb_orch_api.h): a task's
+ * views are classified in the tensor map, its producers collected (the same
+ * rule as hbg's, so the same callable gives the same graph on both runtimes),
+ * it takes its ring's next slot and a dependency node per producer still
+ * running, and the scheduler queues it (trb_scheduler.h). A full tensor map,
+ * window or dependency pool blocks the orchestrator until tasks finish; a
+ * task with more producers than its ring's pool can ever hold fails with
+ * PTO_ERR_CAPACITY.
+ */
+#include <string.h>
+
+#include "device/aicpu/trb_orch_api.h"
+#include "device/aicpu/trb_scheduler.h"
+#include "ptorun/pto_runtime_c_api.h"
+
+static int access_done(void *ctx, const PtoTrbAccess *a)
+{
+    return trb_task_done(ctx, a->task);
+}
+
+static const PtoTrbKernel *find_kernel(const TrbRun *t, uint32_t func_id)
+{
+    uint32_t a = 0, b = t->kernel_count;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        if (t->kernels[mid].func_id < func_id)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a < t->kernel_count && t->kernels[a].func_id == func_id ? &t->kernels[a] : NULL;
+}
+
+static int is_tensor(uint32_t direction)
+{
+    return direction == PTO_ARG_IN || direction == PTO_ARG_OUT || direction == PTO_ARG_INOUT;
+}
+
+/* Each tensor view's class (-1 for scalars and empty views). */
+static int32_t classify_params(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int32_t *cls,
+                               uint32_t *accesses)
+{
+    *accesses = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const PtoTaskParam *p = &params[i];
+        cls[i] = -1;
+        if (p->direction == PTO_ARG_SCALAR)
+            continue;
+        if (!is_tensor(p->direction))
+            return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit (func_id %u): param %u has invalid direction %u",
+                                func_id, i, p->direction);
+        uint64_t lo = p->value, hi = p->value + p->bytes;
+        if (hi < lo)
+            return trb_api_fail(t, PTO_ERR_ORCHESTRATION,
+                                "submit (func_id %u): param %u view [0x%llx, +%llu) wraps around", func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
+        if (p->bytes == 0)
+            continue; /* touches nothing, depends on nothing */
+        if ((cls[i] = trb_map_class(&t->map, lo, hi)) < 0)
+            return trb_api_fail(t, PTO_ERR_ORCHESTRATION,
+                                "submit (func_id %u): param %u view [0x%llx, +%llu) is not inside one run tensor or "
+                                "ring heap",
+                                func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
+        (*accesses)++;
+    }
+    return PTO_OK;
+}
+
+static int map_has_room(TrbRun *t, const void *arg)
+{
+    uint32_t need = *(const uint32_t *)arg;
+    if (trb_map_room(&t->map) < need)
+        trb_map_reclaim(&t->map, access_done, t);
+    return trb_map_room(&t->map) >= need;
+}
+
+/* Room for a task's accesses in the tensor map: entries of finished tasks are
+   dropped when it is full (not while a dependency graph is collected: its
+   edges to finished tasks must stay exact). */
+static int32_t ensure_map_room(AicpuDevice *d, TrbRun *t, uint32_t need, uint32_t func_id)
+{
+    if (trb_map_room(&t->map) >= need)
+        return PTO_OK;
+    if (t->graph != NULL)
+        return trb_api_fail(t, PTO_ERR_CAPACITY,
+                            "submit (func_id %u): the tensor map's %u entries are full and a dependency graph is being "
+                            "collected, which keeps every entry",
+                            func_id, t->map.capacity);
+    return trb_orch_await(d, t, map_has_room, &need);
+}
+
+static int window_has_room(TrbRun *t, const void *arg)
+{
+    return trb_ring_window_has_room(&t->rings[*(const uint32_t *)arg]);
+}
+
+static int32_t ensure_window(AicpuDevice *d, TrbRun *t, uint32_t ring)
+{
+    return trb_orch_await(d, t, window_has_room, &ring);
+}
+
+typedef struct DepCollector {
+    TrbRun *t;
+    uint64_t limit;           /* producers the ring's pool can take */
+    uint32_t func_id, ring;
+} DepCollector;
+
+/* Adds a producer to the ascending, duplicate-free deps list. */
+static int add_dep(void *ctx, const PtoTrbAccess *a)
+{
+    DepCollector *c = ctx;
+    TrbRun *t = c->t;
+    uint32_t lo = 0, hi = t->dep_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (t->deps[2 * mid] < a->task_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < t->dep_count && t->deps[2 * lo] == a->task_id)
+        return 0;
+    if (t->dep_count == c->limit)
+        return trb_api_fail(t, PTO_ERR_CAPACITY,
+                            "submit (func_id %u): the task has more than %llu producers; ring %u's dependency pool "
+                            "holds %llu (CallConfig.ring_dep_pool[%u])",
+                            c->func_id, (unsigned long long)c->limit, c->ring,
+                            (unsigned long long)t->rings[c->ring].node_count, c->ring);
+    memmove(&t->deps[2 * lo + 2], &t->deps[2 * lo], (size_t)(t->dep_count - lo) * 2 * sizeof(uint64_t));
+    t->deps[2 * lo] = a->task_id;
+    t->deps[2 * lo + 1] = a->task;
+    t->dep_count++;
+    return 0;
+}
+
+static int32_t collect_deps(TrbRun *t, uint32_t func_id, uint32_t ring, const PtoTaskParam *params, uint32_t n,
+                            const int32_t *cls)
+{
+    uint64_t limit = t->rings[ring].node_count;
+    DepCollector c = { t, limit < t->deps_capacity ? limit : t->deps_capacity, func_id, ring };
+    t->dep_count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (cls[i] < 0)
+            continue;
+        int rc = trb_map_overlaps(&t->map, cls[i], params[i].value, params[i].value + params[i].bytes,
+                                  params[i].direction != PTO_ARG_IN, add_dep, &c);
+        if (rc != 0)
+            return rc;
+    }
+    return PTO_OK;
+}
+
+static int32_t record_dep_graph(TrbRun *t, uint64_t task_id, uint32_t func_id)
+{
+    PtoTrbDepGraph *g = t->graph;
+    if (g == NULL)
+        return PTO_OK;
+    if (task_id >= g->task_capacity || g->edge_count + t->dep_count > g->edge_capacity)
+        return trb_api_fail(t, PTO_ERR_CAPACITY,
+                            "submit (func_id %u): the dependency graph holds at most %llu tasks and %llu edges",
+                            func_id, (unsigned long long)g->task_capacity, (unsigned long long)g->edge_capacity);
+    t->graph_func_ids[task_id] = func_id;
+    for (uint32_t i = 0; i < t->dep_count; i++) {
+        t->graph_edges[2 * g->edge_count] = (uint32_t)t->deps[2 * i];
+        t->graph_edges[2 * g->edge_count + 1] = (uint32_t)task_id;
+        g->edge_count++;
+    }
+    g->task_count = task_id + 1;
+    return PTO_OK;
+}
+
+/* Producers still running need a dependency node each in the consumer's ring. */
+static uint64_t live_producers(TrbRun *t)
+{
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < t->dep_count; i++)
+        live += !trb_task_done(t, t->deps[2 * i + 1]);
+    return live;
+}
+
+static int nodes_available(TrbRun *t, const void *arg)
+{
+    const TrbRing *r = &t->rings[*(const uint32_t *)arg];
+    return live_producers(t) <= r->node_count - r->nodes_in_use;
+}
+
+/* With the lock held: the task takes its slot and its dependency nodes and
+   becomes ready when no producer is left running. */
+static int32_t wire_task(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint32_t ring, const PtoTaskParam *params,
+                         uint32_t n, uint32_t *ask)
+{
+    *ask = 0;
+    int32_t rc = trb_orch_wait(d, t, nodes_available, &ring);
+    if (rc != PTO_OK)
+        return rc;
+    TrbRing *r = &t->rings[ring];
+    uint64_t local = r->next_local;
+    uint64_t ref = trb_task_ref(local, ring);
+    PtoTrbSlot *s = &r->slots[local & (r->window - 1)];
+    s->task_id = t->submitted;
+    s->local = local;
+    s->kernel_addr = k->addr;
+    s->fanout_head = 0;
+    s->func_id = k->func_id;
+    s->core_type = (uint8_t)k->core_type;
+    s->arg_count = (uint16_t)n;
+    trb_set_task_state(s, TASK_PENDING);
+    for (uint32_t i = 0; i < n; i++) {
+        s->args[i] = params[i].value;
+        s->arg_sizes[i] = params[i].direction == PTO_ARG_SCALAR ? 0 : params[i].bytes;
+    }
+    uint32_t fanin = 0;
+    for (uint32_t i = 0; i < t->dep_count; i++) {
+        uint64_t producer = t->deps[2 * i + 1];
+        if (trb_task_done(t, producer))
+            continue;
+        PtoTrbSlot *p = trb_slot_of(t, producer);
+        uint64_t node = trb_ring_take_node(r, ring);
+        *trb_ring_node(r, node) = (PtoTrbDepNode){ p->fanout_head, ref };
+        p->fanout_head = node;
+        fanin++;
+    }
+    s->fanin_left = fanin;
+    s->release[0] = 0;
+    for (uint32_t q = 1; q < PTO_TRB_RINGS; q++) {
+        TrbRing *rq = &t->rings[q];
+        s->release[q] = rq->open_release >= 0 ? (uint16_t)(rq->open_release + 1) : 0;
+        if (rq->open_release >= 0)
+            rq->releases[rq->open_release].pending++;
+    }
+    r->next_local = local + 1;
+    t->submitted++;
+    t->work->tasks_submitted = t->submitted;
+    *ask = trb_sched_submitted(d, t, ref, fanin == 0);
+    return PTO_OK;
+}
+
+int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+{
+    int32_t rc;
+    TrbRun *t = trb_api_begin(orch, "submit", &rc);
+    if (t == NULL)
+        return rc;
+    AicpuDevice *d = &aicpu_device;
+    const PtoTrbKernel *k = find_kernel(t, func_id);
+    if (k == NULL)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id);
+    if (n > PTO_MAX_TASK_PARAMS)
+        return trb_api_fail(t, PTO_ERR_CAPACITY, "submit (func_id %u): %u params, a task takes at most %u", func_id, n,
+                            PTO_MAX_TASK_PARAMS);
+    if (params == NULL && n > 0)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit (func_id %u): NULL params", func_id);
+    int32_t cls[PTO_MAX_TASK_PARAMS];
+    uint32_t accesses;
+    uint32_t ring = trb_ring_of_depth(t->depth);
+    uint64_t task_id = t->submitted;
+    if ((rc = classify_params(t, func_id, params, n, cls, &accesses)) != PTO_OK ||
+        (rc = ensure_map_room(d, t, accesses, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
+        (rc = collect_deps(t, func_id, ring, params, n, cls)) != PTO_OK ||
+        (rc = record_dep_graph(t, task_id, func_id)) != PTO_OK)
+        return rc;
+    uint64_t ref = trb_task_ref(t->rings[ring].next_local, ring);
+    for (uint32_t i = 0; i < n; i++)
+        if (cls[i] >= 0)
+            trb_map_record(&t->map, cls[i], params[i].value, params[i].value + params[i].bytes,
+                           params[i].direction != PTO_ARG_IN, task_id, ref);
+    uint32_t ask;
+    pthread_mutex_lock(&d->lock);
+    rc = wire_task(d, t, k, ring, params, n, &ask);
+    pthread_mutex_unlock(&d->lock);
+    trb_sched_request(d, t, ask);
+    return rc;
+}
