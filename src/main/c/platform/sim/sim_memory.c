@@ -3,19 +3,28 @@
  * memcpy and the host view of a buffer is the buffer. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "util/last_error.h"
 #include "platform/sim/sim_runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define SIM_DEVICE_ALIGNMENT 64
+/* Large buffers (a run's staged tensors, arenas) are first touched inside a prepare:
+ * on 2 MiB pages that costs one fault per 2 MiB instead of one per 4 KiB
+ * (docs/performance.md, P10). Advice only: without transparent huge pages it is a no-op. */
+#define SIM_HUGE_PAGE ((size_t)2 << 20)
+#define SIM_HUGE_MIN (4 * SIM_HUGE_PAGE)
 
 int platform_alloc(Runner *r, size_t n, uint64_t *dev)
 {
     (void)r; /* the table's capacity already admitted n */
     void *p = NULL;
-    if (posix_memalign(&p, SIM_DEVICE_ALIGNMENT, n) != 0)
+    size_t align = n >= SIM_HUGE_MIN ? SIM_HUGE_PAGE : SIM_DEVICE_ALIGNMENT;
+    if (posix_memalign(&p, align, n) != 0)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "sim device memory: host allocation of %zu bytes failed", n);
+    if (align == SIM_HUGE_PAGE)
+        (void)madvise(p, n & ~(SIM_HUGE_PAGE - 1), MADV_HUGEPAGE);
     *dev = dev_addr(p);
     return PTO_OK;
 }
