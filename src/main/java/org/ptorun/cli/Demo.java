@@ -31,7 +31,7 @@ import org.ptorun.callable.Program;
  * predecessor executes: a diagnostic run never overlaps another) and its trace is moved
  * to that file.
  */
-final class Demo {
+public final class Demo {
 
     private static final int N = 1 << 20;
     private static final int CHAIN = 0;
@@ -152,7 +152,8 @@ final class Demo {
         }
     }
 
-    static ChipCallable vectorChain(int n) {
+    /** The demo's callable over {@code n} floats (public: the benchmark suite's P10 measures exactly this one). */
+    public static ChipCallable vectorChain(int n) {
         long bytes = 4L * n;
         return ChipCallable.builder()
                 .signature(IN, IN, OUT, OUT, OUT, OUT, OUT)

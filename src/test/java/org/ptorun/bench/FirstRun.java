@@ -1,8 +1,5 @@
 package org.ptorun.bench;
 
-import static org.ptorun.callable.Direction.IN;
-import static org.ptorun.callable.Direction.OUT;
-
 import java.util.Locale;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
@@ -12,10 +9,7 @@ import org.ptorun.PipelineSlotLease;
 import org.ptorun.TaskArgs;
 import org.ptorun.Tensor;
 import org.ptorun.Variant;
-import org.ptorun.callable.ChipCallable;
-import org.ptorun.callable.Kernel;
-import org.ptorun.callable.Param;
-import org.ptorun.callable.Program;
+import org.ptorun.cli.Demo;
 import org.ptorun.internal.NativeMemory;
 
 /**
@@ -79,7 +73,7 @@ public final class FirstRun {
         HostRuntime runtime = HostRuntime.load(variant);
         int n = DEMO_ELEMENTS;
         try (ChipWorker chip = ChipWorker.open(runtime, 0)) {
-            chip.registerCallable(0, vectorChain(n));
+            chip.registerCallable(0, Demo.vectorChain(n));
             int depth = chip.supportsConcurrentPrepare() ? 2 : 1;
             long[] prepares = new long[3];
             for (int i = 0; i < 3; i++) {
@@ -115,29 +109,6 @@ public final class FirstRun {
             NativeMemory.free(dst);
             NativeMemory.free(src);
         }
-    }
-
-    /** The README demo's callable (cli/Demo.vectorChain): f = (a+b+1)*(a+b+2)+(a+b), five tasks. */
-    static ChipCallable vectorChain(int n) {
-        long bytes = 4L * n;
-        return ChipCallable.builder()
-                .signature(IN, IN, OUT, OUT, OUT, OUT, OUT)
-                .child(0, Kernel.vadd())
-                .child(1, Kernel.vadds())
-                .child(2, Kernel.vmul())
-                .program(Program.builder()
-                        .submit(0, Param.tensor(0, IN, 0, bytes), Param.tensor(1, IN, 0, bytes),
-                                Param.tensor(3, OUT, 0, bytes))
-                        .submit(1, Param.tensor(3, IN, 0, bytes), Param.tensor(4, OUT, 0, bytes),
-                                Param.scalarF32(1f))
-                        .submit(1, Param.tensor(3, IN, 0, bytes), Param.tensor(5, OUT, 0, bytes),
-                                Param.scalarF32(2f))
-                        .submit(2, Param.tensor(4, IN, 0, bytes), Param.tensor(5, IN, 0, bytes),
-                                Param.tensor(6, OUT, 0, bytes))
-                        .submit(0, Param.tensor(6, IN, 0, bytes), Param.tensor(3, IN, 0, bytes),
-                                Param.tensor(2, OUT, 0, bytes))
-                        .build())
-                .build();
     }
 
     private static float[] ramp(int n, int seed) {
