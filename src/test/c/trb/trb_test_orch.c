@@ -17,19 +17,19 @@ enum { FN_VADD = 1, FN_VADDS = 2, FN_VMUL = 3, FN_VCOPY = 4, FN_VFILL = 5, FN_NO
 
 static PtoTaskParam in(uint64_t addr, uint64_t bytes)
 {
-    return (PtoTaskParam){ PTO_ARG_IN, 0, addr, bytes };
+    return (PtoTaskParam){ .direction = PTO_ARG_IN, .value = addr, .bytes = bytes };
 }
 
 static PtoTaskParam out(uint64_t addr, uint64_t bytes)
 {
-    return (PtoTaskParam){ PTO_ARG_OUT, 0, addr, bytes };
+    return (PtoTaskParam){ .direction = PTO_ARG_OUT, .value = addr, .bytes = bytes };
 }
 
 static PtoTaskParam f32(float v)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
-    return (PtoTaskParam){ PTO_ARG_SCALAR, 0, bits, 0 };
+    return (PtoTaskParam){ .direction = PTO_ARG_SCALAR, .value = bits };
 }
 
 static uint64_t addr_of(const ChipStorageTaskArgs *a, int i)
@@ -226,7 +226,7 @@ EXPORT int trb_orch_lone(const PtoOrchApi *api, void *orch, const ChipStorageTas
 {
     uint32_t me = this_thread();
     int rc = api->write_tensor(orch, addr_of(args, 1), &me, sizeof me);
-    PtoTaskParam p[] = { out(addr_of(args, 0), 4), { PTO_ARG_SCALAR, 0, args->scalars[0], 0 } };
+    PtoTaskParam p[] = { out(addr_of(args, 0), 4), { .direction = PTO_ARG_SCALAR, .value = args->scalars[0] } };
     if (rc != 0 || (rc = api->submit(orch, FN_THREAD_ID, p, 2)) != 0)
         return rc;
     struct timespec t = { (time_t)(args->scalars[1] / 1000), (long)(args->scalars[1] % 1000) * 1000000L };
@@ -241,8 +241,8 @@ EXPORT int trb_orch_lone(const PtoOrchApi *api, void *orch, const ChipStorageTas
 EXPORT int trb_orch_meet(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
 {
     for (uint64_t i = 0; i < args->scalars[1]; i++) {
-        PtoTaskParam p[] = { out(addr_of(args, 0) + 4 * i, 4), { PTO_ARG_SCALAR, 0, args->scalars[0], 0 },
-                             { PTO_ARG_SCALAR, 0, args->scalars[1], 0 } };
+        PtoTaskParam p[] = { out(addr_of(args, 0) + 4 * i, 4), { .direction = PTO_ARG_SCALAR, .value = args->scalars[0] },
+                             { .direction = PTO_ARG_SCALAR, .value = args->scalars[1] } };
         int rc = api->submit(orch, FN_MEET, p, 3);
         if (rc != 0)
             return rc;

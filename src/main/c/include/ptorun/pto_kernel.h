@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "ptorun/pto_tensor.h"
+
 typedef struct PtoKernelContext {
     uint32_t core_type;       /* PtoCoreType: 0 AIC, 1 AIV */
     uint32_t core_id;         /* logical core that runs the task */
@@ -15,6 +17,9 @@ typedef struct PtoKernelContext {
     /* Byte size of each argument's view (0 for scalars), parallel to `args`, so a
      * kernel can refuse a view too small for its work instead of overrunning it. */
     const uint64_t *arg_sizes;
+    /* The view of each tensor argument, parallel to `args` (a scalar's entry is
+     * zero); args[i] == views[i].addr for tensors. */
+    const PtoTensorView *views;
 } PtoKernelContext;
 
 /* args: per task parameter, in order, the device address of a tensor view or the

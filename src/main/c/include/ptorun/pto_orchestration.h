@@ -10,12 +10,17 @@
 #include <stdint.h>
 
 #include "ptorun/pto_runtime_c_api.h"
+#include "ptorun/pto_tensor.h"
 
 typedef struct PtoTaskParam {
     uint32_t direction;       /* PtoArgDirection */
     uint32_t reserved;        /* 0 */
     uint64_t value;           /* tensors: device address of the view; scalars: raw bits */
     uint64_t bytes;           /* tensors: byte size of the view; scalars: 0 */
+    /* tensors: the view itself (value == view.addr). ndims 0 stands for the
+       1-D byte view [value, value + bytes): what an orchestration that builds
+       flat views writes by leaving this field zero. */
+    PtoTensorView view;
 } PtoTaskParam;
 
 typedef struct PtoOrchApi {

@@ -1,0 +1,41 @@
+/*
+ * The device-side descriptor of a communication domain: what
+ * comm_alloc_windows, comm_derive_context and comm_alloc_domain_windows hand
+ * out as `*device_ctx_out` (the device address of one of these, built in
+ * device memory by the library) and what collective kernels receive as a
+ * scalar argument. Every address is a device address as *this* rank's kernels
+ * address it (on sim and under the emulated driver: this process's mapping of
+ * the peer's shared memory).
+ *
+ * Signal blocks are the only memory device-side code uses to meet: each rank
+ * of a domain owns one block of PTO_COMM_SIGNAL_WORDS 32-bit words, zeroed
+ * when the domain is created, shared by no other domain, process-shared (a
+ * futex word on sim). Peers only ever increase a word (monotonic counters), so
+ * a collective called again needs no reset. A device-side wait spins at most
+ * the bounded spin, then parks, and gives up after timeout_ms.
+ */
+#ifndef PTORUN_PTO_COMM_H
+#define PTORUN_PTO_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTO_COMM_MAX_RANKS 16u
+#define PTO_COMM_SIGNAL_WORDS 64u
+#define PTO_COMM_CTX_MAGIC 0x4D4D4350u      /* "PCMM" */
+
+typedef struct PtoCommDeviceContext {
+    uint32_t magic;                          /* PTO_COMM_CTX_MAGIC */
+    uint32_t rank;                           /* this rank's index in the domain */
+    uint32_t nranks;                         /* 1..PTO_COMM_MAX_RANKS */
+    uint32_t timeout_ms;                     /* device-side waits fail after this */
+    uint64_t window_size;                    /* bytes of every rank's window */
+    uint64_t windows[PTO_COMM_MAX_RANKS];    /* rank r's window; unused entries 0 */
+    uint64_t signals[PTO_COMM_MAX_RANKS];    /* rank r's signal block; unused entries 0 */
+} PtoCommDeviceContext;
+
+_Static_assert(sizeof(PtoCommDeviceContext) == 280, "PtoCommDeviceContext size");
+_Static_assert(offsetof(PtoCommDeviceContext, windows) == 24, "PtoCommDeviceContext.windows");
+_Static_assert(offsetof(PtoCommDeviceContext, signals) == 152, "PtoCommDeviceContext.signals");
+
+#endif
