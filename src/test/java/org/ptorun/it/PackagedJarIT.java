@@ -1,7 +1,6 @@
 package org.ptorun.it;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
 import java.io.IOException;
@@ -37,13 +36,10 @@ class PackagedJarIT {
     @TempDir
     Path work;
 
-    record Outcome(int exitCode, String output) {
-    }
-
     @Test
     void allEightLibrariesRunFromTheJar() throws Exception {
         Path tmp = Files.createDirectory(work.resolve("tmp"));
-        Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Djava.io.tmpdir=" + tmp), Map.of(), "all");
+        JarChild.Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Djava.io.tmpdir=" + tmp), Map.of(), "all");
         assertThat(o.exitCode()).as(o.output()).isZero();
         for (String v : VARIANTS) {
             String line = o.output().lines().filter(l -> l.startsWith("OK " + v + " ")).findFirst().orElse("");
@@ -63,13 +59,13 @@ class PackagedJarIT {
     @Test
     void thePropertyPinsTheDriverOverTheEnvironment() throws Exception {
         Path driver = work.resolve("my-driver.so");
-        try (ZipFile jar = new ZipFile(jar().toFile())) {
+        try (ZipFile jar = new ZipFile(JarChild.jar().toFile())) {
             ZipEntry e = jar.getEntry("linux-x86-64/libptorun_emudrv.so");
             try (InputStream in = jar.getInputStream(e)) {
                 Files.copy(in, driver, StandardCopyOption.REPLACE_EXISTING);
             }
         }
-        Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Dptorun.driver=" + driver),
+        JarChild.Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Dptorun.driver=" + driver),
                 Map.of("PTORUN_DRIVER", work.resolve("absent.so").toString()), "a2a3/onboard/hbg", "a5/onboard/trb");
         assertThat(o.exitCode()).as(o.output()).isZero();
         assertThat(o.output()).contains("OK a2a3/onboard/hbg ").contains("OK a5/onboard/trb ")
@@ -79,7 +75,7 @@ class PackagedJarIT {
     @Test
     void aDriverThatDoesNotLoadAtOpenIsALibraryLoadException() throws Exception {
         Path absent = work.resolve("absent-driver.so");
-        Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED"), Map.of("PTORUN_DRIVER", absent.toString()),
+        JarChild.Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED"), Map.of("PTORUN_DRIVER", absent.toString()),
                 "open:a5/onboard/hbg");
         assertThat(o.exitCode()).as(o.output()).isEqualTo(3);
         assertThat(o.output()).contains("FAIL org.ptorun.LibraryLoadException: chip a5/onboard/hbg device 0")
@@ -89,7 +85,7 @@ class PackagedJarIT {
     @Test
     void aMissingPinnedDriverIsALibraryLoadException() throws Exception {
         Path absent = work.resolve("absent-driver.so");
-        Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Dptorun.driver=" + absent), Map.of(),
+        JarChild.Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Dptorun.driver=" + absent), Map.of(),
                 "open:a2a3/onboard/trb");
         assertThat(o.exitCode()).as(o.output()).isEqualTo(3);
         assertThat(o.output()).contains("FAIL org.ptorun.LibraryLoadException: cannot load the device driver"
@@ -97,66 +93,20 @@ class PackagedJarIT {
     }
 
     @Test
-    void deniedNativeAccessIsALibraryLoadExceptionNamingTheFlag() throws Exception {
-        assumeTrue(Runtime.version().feature() >= 24, "--illegal-native-access exists from Java 24 on");
-        Outcome o = run(List.of("--illegal-native-access=deny"), Map.of(), "a2a3/sim/hbg");
-        assertThat(o.exitCode()).as(o.output()).isEqualTo(3);
-        assertThat(o.output()).contains("FAIL org.ptorun.LibraryLoadException: cannot load libptorun_a2a3_sim_hbg.so")
-                .contains("--enable-native-access=ALL-UNNAMED");
-    }
-
-    private static Path jar() {
-        Path jar = Path.of(System.getProperty("ptorun.jar", "target/ptorun.jar"));
-        assertThat(jar).as("the packaged jar (run by mvn verify, after package)").isRegularFile();
-        return jar;
-    }
-
-    @Test
     void withoutJnaItIsALibraryLoadException() throws Exception {
-        Outcome o = run(false, List.of(), Map.of(), "a5/sim/hbg");
+        JarChild.Outcome o = run(false, List.of(), Map.of(), "a5/sim/hbg");
         assertThat(o.exitCode()).as(o.output()).isEqualTo(3);
         assertThat(o.output()).contains("FAIL org.ptorun.LibraryLoadException: cannot load libptorun_a5_sim_hbg.so:"
                 + " JNA is missing or could not initialise");
     }
 
-    private Outcome run(List<String> jvmOptions, Map<String, String> env, String... args)
+    private JarChild.Outcome run(List<String> jvmOptions, Map<String, String> env, String... args)
             throws IOException, InterruptedException {
-        return run(true, jvmOptions, env, args);
+        return JarChild.run(work, true, jvmOptions, env, args);
     }
 
-    private Outcome run(boolean withJna, List<String> jvmOptions, Map<String, String> env, String... args)
+    private JarChild.Outcome run(boolean withJna, List<String> jvmOptions, Map<String, String> env, String... args)
             throws IOException, InterruptedException {
-        Path source = Path.of(System.getProperty("ptorun.itSource", "src/it/jar-smoke/JarSmoke.java"))
-                .toAbsolutePath();
-        List<String> classPath = new ArrayList<>();
-        classPath.add(jar().toAbsolutePath().toString());
-        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            String name = Path.of(entry).getFileName().toString();
-            if ((withJna && name.startsWith("jna-")) || name.startsWith("slf4j-api-")
-                    || name.startsWith("slf4j-simple-")) {
-                classPath.add(entry);
-            }
-        }
-        assertThat(classPath).as("jar, jna, slf4j-api, slf4j-simple").hasSize(withJna ? 4 : 3);
-        Path dir = Files.createTempDirectory(work, "cwd");
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        command.addAll(jvmOptions);
-        command.add("-cp");
-        command.add(String.join(File.pathSeparator, classPath));
-        command.add(source.toString());
-        command.addAll(Arrays.asList(args));
-        ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
-        pb.environment().remove("PTORUN_DRIVER");
-        pb.environment().putAll(env);
-        Process p = pb.start();
-        p.getOutputStream().close();
-        byte[] out = p.getInputStream().readAllBytes();
-        if (!p.waitFor(120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("the child JVM did not end: " + command);
-        }
-        String text = new String(out, StandardCharsets.UTF_8);
-        return new Outcome(p.exitValue(), command.stream().collect(Collectors.joining(" ")) + "\n" + text);
+        return JarChild.run(work, withJna, jvmOptions, env, args);
     }
 }
