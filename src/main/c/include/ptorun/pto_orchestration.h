@@ -23,6 +23,13 @@ typedef struct PtoTaskParam {
     PtoTensorView view;
 } PtoTaskParam;
 
+/* Scope modes (scope_begin_mode). AUTO infers every dependency; inside a MANUAL
+   scope the runtime infers none between the scope's own tasks: each declares its
+   predecessors in that scope with submit_after. Dependencies on tasks submitted
+   before the scope, and of later tasks on the scope's tasks, are inferred as usual.
+   Every scope ends the lifetime of the tensors alloc_tensor returned inside it. */
+typedef enum PtoScopeMode { PTO_SCOPE_AUTO = 0, PTO_SCOPE_MANUAL = 1 } PtoScopeMode;
+
 typedef struct PtoOrchApi {
     int (*submit)(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
     uint64_t (*alloc_tensor)(void *orch, uint64_t bytes);   /* intermediate, run-scoped; 0 on failure */
@@ -32,6 +39,13 @@ typedef struct PtoOrchApi {
        host-access bridge, on trb (device) directly; outside the run's tensors: error */
     int (*read_tensor)(void *orch, uint64_t dev_addr, void *dst, uint64_t n);
     int (*write_tensor)(void *orch, uint64_t dev_addr, const void *src, uint64_t n);
+    /* scope_begin(orch) is scope_begin_mode(orch, PTO_SCOPE_AUTO). */
+    int (*scope_begin_mode)(void *orch, uint32_t mode);
+    /* In the innermost scope, which must be MANUAL: submit a task that waits for
+       exactly the tasks named in `after`, each the ordinal (0 = first) of an earlier
+       submit of this scope instance; anything else is PTO_ERR_INVALID_ARGUMENT. */
+    int (*submit_after)(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                        const uint32_t *after, uint32_t n_after);
 } PtoOrchApi;
 
 /* Receives the run's arguments with every tensor's addr rewritten to its device address. */
