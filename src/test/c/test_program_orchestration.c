@@ -105,7 +105,8 @@ static int rec_write(void *orch, uint64_t dev, const void *src, uint64_t n)
     return PTO_ERR_INVALID_ARGUMENT;
 }
 
-static const PtoOrchApi rec_api = { rec_submit, rec_alloc, rec_scope_begin, rec_scope_end, rec_read, rec_write };
+static const PtoOrchApi rec_api = { .submit = rec_submit, .alloc_tensor = rec_alloc, .scope_begin = rec_scope_begin,
+                                    .scope_end = rec_scope_end, .read_tensor = rec_read, .write_tensor = rec_write };
 
 static void rec_init(Recorder *r)
 {
