@@ -1,10 +1,8 @@
 package org.ptorun;
 
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.concurrent.locks.StampedLock;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
 import org.ptorun.internal.OffHeapBlock;
@@ -15,7 +13,9 @@ import org.ptorun.internal.OffHeapBlock;
  * blocking run, from reading the callable's signature to its native call's return.
  * Write side: a registration. So registrations of one chip serialize, and none lands
  * between a prepare's reading of the signature and its native call: the signature Java
- * stages and copies back by is always the library's. Taken before the device lock.
+ * stages and copies back by is always the library's. Taken before the device lock. A
+ * {@link StampedLock}: the read side is one compare-and-set on the prepare path (a
+ * reentrant read lock also books a per-thread hold count), and neither side is reentered.
  */
 final class CallableRegistry {
 
@@ -27,8 +27,9 @@ final class CallableRegistry {
 
     private final ChipDevice device;
     private final SlotTable table;
-    private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
-    private final Map<Integer, Registered> callables = new ConcurrentHashMap<>();
+    private final StampedLock lock = new StampedLock();
+    /** By id; read under either side of the lock, written under the write side. */
+    private final Registered[] callables = new Registered[MAX_CALLABLES];
 
     CallableRegistry(ChipDevice device, SlotTable table) {
         this.device = device;
@@ -41,25 +42,30 @@ final class CallableRegistry {
         }
     }
 
-    /** A prepare or blocking run begins: registrations wait until {@link #endUse()}. */
-    void beginUse() {
-        lock.readLock().lock();
+    /** A prepare or blocking run begins: registrations wait until {@link #endUse(long)}. */
+    long beginUse() {
+        return lock.readLock();
     }
 
-    void endUse() {
-        lock.readLock().unlock();
+    void endUse(long stamp) {
+        lock.unlockRead(stamp);
     }
 
-    /** The tensor directions of a registered callable, or null (the library refuses the id). */
+    /** The tensor directions of a registered callable, or null (the library refuses the id); under {@link #beginUse()}. */
     Direction[] directionsOf(int id) {
-        Registered r = callables.get(id);
+        Registered r = callables[id];
         return r == null ? null : r.tensorDirections();
     }
 
     /** The signature Java holds for a callable id, or null (tests). */
     List<Direction> signatureOf(int id) {
-        Direction[] d = directionsOf(id);
-        return d == null ? null : List.of(d);
+        long stamp = beginUse();
+        try {
+            Direction[] d = directionsOf(id);
+            return d == null ? null : List.of(d);
+        } finally {
+            endUse(stamp);
+        }
     }
 
     void register(int id, ChipCallable callable) {
@@ -68,7 +74,7 @@ final class CallableRegistry {
         Direction[] directions = callable.tensorDirections().toArray(new Direction[0]);
         OffHeapBlock block = ChipDevice.copyOffHeap(callable.bytes());
         boolean registered = false;
-        lock.writeLock().lock();
+        long stamp = lock.writeLock();
         try {
             device.enter(table);
             try {
@@ -78,7 +84,8 @@ final class CallableRegistry {
                     throw device.failure("register_callable " + id, rc, device.lastError(), null);
                 }
                 registered = true;
-                Registered previous = callables.put(id, new Registered(block, directions));
+                Registered previous = callables[id];
+                callables[id] = new Registered(block, directions);
                 if (previous != null) {
                     previous.bytes().close();
                 }
@@ -86,7 +93,7 @@ final class CallableRegistry {
                 device.exit();
             }
         } finally {
-            lock.writeLock().unlock();
+            lock.unlockWrite(stamp);
             if (!registered) {
                 block.close();
             }
@@ -95,7 +102,7 @@ final class CallableRegistry {
 
     void unregister(int id) {
         checkCallableId(id);
-        lock.writeLock().lock();
+        long stamp = lock.writeLock();
         try {
             device.enter(table);
             try {
@@ -103,7 +110,8 @@ final class CallableRegistry {
                 if (rc != 0) {
                     throw device.failure("unregister_callable " + id, rc, device.lastError(), null);
                 }
-                Registered previous = callables.remove(id);
+                Registered previous = callables[id];
+                callables[id] = null;
                 if (previous != null) {
                     previous.bytes().close();
                 }
@@ -111,15 +119,22 @@ final class CallableRegistry {
                 device.exit();
             }
         } finally {
-            lock.writeLock().unlock();
+            lock.unlockWrite(stamp);
         }
     }
 
     /** Close, after the device context was destroyed: the bytes go. */
     void freeAll() {
-        for (Registered r : callables.values()) {
-            r.bytes().close();
+        long stamp = lock.writeLock();
+        try {
+            for (int id = 0; id < MAX_CALLABLES; id++) {
+                if (callables[id] != null) {
+                    callables[id].bytes().close();
+                    callables[id] = null;
+                }
+            }
+        } finally {
+            lock.unlockWrite(stamp);
         }
-        callables.clear();
     }
 }

@@ -8,8 +8,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The chip's open and close, and the parts it opens: the device context, one
  * {@link RunBinding} per pipeline slot, the {@link SlotTable}, the device memory, the
- * callable registry and the run calls. Kept apart from {@link ChipWorker} so the leak
- * net can close a forgotten chip without keeping the ChipWorker reachable.
+ * callable registry. Kept apart from {@link ChipWorker}, which drives the runs, so the
+ * leak net can close a forgotten chip without keeping the ChipWorker reachable.
  */
 final class ChipLifecycle {
 
@@ -23,7 +23,8 @@ final class ChipLifecycle {
     final RunBinding[] bindings;
     final DeviceMemory memory;
     final CallableRegistry callables;
-    final NativeRuns runs;
+    /** A run may be prepared in another slot while one executes (depth > 1 and the library supports it). */
+    final boolean concurrentPrepare;
     private final Object closeMonitor = new Object();
 
     /** Opens a device: allocates every slot's blocks, then creates the device context and brings it up. */
@@ -67,10 +68,9 @@ final class ChipLifecycle {
         this.table = new SlotTable(made.length, device.describe());
         this.memory = new DeviceMemory(device, table);
         this.callables = new CallableRegistry(device, table);
-        boolean concurrent = made.length > 1 && api.supportsConcurrentNativePrepare(device.ctx) > 0;
-        this.runs = new NativeRuns(device, table, made, callables, memory, concurrent);
+        this.concurrentPrepare = made.length > 1 && api.supportsConcurrentNativePrepare(device.ctx) > 0;
         LOG.info("opened {}: {} pipeline slot(s) {}, run storage {} bytes aligned {}, concurrent prepare {}",
-                device.describe(), made.length, contract, storageSize, storageAlignment, concurrent);
+                device.describe(), made.length, contract, storageSize, storageAlignment, concurrentPrepare);
     }
 
     /**
@@ -90,7 +90,7 @@ final class ChipLifecycle {
             }
             for (SlotTable.Finalizing f : closing.outstanding()) {
                 try {
-                    runs.finalizeBegun(f);
+                    ChipWorker.finalizeBegun(this, f);
                     LOG.info("close of {} finalized the outstanding run {}", device.describe(), f.run().identity());
                 } catch (RuntimeException e) {
                     LOG.warn("close of {}: finalizing the outstanding run {} failed: {}", device.describe(),

@@ -2,15 +2,18 @@ package org.ptorun;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.UncheckedIOException;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.Direction;
 import org.ptorun.internal.LeakNet;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One chip: its device context, device memory, registered callables and native runs.
@@ -32,18 +35,31 @@ import org.ptorun.internal.NativeApi;
  * longer names the run its slot holds (finalized, superseded, or from another
  * ChipWorker) is refused.
  *
+ * <p>The phase calls are made here: each begins a transition in the chip's slot table,
+ * calls the library holding no lock but the callable lock's read side (prepare, the
+ * blocking run), and ends the transition with the result. A failed launch's outcome is
+ * decided from its code (BUSY or POISONED: still PREPARED; anything else: COMPLETE),
+ * without another native call; finalize is one native call, which waits for a running
+ * run itself.
+ *
  * <p>At open, per pipeline slot, the ChipWorker allocates one run storage and the
  * slot's args block, CallConfig block and descriptor, so a run allocates nothing
  * off-heap except the staging of host arrays (grown per slot, reused).
  */
 public final class ChipWorker implements AutoCloseable {
 
+    private static final Logger LOG = LoggerFactory.getLogger(ChipWorker.class);
+    private static final int POLL_NOT_READY = 0;
+    private static final int POLL_COMPLETE = 1;
+
     private final ChipLifecycle lifecycle;
     private final ChipDevice device;
     private final SlotTable table;
     private final DeviceMemory memory;
     private final CallableRegistry callables;
-    private final NativeRuns runs;
+    private final RunBinding[] bindings;
+    /** A run may be prepared in another slot while one executes (depth > 1 and the library supports it). */
+    private final boolean concurrentPrepare;
     private final LeakNet.Handle leakNet;
 
     /**
@@ -80,7 +96,8 @@ public final class ChipWorker implements AutoCloseable {
         this.table = opened.table;
         this.memory = opened.memory;
         this.callables = opened.callables;
-        this.runs = opened.runs;
+        this.bindings = opened.bindings;
+        this.concurrentPrepare = opened.concurrentPrepare;
         this.leakNet = LeakNet.register(this, "ChipWorker of " + device.describe(), opened::close);
     }
 
@@ -260,7 +277,48 @@ public final class ChipWorker implements AutoCloseable {
      */
     public NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                              long dispatchId, AcceptanceWord acceptance) {
-        return runs.prepare(callableId, args, config, lease, runId, dispatchId, acceptance);
+        checkRunArguments(callableId, args, config, acceptance);
+        checkLeaseShape(lease);
+        NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
+        RunBinding b = bindings[run.slot()];
+        int rc = PtoError.FAILED.code();
+        String message = null;
+        long use = callables.beginUse();
+        try {
+            Direction[] directions = callables.directionsOf(callableId);
+            RunBinding.checkArgs(args, directions, memory);
+            RunEvents.Prepare event = RunEvents.beginPrepare();
+            table.admit(run, noOverlap(config), true, timeoutOf(config));
+            try {
+                b.bind(run, args, config, acceptance, directions);
+                rc = device.api.prepareRun(device.ctx, b.storage(), callableId, b.args(), b.config(), b.descriptor());
+                if (rc != 0) {
+                    message = device.lastError();
+                }
+            } finally {
+                Reference.reachabilityFence(args);
+                Reference.reachabilityFence(acceptance);
+                if (event != null) {
+                    event.callableId = callableId;
+                    event.commitFor(device, run, rc);
+                }
+                if (rc == 0) {
+                    table.prepared(run.slot());
+                } else {
+                    b.release();
+                    table.emptied(run.slot());
+                }
+            }
+        } finally {
+            callables.endUse(use);
+        }
+        if (rc != 0) {
+            throw device.failure("prepare of callable " + callableId, rc, message, run);
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("prepared {} on {}", run.identity(), device.describe());
+        }
+        return run;
     }
 
     /**
@@ -272,7 +330,35 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or used in the wrong phase"
      */
     public void launch(NativeRun run) {
-        runs.launch(run);
+        table.beginLaunch(run);
+        RunBinding b = bindings[run.slot()];
+        RunEvents.Launch event = RunEvents.beginLaunch();
+        int rc;
+        try {
+            rc = device.api.launchRun(device.ctx, b.storage());
+            b.launchedAt = RunEvents.recording() ? System.nanoTime() : 0; // only a Completion event reads it
+            RunEvents.commit(event, device, run, rc);
+        } catch (RuntimeException | Error e) {
+            table.launchAborted(run.slot());
+            throw e;
+        }
+        if (rc == 0) {
+            table.launched(run.slot());
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("launched {}", run.identity());
+            }
+            return;
+        }
+        String message = device.lastError();
+        boolean ended = table.launchFailed(run.slot(), rc, message);
+        if (ended) {
+            completed(device, b, run, rc);
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("launch of {} failed with {}; the run {}", run.identity(), PtoError.nameOf(rc),
+                    ended ? "ended (COMPLETE)" : "stays PREPARED");
+        }
+        throw device.failure("launch", rc, message, run);
     }
 
     /**
@@ -281,7 +367,28 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
      */
     public boolean poll(NativeRun run) {
-        return runs.poll(run);
+        if (!table.beginObserve(run, "poll")) {
+            return true;
+        }
+        RunBinding b = bindings[run.slot()];
+        int rc = PtoError.FAILED.code();
+        String message = null;
+        try {
+            rc = device.api.pollRun(device.ctx, b.storage());
+            if (rc < 0) {
+                message = device.lastError();
+            }
+        } finally {
+            table.polled(run.slot(), rc == POLL_COMPLETE);
+        }
+        if (rc == POLL_COMPLETE) {
+            completed(device, b, run, 0);
+            return true;
+        }
+        if (rc == POLL_NOT_READY) {
+            return false;
+        }
+        throw device.failure("poll", rc, message, run);
     }
 
     /**
@@ -291,7 +398,21 @@ public final class ChipWorker implements AutoCloseable {
      * @throws StaleRunException "stale or used in the wrong phase" (e.g. before launch)
      */
     public void await(NativeRun run) {
-        runs.await(run);
+        if (!table.beginObserve(run, "await")) {
+            return;
+        }
+        RunBinding b = bindings[run.slot()];
+        int rc = PtoError.FAILED.code();
+        String message = null;
+        try {
+            rc = device.api.waitRun(device.ctx, b.storage());
+            if (rc != 0) {
+                message = device.lastError();
+            }
+        } finally {
+            table.awaited(run.slot(), rc, message);
+        }
+        completed(device, b, run, rc);
     }
 
     /**
@@ -303,7 +424,7 @@ public final class ChipWorker implements AutoCloseable {
      * @throws PtoRunException (a subclass where one fits) when the run failed
      */
     public void finalizeRun(NativeRun run) {
-        runs.finalizeRun(run);
+        finalizeBegun(lifecycle, table.beginFinalize(run));
     }
 
     /**
@@ -311,13 +432,144 @@ public final class ChipWorker implements AutoCloseable {
      * filter), copying results back; always finalizes.
      */
     public void run(int callableId, TaskArgs args, CallConfig config) {
-        runs.run(callableId, args, config, null, 0, 0, null);
+        runBlocking(callableId, args, config, null, 0, 0, null);
     }
 
     /** Runs a callable to completion in the lease's slot (admitted like a prepare); always finalizes. */
     public void run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                     long dispatchId, AcceptanceWord acceptance) {
-        runs.run(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId, acceptance);
+        runBlocking(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId, acceptance);
+    }
+
+    // ---- the phases' shared steps -----------------------------------------------------------------
+
+    /**
+     * Drains and releases the run whose finalize began (its slot is FINALIZING, in this
+     * thread's call); the slot is EMPTY afterwards whatever happens. One native call:
+     * simpler_finalize_run waits for a running run itself. Static: close (and the leak
+     * net, which must not reach the ChipWorker) finalizes outstanding runs through it.
+     */
+    static void finalizeBegun(ChipLifecycle chip, SlotTable.Finalizing f) {
+        ChipDevice device = chip.device;
+        NativeRun run = f.run();
+        RunBinding b = chip.bindings[run.slot()];
+        int rc = PtoError.FAILED.code();
+        String message = null;
+        RunEvents.Finalize event = RunEvents.beginFinalize();
+        try {
+            rc = device.api.finalizeRun(device.ctx, b.storage());
+            if (rc != 0) {
+                message = device.lastError();
+            } else if (f.waitResult() == 0 && f.previous() != SlotTable.Phase.PREPARED) {
+                // only a launched run that succeeded produced anything to copy back
+                b.copyBack();
+            }
+        } finally {
+            if (f.previous() == SlotTable.Phase.RUNNING) {
+                completed(device, b, run, rc);
+            }
+            b.release();
+            chip.table.emptied(run.slot());
+            RunEvents.commit(event, device, run, rc != 0 ? rc : f.waitResult());
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("finalized {}: {}", run.identity(), PtoError.nameOf(rc != 0 ? rc : f.waitResult()));
+        }
+        if (rc != 0) {
+            throw device.failure("finalize", rc, message, run);
+        }
+        if (f.waitResult() != 0) {
+            throw device.failure("run", f.waitResult(), f.waitMessage(), run);
+        }
+    }
+
+    /**
+     * The blocking composition on a lease's slot, or slot 0 unleased (epoch 0, no
+     * generation filter). A registration on this chip waits until it returned.
+     */
+    private void runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId, long dispatchId,
+             AcceptanceWord acceptance) {
+        checkRunArguments(callableId, args, config, acceptance);
+        if (lease != null) {
+            checkLeaseShape(lease);
+        }
+        NativeRun run = lease == null
+                ? new NativeRun(0, 0, 0, runId, dispatchId)
+                : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
+        RunBinding b = bindings[run.slot()];
+        int rc = PtoError.FAILED.code();
+        String message = null;
+        long use = callables.beginUse();
+        try {
+            Direction[] directions = callables.directionsOf(callableId);
+            RunBinding.checkArgs(args, directions, memory);
+            table.admit(run, noOverlap(config), lease != null, timeoutOf(config));
+            try {
+                b.bind(run, args, config, acceptance, directions);
+                rc = device.api.run(device.ctx, b.storage(), callableId, b.args(), b.config(), b.descriptor());
+                if (rc != 0) {
+                    message = device.lastError();
+                } else {
+                    b.copyBack();
+                }
+            } finally {
+                Reference.reachabilityFence(args);
+                Reference.reachabilityFence(acceptance);
+                b.release();
+                table.emptied(run.slot());
+            }
+        } finally {
+            callables.endUse(use);
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("ran {}: {}", run.identity(), PtoError.nameOf(rc));
+        }
+        if (rc != 0) {
+            throw device.failure("run of callable " + callableId, rc, message, run);
+        }
+    }
+
+    /** The run was seen complete: its Completion event. */
+    private static void completed(ChipDevice device, RunBinding b, NativeRun run, int code) {
+        RunEvents.Completion event = RunEvents.completion();
+        if (event != null) {
+            event.sinceLaunch = b.launchedAt == 0 ? -1 : System.nanoTime() - b.launchedAt;
+            event.commitFor(device, run, code);
+        }
+    }
+
+    // ---- argument checks -----------------------------------------------------------------------
+
+    private void checkLeaseShape(PipelineSlotLease lease) {
+        Objects.requireNonNull(lease, "lease");
+        int depth = bindings.length;
+        if (lease.reserved() != 0 || lease.generation() == 0 || lease.slotId() < 0 || lease.slotId() >= depth) {
+            throw new IllegalArgumentException(SlotTable.OUTSIDE_CONTRACT + ": " + lease + " (pipeline depth " + depth
+                    + "; reserved must be 0 and generation non-zero)");
+        }
+    }
+
+    /** Why a run may not overlap another, or null: only where the library supports it and no diagnostic is on. */
+    private String noOverlap(CallConfig config) {
+        if (!concurrentPrepare) {
+            return device.variant() + " cannot prepare while a run executes";
+        }
+        return config.hasDiagnostics() ? "this run has a diagnostic on" : null;
+    }
+
+    private static int timeoutOf(CallConfig config) {
+        return config.timeoutMs() == 0 ? CallConfig.DEFAULT_TIMEOUT_MS : config.timeoutMs();
+    }
+
+    /** What prepare and run refuse before any native call or lock. */
+    private void checkRunArguments(int callableId, TaskArgs args, CallConfig config, AcceptanceWord acceptance) {
+        Objects.requireNonNull(args, "args");
+        Objects.requireNonNull(config, "config");
+        CallableRegistry.checkCallableId(callableId);
+        config.validateFor(device.variant().arch());
+        if (acceptance != null && acceptance.isCaptured()) {
+            throw new IllegalArgumentException("the acceptance word is captured by an unfinalized run");
+        }
     }
 
     // ---- counters and queries ----------------------------------------------------------------
@@ -356,7 +608,7 @@ public final class ChipWorker implements AutoCloseable {
 
     /** True when a run may be prepared in another slot while a run executes (depth > 1 and the library supports it). */
     public boolean supportsConcurrentPrepare() {
-        return runs.supportsConcurrentPrepare();
+        return concurrentPrepare;
     }
 
     /** The address of each slot's run storage, one distinct storage per slot (tests). */

@@ -33,6 +33,11 @@ final class RunEvents {
     private RunEvents() {
     }
 
+    /** True once a Flight Recorder recording may want run events (a static flag read). */
+    static boolean recording() {
+        return FlightRecorder.isInitialized();
+    }
+
     /** A begun Prepare event, or null when no recording wants it. */
     static Prepare beginPrepare() {
         return FlightRecorder.isInitialized() && Probes.PREPARE.isEnabled() ? begun(new Prepare()) : null;
@@ -131,7 +136,8 @@ final class RunEvents {
     @Description("The run was seen complete (poll, await or finalize)")
     static final class Completion extends RunEvent {
         @Label("Since Launch")
-        @Description("From the end of the launch call to the moment the run was seen complete")
+        @Description("From the end of the launch call to the moment the run was seen complete; -1 when the"
+                + " run was launched before Flight Recorder started")
         @Timespan(Timespan.NANOSECONDS)
         long sinceLaunch;
     }
