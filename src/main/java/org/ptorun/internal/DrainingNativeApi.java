@@ -1,17 +1,26 @@
 package org.ptorun.internal;
 
+import java.util.concurrent.atomic.AtomicInteger;
+
 /**
  * A {@link NativeApi} that drains the library's native log ({@link NativeLog}) after
- * every call that may record: one atomic-count check when nothing was recorded. A run
- * drains once, at finalize (or its blocking run): prepare, launch, poll and wait are the
- * hot path and are passed through, and whatever they record waits in the ring until then. The
- * drain runs on the calling thread at the end of the call, never from a device thread,
- * and leaves {@code simpler_last_error} alone, so a failed call's message is still there.
+ * every call that may record: one atomic-count check when nothing was recorded. The run
+ * phases (prepare, launch, poll, wait, finalize) are the hot path: they drain after a
+ * failed call, and a successful finalize drains every {@value #FINALIZES_PER_DRAIN}th
+ * time — so a record made during a successful run reaches SLF4J within that many runs,
+ * or at the chip's next call of any other kind, and a successful trivial cycle makes no
+ * native call beyond its phases (docs/performance.md, P1). The drain runs on the
+ * calling thread at the end of the call, never from a device thread, and leaves
+ * {@code simpler_last_error} alone, so a failed call's message is still there.
  */
 public final class DrainingNativeApi implements NativeApi {
 
+    /** Successful finalizes, across the library's chips, between two drains of the log. */
+    public static final int FINALIZES_PER_DRAIN = 64;
+
     private final NativeApi api;
     private final NativeLog log;
+    private final AtomicInteger finalizes = new AtomicInteger();
 
     /** Wraps {@code api}; records go to {@code log}. */
     public DrainingNativeApi(NativeApi api, NativeLog log) {
@@ -145,31 +154,39 @@ public final class DrainingNativeApi implements NativeApi {
 
     @Override
     public int prepareRun(long ctx, long storage, int id, long args, long cfg, long desc) {
-        return api.prepareRun(ctx, storage, id, args, cfg, desc);
+        return drainedIfFailed(api.prepareRun(ctx, storage, id, args, cfg, desc));
     }
 
     @Override
     public int launchRun(long ctx, long storage) {
-        return api.launchRun(ctx, storage);
+        return drainedIfFailed(api.launchRun(ctx, storage));
     }
 
     @Override
     public int pollRun(long ctx, long storage) {
-        return api.pollRun(ctx, storage);
+        return drainedIfFailed(api.pollRun(ctx, storage));
     }
 
     @Override
     public int waitRun(long ctx, long storage) {
-        return api.waitRun(ctx, storage);
+        return drainedIfFailed(api.waitRun(ctx, storage));
     }
 
     @Override
     public int finalizeRun(long ctx, long storage) {
-        try {
-            return api.finalizeRun(ctx, storage);
-        } finally {
+        int rc = api.finalizeRun(ctx, storage);
+        if (rc != 0 || finalizes.incrementAndGet() % FINALIZES_PER_DRAIN == 0) {
             log.drain();
         }
+        return rc;
+    }
+
+    /** A run phase's result: drains the log first when the call failed (its records say why). */
+    private int drainedIfFailed(int rc) {
+        if (rc < 0) {
+            log.drain();
+        }
+        return rc;
     }
 
     @Override
