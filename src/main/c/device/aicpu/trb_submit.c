@@ -13,6 +13,7 @@
 #include "device/aicpu/trb_orch_api.h"
 #include "device/aicpu/trb_scheduler.h"
 #include "ptorun/pto_runtime_c_api.h"
+#include "util/sorted_search.h"
 
 static int access_done(void *ctx, const PtoTrbAccess *a)
 {
@@ -21,14 +22,7 @@ static int access_done(void *ctx, const PtoTrbAccess *a)
 
 static const PtoTrbKernel *find_kernel(const TrbRun *t, uint32_t func_id)
 {
-    uint32_t a = 0, b = t->kernel_count;
-    while (a < b) {
-        uint32_t mid = a + (b - a) / 2;
-        if (t->kernels[mid].func_id < func_id)
-            a = mid + 1;
-        else
-            b = mid;
-    }
+    uint32_t a = PTO_SORTED_FIRST(t->kernels, t->kernel_count, func_id, func_id, 0);
     return a < t->kernel_count && t->kernels[a].func_id == func_id ? &t->kernels[a] : NULL;
 }
 

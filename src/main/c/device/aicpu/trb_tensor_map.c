@@ -1,6 +1,7 @@
 #include "device/aicpu/trb_tensor_map.h"
 
 #include <stddef.h>
+#include "util/sorted_search.h"
 
 void trb_map_reset(TrbTensorMap *m, PtoTrbAccess *pool, uint32_t capacity)
 {
@@ -44,14 +45,7 @@ void trb_map_seal(TrbTensorMap *m)
 
 int32_t trb_map_class(const TrbTensorMap *m, uint64_t lo, uint64_t hi)
 {
-    uint32_t a = 0, b = m->class_count;
-    while (a < b) {
-        uint32_t mid = a + (b - a) / 2;
-        if (m->classes[mid].lo <= lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
+    uint32_t a = PTO_SORTED_FIRST(m->classes, m->class_count, lo, lo, 1);
     if (a == 0)
         return -1;
     return hi <= m->classes[a - 1].hi ? (int32_t)(a - 1) : -1;

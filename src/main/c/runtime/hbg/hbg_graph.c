@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
+#include "util/sorted_search.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -138,14 +139,7 @@ void hbg_graph_seal_classes(HbgGraph *g)
 /* The class holding all of [lo, hi), or -1. */
 static int32_t find_class(const HbgGraph *g, uint64_t lo, uint64_t hi)
 {
-    uint32_t a = 0, b = g->class_count;
-    while (a < b) {
-        uint32_t mid = a + (b - a) / 2;
-        if (g->classes[mid].lo <= lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
+    uint32_t a = PTO_SORTED_FIRST(g->classes, g->class_count, lo, lo, 1);
     if (a == 0)
         return -1;
     const HbgAliasClass *c = &g->classes[a - 1];
@@ -179,15 +173,7 @@ static void sort_deps(HbgGraph *g)
 /* The first item of the sorted list starting at or after `at`. */
 static uint32_t first_from(const HbgAccessList *list, uint64_t at)
 {
-    uint32_t a = 0, b = list->count;
-    while (a < b) {
-        uint32_t mid = a + (b - a) / 2;
-        if (list->items[mid].lo < at)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return a;
+    return PTO_SORTED_FIRST(list->items, list->count, lo, at, 0);
 }
 
 /* Every access in `list` overlapping [lo, hi) becomes a producer of `task`. */
