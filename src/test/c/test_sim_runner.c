@@ -21,11 +21,16 @@
 #include "test_callable.h"
 #include "test_sim.h"
 
+/* Only for time that must pass (a kernel's duration, a measurement window),
+   never to wait for something: the tests synchronize on events. */
 static void sleep_ms(long ms)
 {
     struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
     nanosleep(&t, NULL);
 }
+
+/* How long a test waits for an event before it fails instead of hanging. */
+#define EVENT_TIMEOUT_MS 20000
 
 /* ---- test kernels ------------------------------------------------------------- */
 
@@ -64,7 +69,7 @@ static int32_t record_kernel(const uint64_t *args, uint32_t nargs, const PtoKern
     if (now > k.max_running[ctx->core_type])
         k.max_running[ctx->core_type] = now;
     pthread_mutex_unlock(&k.lock);
-    sleep_ms(2); /* gives the scheduler the chance to overlap tasks */
+    sleep_ms(2); /* the kernel's duration, so overlapping tasks can be observed; synchronizes nothing */
     pthread_mutex_lock(&k.lock);
     k.running[ctx->core_type]--;
     pthread_mutex_unlock(&k.lock);
@@ -561,13 +566,22 @@ TEST(executor_refuses_a_malformed_graph_instead_of_running_it)
     runner_destroy(r);
 }
 
-/* Releases the blocked kernels once the host has asked the device to stop. */
+typedef struct StopWatch {
+    Runner *r;
+    PtoDeviceStatus *status;
+    int waited;               /* sim_device_pool_await_waits' answer */
+    int32_t stop_seen;        /* stop_request when the kernels were released */
+} StopWatch;
+
+/* Releases the blocked kernels once the host has asked the device to stop: an
+   await that timed out stores the request, then parks in its second wait on the
+   launch, which is the event waited for here. */
 static void *release_on_stop(void *arg)
 {
-    PtoDeviceStatus *s = arg;
-    while (__atomic_load_n(&s->stop_request, __ATOMIC_ACQUIRE) == 0)
-        sleep_ms(1);
-    release_kernels();
+    StopWatch *w = arg;
+    w->waited = sim_device_pool_await_waits(w->r->pool, 2, EVENT_TIMEOUT_MS);
+    w->stop_seen = __atomic_load_n(&w->status->stop_request, __ATOMIC_ACQUIRE);
+    release_kernels(); /* also when the wait failed: the test then fails rather than hangs */
     return NULL;
 }
 
@@ -582,10 +596,13 @@ TEST(await_times_out_stops_dispatching_and_waits_for_kernels_in_flight)
     };
     HandGraph g;
     CHECK_EQ_INT(build_graph(r, t, 3, 1, 2, 50, &g), 0);
+    StopWatch w = { r, status_of(&g), -1, 0 };
     pthread_t helper;
-    pthread_create(&helper, NULL, release_on_stop, status_of(&g));
+    pthread_create(&helper, NULL, release_on_stop, &w);
     CHECK_EQ_INT(launch_and_await(r, &g), PTO_ERR_TIMEOUT);
     pthread_join(helper, NULL);
+    CHECK_EQ_INT(w.waited, PTO_OK);
+    CHECK_EQ_INT(w.stop_seen, PTO_ERR_TIMEOUT); /* the kernel was released only after the stop request */
     CHECK_CONTAINS(pto_last_error(), "exceeded its timeout of 50 ms");
     CHECK_EQ_INT(k.ran[0], 1);
     CHECK_EQ_INT(k.ran[2], 0);        /* its producer's completion came after the stop */
@@ -631,29 +648,32 @@ TEST(query_never_blocks_and_a_busy_device_refuses_a_second_launch)
     runner_destroy(r);
 }
 
+#define RACING_QUERIES 200
+
 typedef struct Poller {
     Runner *r;
     RunExec *exec;
-    int not_ready, complete, other;
+    int first;                /* the query while the kernel is blocked */
+    int waited;               /* the wait for the launch's end */
+    int complete, other;      /* the queries after it */
 } Poller;
 
-static void *poll_until_complete(void *arg)
+/* Queries once while the run is blocked, lets it finish, waits for the device
+   to end the launch (the event that also wakes the await), then queries at
+   once, racing the await's settle and the retiring of its execution state. */
+static void *query_around_the_end(void *arg)
 {
     Poller *p = arg;
-    for (;;) {
-        int rc = runner_query(p->r, p->exec);
-        if (rc == SIMPLER_NATIVE_RUN_POLL_COMPLETE) {
+    p->first = runner_query(p->r, p->exec);
+    release_kernels();
+    p->waited = sim_device_pool_wait(p->r->pool, UINT64_MAX, EVENT_TIMEOUT_MS);
+    for (int i = 0; i < RACING_QUERIES; i++) {
+        if (runner_query(p->r, p->exec) == SIMPLER_NATIVE_RUN_POLL_COMPLETE)
             p->complete++;
-            return NULL;
-        }
-        if (rc == SIMPLER_NATIVE_RUN_POLL_NOT_READY)
-            p->not_ready++;
         else
             p->other++;
-        if (p->not_ready == 1)
-            release_kernels(); /* seen running: let it finish */
-        sleep_ms(1);
     }
+    return NULL;
 }
 
 TEST(query_from_another_thread_races_the_await_safely)
@@ -667,13 +687,14 @@ TEST(query_from_another_thread_races_the_await_safely)
     RunExec exec;
     CHECK_EQ_INT(runner_submit(r, &exec, 0, &g.launch, NULL), PTO_OK);
     wait_blocked(1);
-    Poller p = { r, &exec, 0, 0, 0 };
+    Poller p = { r, &exec, -1, -1, 0, 0 };
     pthread_t th;
-    pthread_create(&th, NULL, poll_until_complete, &p);
+    pthread_create(&th, NULL, query_around_the_end, &p);
     CHECK_EQ_INT(runner_await_device(r, &exec), PTO_OK);
     pthread_join(th, NULL);
-    CHECK(p.not_ready >= 1);
-    CHECK_EQ_INT(p.complete, 1);
+    CHECK_EQ_INT(p.first, SIMPLER_NATIVE_RUN_POLL_NOT_READY);
+    CHECK_EQ_INT(p.waited, PTO_OK);
+    CHECK_EQ_INT(p.complete, RACING_QUERIES); /* before, during and after the await settled */
     CHECK_EQ_INT(p.other, 0);
     free_graph(r, &g);
     runner_destroy(r);
@@ -703,7 +724,7 @@ static int32_t slow_kernel(const uint64_t *args, uint32_t nargs, const PtoKernel
     pthread_mutex_lock(&k.lock);
     k.ran[ctx->task_id]++;
     pthread_mutex_unlock(&k.lock);
-    sleep_ms(30);
+    sleep_ms(30); /* the kernel's duration, so the run outlives its deadline; synchronizes nothing */
     return 0;
 }
 
@@ -950,7 +971,7 @@ TEST(an_idle_device_burns_no_cpu)
     CHECK_EQ_INT(build_graph(r, t, 1, 1, 4, 10000, &g), 0);
     CHECK_EQ_INT(launch_and_await(r, &g), PTO_OK); /* threads have worked and gone idle */
     long long before = test_process_cpu_us();
-    sleep_ms(300);
+    sleep_ms(300); /* the measurement window: CPU used while nothing runs; synchronizes nothing */
     long long used = test_process_cpu_us() - before;
     if (used > 30000) {
         char m[128];

@@ -4,6 +4,7 @@
 #include <stdalign.h>
 
 #include "common/call_config.h"
+#include "common/device_failure.h"
 #include "common/device_context.h"
 #include "util/last_error.h"
 #include "common/native_run_context.h"
@@ -19,6 +20,20 @@ const char *ptorun_variant(void)
 const char *simpler_last_error(void)
 {
     return pto_last_error();
+}
+
+/* Every code an exported call returns on a device context passes here: the
+ * one place where a device failure the call reports (whoever met it: the
+ * platform, the runtime, the device's status) poisons the context, so the code
+ * alone tells (common/device_failure.h). A device failure implies a live
+ * context: every call refuses a bad one with PTO_ERR_INVALID_ARGUMENT first.
+ * simpler_init and finalize_device do not come here: a failed init leaves the
+ * context un-initialized, a finalized one refuses all work. */
+static int noted(void *ctx, int rc)
+{
+    if (pto_device_failure(rc))
+        runner_note_failure(((DeviceContext *)ctx)->runner, rc);
+    return rc;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -100,6 +115,8 @@ void *device_malloc_ctx(void *ctx, size_t n)
         /* a NULL cannot say why: the message leads with the code, "(<code>) ..." */
         int code = pto_last_error_code();
         code = code != 0 ? code : PTO_ERR_OUT_OF_MEMORY;
+        if (dc != NULL)
+            noted(dc, code);
         pto_fail(code, "(%d) %s", code, pto_last_error());
     }
     return p;
@@ -129,7 +146,7 @@ int copy_to_device_ctx(void *ctx, void *dev, const void *host, size_t n)
         return PTO_ERR_INVALID_ARGUMENT;
     if (dev == NULL || (host == NULL && n != 0))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "copy_to_device: NULL %s pointer", dev == NULL ? "device" : "host");
-    return runner_copy_to_device(dc->runner, dev, host, n);
+    return noted(dc, runner_copy_to_device(dc->runner, dev, host, n));
 }
 
 int copy_from_device_ctx(void *ctx, void *host, const void *dev, size_t n)
@@ -140,7 +157,7 @@ int copy_from_device_ctx(void *ctx, void *host, const void *dev, size_t n)
         return PTO_ERR_INVALID_ARGUMENT;
     if (dev == NULL || (host == NULL && n != 0))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "copy_from_device: NULL %s pointer", dev == NULL ? "device" : "host");
-    return runner_copy_from_device(dc->runner, host, dev, n);
+    return noted(dc, runner_copy_from_device(dc->runner, host, dev, n));
 }
 
 /* ---- callables ------------------------------------------------------------ */
@@ -164,7 +181,7 @@ int simpler_register_callable(void *ctx, int32_t id, const void *callable)
         return rc;
     if (callable == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s(%d): callable is NULL", fn, id);
-    return device_context_register_callable(dc, id, callable);
+    return noted(dc, device_context_register_callable(dc, id, callable));
 }
 
 /* An id that is not registered is not an error (0). */
@@ -178,7 +195,7 @@ int simpler_unregister_callable(void *ctx, int32_t id)
     int rc = check_callable_id(id, fn);
     if (rc != PTO_OK)
         return rc;
-    return device_context_unregister_callable(dc, id);
+    return noted(dc, device_context_unregister_callable(dc, id));
 }
 
 /* ---- native runs: the state machine is in native_run_context.c ------------ */
@@ -187,38 +204,38 @@ int simpler_prepare_run(void *ctx, void *storage, int32_t id, const void *args,
                         const CallConfig *cfg, const NativeRunDescriptor *desc)
 {
     pto_clear_error();
-    return native_run_prepare(ctx, storage, id, args, cfg, desc);
+    return noted(ctx, native_run_prepare(ctx, storage, id, args, cfg, desc));
 }
 
 int simpler_launch_run(void *ctx, void *storage)
 {
     pto_clear_error();
-    return native_run_launch(ctx, storage);
+    return noted(ctx, native_run_launch(ctx, storage));
 }
 
 int simpler_poll_run(void *ctx, void *storage)
 {
     pto_clear_error();
-    return native_run_poll(ctx, storage);
+    return noted(ctx, native_run_poll(ctx, storage));
 }
 
 int simpler_wait_run(void *ctx, void *storage)
 {
     pto_clear_error();
-    return native_run_wait(ctx, storage);
+    return noted(ctx, native_run_wait(ctx, storage));
 }
 
 int simpler_finalize_run(void *ctx, void *storage)
 {
     pto_clear_error();
-    return native_run_finalize(ctx, storage);
+    return noted(ctx, native_run_finalize(ctx, storage));
 }
 
 int simpler_run(void *ctx, void *storage, int32_t id, const void *args,
                 const CallConfig *cfg, const NativeRunDescriptor *desc)
 {
     pto_clear_error();
-    return native_run_blocking(ctx, storage, id, args, cfg, desc);
+    return noted(ctx, native_run_blocking(ctx, storage, id, args, cfg, desc));
 }
 
 /* ---- counters ------------------------------------------------------------- */

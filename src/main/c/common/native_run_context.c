@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/call_config.h"
+#include "common/device_failure.h"
 #include "util/last_error.h"
 #include "util/spin_wait.h"
 
@@ -52,10 +53,19 @@ static int job_outcome(NativeRunContext *run, const char *fn, int rc)
 {
     if (rc == PTO_OK)
         return PTO_OK;
-    if (rc == PTO_ERR_KERNEL_FAULT &&
-        runtime_read_failure(&run->runtime, &run->host_api, rc) == PTO_ERR_KERNEL_FAULT &&
-        strncmp(pto_last_error(), "kernel fault: ", 14) == 0)
-        return run_fail_current(rc, fn, &run->desc);
+    if (rc == PTO_ERR_KERNEL_FAULT) {
+        int named = runtime_read_failure(&run->runtime, &run->host_api, rc);
+        if (named == PTO_ERR_KERNEL_FAULT && strncmp(pto_last_error(), "kernel fault: ", 14) == 0)
+            return run_fail_current(rc, fn, &run->desc);
+        if (pto_device_failure(named)) {
+            /* reading the status met a device failure: from now on it is the
+               run's outcome (the job is done: the executor no longer writes it),
+               so wait and finalize report it too (device_failure.h) */
+            run->job.result = named;
+            snprintf(run->job.message, sizeof run->job.message, "%s", pto_last_error());
+            return run_fail_current(named, fn, &run->desc);
+        }
+    }
     return run_fail(rc, fn, &run->desc, "%s", run->job.message[0] != '\0' ? run->job.message : "the run failed");
 }
 
@@ -295,8 +305,13 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     run->trace_spans.prepare_end = pto_monotonic_ns();
     return PTO_OK;
 
-fail_slot:
-    runner_abandon_slot(dc->runner, run->desc.pipeline_slot);
+fail_slot: {
+    char saved[PTO_ERROR_MESSAGE_BYTES];
+    snprintf(saved, sizeof saved, "%s", pto_last_error());
+    int outcome = pto_outrank(rc, saved, runner_abandon_slot(dc->runner, run->desc.pipeline_slot));
+    if (outcome != rc) /* the release's device failure: say which run */
+        rc = run_fail_current(outcome, fn, &run->desc);
+}
 fail:
     tear_down(run); /* drops the reservation (if taken) and empties the storage */
     return rc;
@@ -412,6 +427,23 @@ int native_run_wait(void *ctx, void *storage)
 
 /* ---- finalize and the blocking composition -------------------------------- */
 
+/* A launched run's result at finalize, its message the thread's: the collect's
+ * failure (the runtime names a failed run from its device status), else the
+ * execution's; a device failure of the execution outranks the collect's other
+ * answer (a kernel fault named from a status block the drain could not read). */
+static int finalize_outcome(NativeRunContext *run, const char *fn)
+{
+    int execution_rc = executor_job_wait(&run->job);
+    int collect_rc = runtime_collect_results(&run->runtime, &run->host_api, execution_rc);
+    if (collect_rc == PTO_OK)
+        return job_outcome(run, fn, execution_rc);
+    char collected[PTO_ERROR_MESSAGE_BYTES];
+    snprintf(collected, sizeof collected, "%s", pto_last_error());
+    if (pto_device_failure(execution_rc))
+        pto_fail(execution_rc, "%s", run->job.message[0] != '\0' ? run->job.message : "the run failed");
+    return run_fail_current(pto_outrank(collect_rc, collected, execution_rc), fn, &run->desc);
+}
+
 int native_run_finalize(void *ctx, void *storage)
 {
     static const char fn[] = "simpler_finalize_run";
@@ -425,26 +457,16 @@ int native_run_finalize(void *ctx, void *storage)
 
     run->trace_spans.finalize_start = pto_monotonic_ns();
     int launched = phase != NATIVE_RUN_PREPARED;
-    int execution_rc = launched ? executor_job_wait(&run->job) : PTO_OK;
-    /* a never-launched run has no results: nothing is copied back */
-    int collect_rc = launched ? runtime_collect_results(&run->runtime, &run->host_api, execution_rc) : PTO_OK;
     NativeRunDescriptor desc = run->desc; /* the storage is empty after tear_down */
-    if (!launched)
-        runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
-    if (collect_rc != PTO_OK && launched && runner_poisoned(run->owner->runner)) {
-        /* the runner's own message (executor thread) is gone: say that the device
-           error poisoned the context, as the runner's messages do */
-        char why[512];
-        snprintf(why, sizeof why, "%s", pto_last_error());
-        pto_fail(collect_rc, "%s; the device context is poisoned until finalize_device", why);
+    if (launched)
+        rc = finalize_outcome(run, fn);
+    else { /* never launched: no results, nothing is copied back; releasing its slot may still fail */
+        int released = runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
+        rc = pto_device_failure(released) ? run_fail_current(released, fn, &desc) : PTO_OK;
     }
-    if (collect_rc != PTO_OK)
-        run_fail_current(collect_rc, fn, &desc);
-    else if (execution_rc != PTO_OK)
-        job_outcome(run, fn, execution_rc);
     runtime_unbind(&run->runtime, &run->host_api);
     tear_down(run);
-    return collect_rc != PTO_OK ? collect_rc : execution_rc;
+    return rc;
 }
 
 int native_run_blocking(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
@@ -459,7 +481,6 @@ int native_run_blocking(void *ctx, void *storage, int32_t id, const void *args, 
     char first_message[PTO_ERROR_MESSAGE_BYTES];
     snprintf(first_message, sizeof first_message, "%s", pto_last_error());
     rc = native_run_finalize(ctx, storage); /* always, after a successful prepare */
-    if (first != PTO_OK)
-        return pto_fail(first, "%s", first_message); /* the first error wins */
-    return rc;
+    /* the first error wins, unless finalize's is a device failure and it is not */
+    return first != PTO_OK ? pto_outrank(first, first_message, rc) : rc;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/dep_graph.h"
+#include "common/device_failure.h"
 #include "util/last_error.h"
 #include "util/spin_wait.h"
 #include "common/variant.h"
@@ -45,8 +46,8 @@ int run_trace_alloc(const HostApi *api, uint32_t capacity, void **out)
     size_t bytes = (size_t)pto_trace_bytes(capacity);
     void *dev = host_api_device_malloc(api, bytes);
     if (dev == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: no device memory for the trace (%zu bytes): %s", bytes,
-                        pto_last_error());
+        return pto_fail(pto_null_failure(PTO_ERR_OUT_OF_MEMORY), "bind: no device memory for the trace (%zu bytes): %s",
+                        bytes, pto_last_error());
     PtoTraceHeader h = { .magic = PTO_TRACE_MAGIC, .capacity = capacity, .count = 0 };
     int rc = host_api_copy_to_device(api, dev, &h, sizeof h);
     if (rc != PTO_OK) {

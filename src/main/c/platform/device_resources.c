@@ -316,7 +316,8 @@ static int resolve_kernels(Runner *r, const ChipCallableView *v, uint8_t *host, 
             u->libraries[u->library_count++] = library;
         if (addr == 0) {
             release_libraries(r, u);
-            return PTO_ERR_BAD_CALLABLE;
+            /* the message's code: a device failure (which poisoned) must not read as a bad callable */
+            return pto_device_failure(pto_last_error_code()) ? pto_last_error_code() : PTO_ERR_BAD_CALLABLE;
         }
         memcpy(host + chip_callable_resolved_addr_offset(v, i), &addr, sizeof addr);
     }

@@ -66,13 +66,18 @@ int run_exec_known(const RunExecHead *h, int query, int *rc)
     }
 }
 
-/* The executor's message for the run's error, read into buf; NULL when there is none. */
-static const char *device_message(Runner *r, uint64_t message_dev, char *buf)
+/* The executor's message for the run's error, read into buf (*out NULL when
+ * there is none); the read's code when it met a device failure. */
+static int device_message(Runner *r, uint64_t message_dev, char *buf, const char **out)
 {
-    if (message_dev == 0 || runner_check_inside(r, "message", message_dev, DEVICE_MESSAGE_BYTES) != PTO_OK ||
-        platform_read(r, buf, message_dev, DEVICE_MESSAGE_BYTES) != PTO_OK)
-        return NULL;
-    return memchr(buf, '\0', DEVICE_MESSAGE_BYTES) != NULL && buf[0] != '\0' ? buf : NULL;
+    *out = NULL;
+    if (message_dev == 0 || runner_check_inside(r, "message", message_dev, DEVICE_MESSAGE_BYTES) != PTO_OK)
+        return PTO_OK;
+    int rc = platform_read(r, buf, message_dev, DEVICE_MESSAGE_BYTES);
+    if (rc != PTO_OK)
+        return pto_device_failure(rc) ? rc : PTO_OK;
+    *out = memchr(buf, '\0', DEVICE_MESSAGE_BYTES) != NULL && buf[0] != '\0' ? buf : NULL;
+    return PTO_OK;
 }
 
 int device_run_verdict(Runner *r, const RunExecHead *h)
@@ -92,7 +97,10 @@ int device_run_verdict(Runner *r, const RunExecHead *h)
         return pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u) returned %d on core %u",
                         (unsigned long long)s->task_id, s->func_id, s->kernel_code, s->core_id);
     char buf[DEVICE_MESSAGE_BYTES];
-    const char *message = device_message(r, args.message_dev, buf);
+    const char *message;
+    int read_rc = device_message(r, args.message_dev, buf, &message);
+    if (read_rc != PTO_OK) /* a device failure outranks the error it was reading about */
+        return pto_fail(read_rc, "%s; the device had reported error %d for the run", pto_last_error(), result);
     if (message != NULL)
         return pto_fail(result, "the device failed the run: %s", message);
     return pto_fail(result, "the device reported error %d for the run", result);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/device_failure.h"
 #include "common/launch_signal.h"
 
 typedef struct Runner Runner;
@@ -54,6 +55,16 @@ int runner_init(Runner *r, int device_id, const DeviceImages *images);
 int runner_finalize(Runner *r);                 /* releases every device resource; back to un-initialized */
 int runner_initialized(Runner *r);
 int runner_poisoned(Runner *r);                 /* non-zero after an unrecovered device error */
+
+/* ---- device failures (common/device_failure.h) ----------------------------- */
+
+/* The one place a device failure poisons: onboard, a device failure poisons the
+ * runner (until runner_finalize) and the calling thread's message then ends
+ * with "; the device context is poisoned until finalize_device" (added once);
+ * the sim does nothing (its device has no unrecoverable state). Returns rc.
+ * The exported calls pass every code they return through it (common/c_api.c),
+ * and the onboard runner passes each driver failure at once (ob_drv_fail). */
+int runner_note_failure(Runner *r, int rc);
 
 /* ---- device memory: HostApi entries (platform/device_memory.c; the host
  * mapping is each platform's) ---------------------------------------------- */
@@ -98,10 +109,11 @@ size_t runner_run_stream_set_create_count(Runner *r);
  * runtime binds it: the platform gets the run's per-run execution resources
  * ready (onboard a2a3: a fresh AICore stream). PTO_ERR_POISONED when the device
  * context refuses work. runner_abandon_slot releases them for a run that will
- * never be launched (its prepare failed later, or it is finalized Prepared);
+ * never be launched (its prepare failed later, or it is finalized Prepared):
+ * PTO_OK, or the device failure the release met (which the caller reports);
  * a launched run's are released by runner_await_device. The sim has none. */
 int runner_prepare_slot(Runner *r, uint32_t slot);
-void runner_abandon_slot(Runner *r, uint32_t slot);
+int runner_abandon_slot(Runner *r, uint32_t slot);
 
 /* ---- execution: the run's job is submit, then await the device (executor thread) */
 

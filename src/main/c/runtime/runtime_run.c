@@ -65,6 +65,13 @@ int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, co
                     s->core_id, progress);
 }
 
+int runtime_unreadable_status(int execution_rc, int read_rc)
+{
+    int code = pto_device_failure(read_rc) && !pto_device_failure(execution_rc) ? read_rc : execution_rc;
+    return pto_fail(code, "the run failed (%d); its device status could not be read: %s", execution_rc,
+                    pto_last_error());
+}
+
 int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_rc)
 {
     if (execution_rc != PTO_OK)

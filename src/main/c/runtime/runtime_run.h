@@ -40,6 +40,12 @@ int runtime_run_check(const RuntimeRun *run, const HostApi *api, uint32_t magic,
  * code and its meaning, and core; `progress` says how many tasks completed. */
 int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, const char *progress);
 
+/* read_failure's answer when the status block of a run that failed with
+ * execution_rc could not be read (the read's code read_rc, its message the
+ * thread's): execution_rc, unless the read met a device failure and the run's
+ * own failure is none (device_failure.h: it outranks what it was to name). */
+int runtime_unreadable_status(int execution_rc, int read_rc);
+
 /* A bound run's outputs, as collect writes them. */
 typedef struct RunOutputs {
     const RunTensorTable *tensors;  /* copied back */

@@ -117,12 +117,27 @@ int runner_prepare_slot(Runner *r, uint32_t slot)
     return 0;
 }
 
-void runner_abandon_slot(Runner *r, uint32_t slot)
+int runner_abandon_slot(Runner *r, uint32_t slot)
 {
     (void)r;
     pthread_mutex_lock(&fake_lock);
     fake_record.abandon_slot = slot;
     pthread_mutex_unlock(&fake_lock);
+    if (fake_script.abandon_fail_code != 0)
+        return pto_fail(fake_script.abandon_fail_code, "fake stream release failed");
+    return PTO_OK;
+}
+
+/* Records what the exported calls report; poisons nothing (a test sets
+   fake_script.poisoned itself). */
+int runner_note_failure(Runner *r, int rc)
+{
+    (void)r;
+    pthread_mutex_lock(&fake_lock);
+    fake_record.noted++;
+    fake_record.last_noted = rc;
+    pthread_mutex_unlock(&fake_lock);
+    return rc;
 }
 
 void *runner_device_malloc(void *r, size_t n)

@@ -30,6 +30,7 @@ typedef struct FakeScript {
     int enqueue_fail_code;
     int drain_result;              /* runner_await_device returns it (message "fake device fault") */
     int query_error;               /* runner_query returns it when non-zero */
+    int abandon_fail_code;         /* runner_abandon_slot returns it when non-zero */
     /* runtime */
     uint32_t pipeline_depth;       /* the contract's depth */
     int concurrent_prepare;        /* runtime_supports_concurrent_prepare */
@@ -57,6 +58,8 @@ typedef struct FakeRecord {
     uint32_t bind_arena_bank;
     uint32_t prepare_slot;         /* runner_prepare_slot's, runner_abandon_slot's last slot */
     uint32_t abandon_slot;
+    int noted;                     /* runner_note_failure calls: the device failures exported calls returned */
+    int last_noted;                /* ... the last one's code */
 } FakeRecord;
 
 extern FakeScript fake_script;

@@ -2,6 +2,7 @@
  * then the AICPU entry (the marker is the driver accepting the latter); query
  * asks both streams without blocking; await synchronizes them within the run's
  * timeout, reads the verdict and retires the run's fresh stream. */
+#include <stdio.h>
 #include <string.h>
 
 #include "util/last_error.h"
@@ -53,7 +54,9 @@ static int launch_run(Runner *r, ObRunExec *x, uint32_t slot, const DeviceLaunch
         rc = launch_both(r, x, launch);
     if (rc != PTO_OK && x->owns_aicore) {
         /* nothing reached the AICPU: the fresh stream goes now (its AICore work, if any, returns at once) */
-        ob_retire_stream(r, x->aicore, slot);
+        char saved[PTO_ERROR_MESSAGE_BYTES];
+        snprintf(saved, sizeof saved, "%s", pto_last_error());
+        rc = pto_outrank(rc, saved, runner_note_failure(r, ob_retire_stream(r, x->aicore, slot)));
         x->aicore = NULL;
     }
     return rc;
@@ -107,13 +110,9 @@ static int synchronize_run(Runner *r, ObRunExec *x)
 {
     const PtoDriverApi *api = r->driver.api;
     int drc = api->stream_synchronize(x->aicpu, x->head.timeout_ms);
-    if (drc == PTO_DRV_ERR_TIMEOUT) {
-        ob_poison(r);
-        return pto_fail(PTO_ERR_TIMEOUT,
-                        "the run exceeded its timeout of %u ms on onboard device %d; the device context is poisoned "
-                        "until finalize_device",
-                        x->head.timeout_ms, r->core.device_id);
-    }
+    if (drc == PTO_DRV_ERR_TIMEOUT)
+        return runner_note_failure(r, pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms on onboard device %d",
+                                               x->head.timeout_ms, r->core.device_id));
     if (drc != PTO_DRV_OK)
         return ob_drv_fail(r, drc, "the run's AICPU stream");
     if ((drc = api->stream_synchronize(x->aicore, x->head.timeout_ms)) != PTO_DRV_OK)
@@ -131,10 +130,14 @@ int runner_await_device(Runner *r, RunExec *exec)
     if (rc == PTO_OK)
         rc = device_run_verdict(r, &x->head);
     pthread_mutex_lock(&r->core.lock);
-    run_exec_settle(&x->head, rc);
     /* a hung launch stays until the reset: its stream is released with the device */
-    if (x->owns_aicore && r->core.initialized)
-        ob_retire_stream(r, x->aicore, x->slot);
+    if (x->owns_aicore && r->core.initialized) {
+        char saved[PTO_ERROR_MESSAGE_BYTES];
+        snprintf(saved, sizeof saved, "%s", rc != PTO_OK ? pto_last_error() : "");
+        /* a stream the device cannot destroy is a device failure of this run, which reports it */
+        rc = pto_outrank(rc, saved, runner_note_failure(r, ob_retire_stream(r, x->aicore, x->slot)));
+    }
+    run_exec_settle(&x->head, rc);
     x->aicore = x->aicpu = NULL;
     pthread_mutex_unlock(&r->core.lock);
     return rc;

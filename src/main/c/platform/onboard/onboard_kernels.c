@@ -87,8 +87,11 @@ uint64_t platform_kernel_address(Runner *r, const ChipCallableView *v, uint32_t 
         return symbol_of(r, r->aicore, symbol, i, c->func_id, "the AICore image");
     }
     uint32_t index = 0;
-    if (acquire_library(r, v->bytes + c->image.offset, c->image.size, &index) != PTO_OK) {
-        pto_fail(PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): %s", i, c->func_id, pto_last_error());
+    int rc = acquire_library(r, v->bytes + c->image.offset, c->image.size, &index);
+    if (rc != PTO_OK) {
+        /* a device failure stays one (it poisoned): the code must tell */
+        pto_fail(pto_device_failure(rc) ? rc : PTO_ERR_BAD_CALLABLE, "child %u (func_id %u): %s", i, c->func_id,
+                 pto_last_error());
         return 0;
     }
     *library = r->libraries[index].image;

@@ -24,7 +24,8 @@ int platform_free(Runner *r, uint64_t dev, int report)
     int drc = r->driver.api->mem_free(r->dev, dev);
     if (drc == PTO_DRV_OK)
         return PTO_OK;
-    return report ? ob_drv_fail(r, drc, "mem_free") : PTO_ERR_DEVICE;
+    /* a release: it poisons only where a caller reports it (runner_note_failure) */
+    return report ? ob_drv_error(r, drc, "mem_free") : PTO_ERR_DEVICE;
 }
 
 int platform_write(Runner *r, uint64_t dev, const void *host, size_t n)
@@ -102,7 +103,7 @@ int runner_unregister_device_memory_from_host(void *runner, void *dev)
             continue;
         int drc = r->driver.api->host_unregister(r->dev, r->views[i].view);
         r->views[i] = r->views[--r->view_count];
-        rc = drc == PTO_DRV_OK ? PTO_OK : ob_drv_fail(r, drc, "host_unregister");
+        rc = drc == PTO_DRV_OK ? PTO_OK : ob_drv_error(r, drc, "host_unregister"); /* a release, like mem_free */
         break;
     }
     pthread_mutex_unlock(&r->core.lock);

@@ -1,10 +1,12 @@
 /* The onboard runner's lifetime (onboard_runner.h): create, open the device
  * through the driver, finalize (reset a poisoned device, close it), destroy;
- * and how a driver error becomes a PTO_ERR_* code. */
+ * how a driver error becomes a PTO_ERR_* code, and the one place a device
+ * failure poisons the runner (runner_note_failure). */
 #include "platform/onboard/onboard_runner.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "arch/arch.h"
 #include "util/last_error.h"
@@ -14,12 +16,9 @@
 
 _Static_assert(offsetof(struct Runner, core) == 0, "a Runner begins with its RunnerCore");
 
-/* ---- driver errors ------------------------------------------------------------ */
+/* ---- driver errors and poisoning ---------------------------------------------- */
 
-int ob_poisoning(int drv_rc)
-{
-    return drv_rc == PTO_DRV_ERR_STREAM || drv_rc == PTO_DRV_ERR_TIMEOUT || drv_rc == PTO_DRV_ERR_DEVICE_LOST;
-}
+#define OB_POISONED " the device context is poisoned until finalize_device"
 
 static int pto_code(int drv_rc)
 {
@@ -33,22 +32,33 @@ static int pto_code(int drv_rc)
     case PTO_DRV_ERR_UNSUPPORTED:
         return PTO_RUNTIME_ERR_UNSUPPORTED;
     default:
+        /* every other driver failure (stream, lost device, and the transient
+           ones: a failed copy, a refused launch, an unknown code) is a device
+           failure: the device's state is unknown from here on */
         return PTO_ERR_DEVICE;
     }
 }
 
-void ob_poison(Runner *r)
+int runner_note_failure(Runner *r, int rc)
 {
+    if (!pto_device_failure(rc))
+        return rc;
     __atomic_store_n(&r->poisoned, 1, __ATOMIC_RELEASE);
+    const char *msg = pto_last_error();
+    if (strstr(msg, OB_POISONED) == NULL) /* said once, however many layers pass it on */
+        pto_fail(rc, "%.*s;%s", (int)(PTO_ERROR_MESSAGE_BYTES - sizeof OB_POISONED - 2), msg, OB_POISONED);
+    return rc;
+}
+
+int ob_drv_error(Runner *r, int drv_rc, const char *what)
+{
+    return pto_fail(pto_code(drv_rc), "onboard device %d: %s failed: %s (%d)", r->core.device_id, what,
+                    r->driver.api->error_string(drv_rc), drv_rc);
 }
 
 int ob_drv_fail(Runner *r, int drv_rc, const char *what)
 {
-    if (ob_poisoning(drv_rc))
-        ob_poison(r);
-    return pto_fail(pto_code(drv_rc), "onboard device %d: %s failed: %s (%d)%s", r->core.device_id, what,
-                    r->driver.api->error_string(drv_rc), drv_rc,
-                    ob_poisoning(drv_rc) ? "; the device context is poisoned until finalize_device" : "");
+    return runner_note_failure(r, ob_drv_error(r, drv_rc, what));
 }
 
 /* ---- lifetime --------------------------------------------------------------- */
@@ -83,7 +93,7 @@ static int load_image(Runner *r, const char *what, const uint8_t *bytes, size_t 
     if (drc != PTO_DRV_OK) {
         char why[64];
         snprintf(why, sizeof why, "load_image of the %s", what);
-        return ob_drv_fail(r, drc, why);
+        return ob_drv_error(r, drc, why); /* at init: the context stays un-initialized, nothing to poison */
     }
     return PTO_OK;
 }
@@ -118,9 +128,7 @@ int platform_open(Runner *r, const DeviceImages *images)
     int drc = api->open_device(r->core.device_id, &r->dev);
     if (drc != PTO_DRV_OK) {
         r->dev = NULL;
-        rc = ob_drv_fail(r, drc, "open_device");
-        r->poisoned = 0; /* nothing was opened: nothing to reset */
-        return rc;
+        return ob_drv_error(r, drc, "open_device"); /* nothing was opened: nothing to poison */
     }
     uint64_t entry;
     if ((rc = load_image(r, "AICPU image", images->aicpu, images->aicpu_size, &r->aicpu)) != PTO_OK ||
@@ -138,7 +146,6 @@ fail_device:
     /* closing releases every image and stream opened so far */
     api->close_device(r->dev);
     forget_device_state(r);
-    r->poisoned = 0;
     return rc;
 }
 

@@ -8,8 +8,9 @@
  * Streams: a2a3 keeps one persistent AICPU stream per pipeline slot and gives
  * every run a fresh AICore stream, created when the run is prepared
  * (runner_prepare_slot) and retired when it is awaited; a5 has one persistent
- * stream pair. A device error (stream error, timeout, device lost) poisons the
- * runner until runner_finalize, which resets the device.
+ * stream pair. A device failure (PTO_ERR_DEVICE or PTO_ERR_TIMEOUT: any failed
+ * driver call but out-of-memory, a bad argument or an unsupported call)
+ * poisons the runner until runner_finalize, which resets the device.
  *
  * Files: onboard_runner.c (lifetime, driver errors), onboard_memory.c (device
  * memory, host views), onboard_kernels.c (kernel libraries and addresses),
@@ -64,11 +65,12 @@ struct Runner {
 
 /* ---- driver errors (onboard_runner.c) ------------------------------------- */
 
-/* Non-zero for a driver error that leaves the device unusable until a reset. */
-int ob_poisoning(int drv_rc);
-void ob_poison(Runner *r);
-/* Records a driver failure of `what`: poisons the runner on a device error and
- * returns the PTO_ERR_* code. */
+/* Records a driver failure of `what` (the calling thread's message) and returns
+ * its PTO_ERR_* code; poisons nothing. For failures whose caller either reports
+ * the code (which poisons there, runner_note_failure) or has no code to report:
+ * releases, and bringing the device up (nothing to poison yet). */
+int ob_drv_error(Runner *r, int drv_rc, const char *what);
+/* ob_drv_error, then runner_note_failure: a device failure poisons at once. */
 int ob_drv_fail(Runner *r, int drv_rc, const char *what);
 
 /* ---- kernel libraries (onboard_kernels.c) --------------------------------- */
@@ -84,8 +86,10 @@ void ob_forget_views(Runner *r);
 
 int ob_create_persistent_streams(Runner *r);
 void ob_forget_streams(Runner *r);
-/* Destroys a stream; one whose destroy failed is kept, blocking its slot, until finalize. */
-void ob_retire_stream(Runner *r, PtoDrvStream *s, uint32_t slot);
+/* Destroys a stream; one whose destroy failed is kept, blocking its slot, until
+ * finalize. PTO_OK, or the failure (ob_drv_error: poisons nothing itself), which
+ * the caller folds into what it reports (pto_outrank). */
+int ob_retire_stream(Runner *r, PtoDrvStream *s, uint32_t slot);
 /* The run's streams, taken from the slot (a2a3: its fresh AICore stream goes
  * with the run, *owns_aicore = 1) or the persistent pair (a5). */
 int ob_take_streams(Runner *r, uint32_t slot, PtoDrvStream **aicpu, PtoDrvStream **aicore, int *owns_aicore);

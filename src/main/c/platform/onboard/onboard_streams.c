@@ -10,10 +10,11 @@
 #include "platform/onboard/onboard_runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 
+/* Poisons nothing: at init there is nothing to poison yet, at prepare the caller notes it. */
 static int create_stream(Runner *r, PtoDrvStream **out)
 {
     int drc = r->driver.api->stream_create(r->dev, out);
-    return drc == PTO_DRV_OK ? PTO_OK : ob_drv_fail(r, drc, "stream_create");
+    return drc == PTO_DRV_OK ? PTO_OK : ob_drv_error(r, drc, "stream_create");
 }
 
 int ob_create_persistent_streams(Runner *r)
@@ -37,21 +38,22 @@ void ob_forget_streams(Runner *r)
     r->stuck_count = 0;
 }
 
-void ob_retire_stream(Runner *r, PtoDrvStream *s, uint32_t slot)
+int ob_retire_stream(Runner *r, PtoDrvStream *s, uint32_t slot)
 {
     if (s == NULL)
-        return;
+        return PTO_OK;
     int drc = r->driver.api->stream_destroy(s);
     if (drc == PTO_DRV_OK)
-        return;
-    if (ob_poisoning(drc))
-        ob_poison(r);
+        return PTO_OK;
+    int rc = ob_drv_error(r, drc, "stream_destroy");
     if (r->stuck_count < OB_MAX_STUCK_STREAMS) {
         r->stuck[r->stuck_count] = s;
         r->stuck_slot[r->stuck_count++] = slot;
-    } else {
-        ob_poison(r); /* cannot even remember it: only a reset recovers */
+        return rc;
     }
+    /* cannot even remember it: only the reset at finalize_device recovers */
+    return pto_fail(PTO_ERR_DEVICE, "%s, and %d undestroyed streams are kept already", pto_last_error(),
+                    OB_MAX_STUCK_STREAMS);
 }
 
 int ob_take_streams(Runner *r, uint32_t slot, PtoDrvStream **aicpu, PtoDrvStream **aicore, int *owns_aicore)
@@ -109,7 +111,7 @@ static int create_run_stream(Runner *r, uint32_t slot)
         return pto_fail(PTO_ERR_BUSY, "pipeline slot %u already holds a prepared run's stream", slot);
     if ((rc = create_stream(r, &s->run_aicore)) != PTO_OK) {
         s->run_aicore = NULL;
-        return rc;
+        return runner_note_failure(r, rc);
     }
     r->stream_set_creates++;
     return PTO_OK;
@@ -133,14 +135,16 @@ int runner_prepare_slot(Runner *r, uint32_t slot)
     return rc;
 }
 
-void runner_abandon_slot(Runner *r, uint32_t slot)
+int runner_abandon_slot(Runner *r, uint32_t slot)
 {
     if (slot >= OB_SLOTS)
-        return;
+        return PTO_OK;
+    int rc = PTO_OK;
     pthread_mutex_lock(&r->core.lock);
     if (r->core.initialized) {
-        ob_retire_stream(r, r->slots[slot].run_aicore, slot);
+        rc = ob_retire_stream(r, r->slots[slot].run_aicore, slot);
         r->slots[slot].run_aicore = NULL;
     }
     pthread_mutex_unlock(&r->core.lock);
+    return rc;
 }

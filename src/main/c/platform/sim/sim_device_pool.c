@@ -19,8 +19,9 @@ struct SimDevicePool {
     pthread_mutex_t lock;         /* guards everything below */
     pthread_cond_t work_cond;     /* idle threads */
     pthread_cond_t done_cond;     /* launch waiters */
-    pthread_cond_t waiter_cond;   /* sim_device_pool_await_waiter */
+    pthread_cond_t waiter_cond;   /* sim_device_pool_await_waiter, _await_waits */
     uint32_t waiters;             /* threads parked on done_cond */
+    uint32_t waits_begun;         /* blocking waits begun on the current launch */
     pthread_t *threads;
     uint32_t thread_count;
     uint32_t idle;                /* threads parked on work_cond */
@@ -140,7 +141,7 @@ int sim_device_pool_create(uint32_t threads, SimDevicePool **out)
         goto fail_done;
     if (pthread_cond_init(&p->work_cond, NULL) != 0)
         goto fail_work;
-    if (pthread_cond_init(&p->waiter_cond, NULL) != 0)
+    if (pthread_cond_init(&p->waiter_cond, &attr) != 0)
         goto fail_waiter;
     pthread_condattr_destroy(&attr);
     p->finished = 1; /* no launch yet */
@@ -216,6 +217,7 @@ int sim_device_pool_launch(SimDevicePool *p, PtoAicpuEntryFn entry, uint64_t arg
     p->participations = participations;
     p->closed = 0;
     p->finished = 0;
+    p->waits_begun = 0;
     *launch_id = p->launch_id;
     if (caller_runs_first) {
         p->running_mask = 1u; /* index 0, the caller's */
@@ -275,6 +277,7 @@ int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_
     if (launch_id == UINT64_MAX)
         launch_id = p->launch_id;
     p->waiters++;
+    p->waits_begun++;
     pthread_cond_broadcast(&p->waiter_cond);
     while (launch_id == p->launch_id && !p->finished) {
         if (timeout_ms == 0) {
@@ -296,6 +299,18 @@ void sim_device_pool_await_waiter(SimDevicePool *p)
     while (p->waiters == 0)
         pthread_cond_wait(&p->waiter_cond, &p->lock);
     pthread_mutex_unlock(&p->lock);
+}
+
+int sim_device_pool_await_waits(SimDevicePool *p, uint32_t n, uint32_t timeout_ms)
+{
+    struct timespec deadline = deadline_after(timeout_ms);
+    int rc = PTO_OK;
+    pthread_mutex_lock(&p->lock);
+    while (p->waits_begun < n && rc == PTO_OK)
+        if (pthread_cond_timedwait(&p->waiter_cond, &p->lock, &deadline) == ETIMEDOUT && p->waits_begun < n)
+            rc = PTO_ERR_TIMEOUT;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
 }
 
 int sim_device_pool_busy(SimDevicePool *p)

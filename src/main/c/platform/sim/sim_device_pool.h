@@ -46,6 +46,12 @@ int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_
  * launch: lets a test see, without a sleep, that the host is waiting. */
 void sim_device_pool_await_waiter(SimDevicePool *p);
 
+/* Blocks until n waits of sim_device_pool_wait have parked for the current
+ * launch (counted from its start), at most timeout_ms: PTO_OK, or
+ * PTO_ERR_TIMEOUT. Lets a test see, without a sleep, how far the host is: an
+ * await that timed out asks the device to stop before its second wait. */
+int sim_device_pool_await_waits(SimDevicePool *p, uint32_t n, uint32_t timeout_ms);
+
 /* Non-zero while a launch has not finished. */
 int sim_device_pool_busy(SimDevicePool *p);
 

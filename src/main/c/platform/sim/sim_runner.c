@@ -126,6 +126,14 @@ int runner_poisoned(Runner *r)
     return 0;
 }
 
+/* A device failure on the sim (an injected submit failure, a timeout) leaves
+   the simulated device usable: nothing to poison. */
+int runner_note_failure(Runner *r, int rc)
+{
+    (void)r;
+    return rc;
+}
+
 /* ---- counters ---------------------------------------------------------------------- */
 
 /* Orchestration libraries this device's AICPU image has loaded (trb). */
@@ -152,8 +160,9 @@ int runner_prepare_slot(Runner *r, uint32_t slot)
     return PTO_OK;
 }
 
-void runner_abandon_slot(Runner *r, uint32_t slot)
+int runner_abandon_slot(Runner *r, uint32_t slot)
 {
     (void)r;
     (void)slot;
+    return PTO_OK;
 }

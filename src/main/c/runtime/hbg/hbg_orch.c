@@ -12,7 +12,9 @@
  * Sticky failures: the first failed submit / alloc_tensor / scope call is
  * remembered; every later such call is refused with its code, and the prepare
  * fails with it even when the library ignores it. read/write_tensor failures
- * are only the caller's to handle.
+ * are only the caller's to handle, except a device failure of a write (its push
+ * to the device): that is the run's failure whatever the library makes of it,
+ * because it poisoned an onboard device (common/device_failure.h).
  */
 #include <string.h>
 
@@ -135,7 +137,10 @@ static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uin
         return PTO_ERR_INVALID_ARGUMENT;
     if (src == NULL && n > 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "write_tensor: NULL source");
-    return hbg_bridge_write(&o->scratch->bridge, dev_addr, src, n);
+    int rc = hbg_bridge_write(&o->scratch->bridge, dev_addr, src, n);
+    if (pto_device_failure(rc))
+        note(o, rc);
+    return rc;
 }
 
 static const PtoOrchApi hbg_orch_api = {
@@ -157,8 +162,9 @@ static int run_library(HbgOrch *o, void *handle)
     int ret = o->callable->orch_entry(&hbg_orch_api, handle, o->scratch->dev_args);
     if (ret != 0) {
         const char *why = o->failed != PTO_OK ? o->failure : pto_last_error();
-        return pto_fail(PTO_ERR_ORCHESTRATION, "orchestration '%.*s' returned %d%s%s", name_len, name, ret,
-                        why[0] != '\0' ? ": " : "", why);
+        int code = pto_device_failure(o->failed) ? o->failed : PTO_ERR_ORCHESTRATION; /* the code must tell */
+        return pto_fail(code, "orchestration '%.*s' returned %d%s%s", name_len, name, ret, why[0] != '\0' ? ": " : "",
+                        why);
     }
     if (o->failed != PTO_OK)
         return pto_fail(o->failed, "orchestration '%.*s' returned 0 after a failed call: %s", name_len, name, o->failure);

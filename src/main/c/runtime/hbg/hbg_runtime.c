@@ -269,6 +269,8 @@ static int open_bridge(const HostApi *api, RuntimeSlotScratch *s, uint8_t *heap,
     *heap_view = heap_bytes > 0 ? host_api_register_device_memory_to_host(api, heap, heap_bytes) : NULL;
     uint8_t *mirror = NULL;
     if (*heap_view == NULL && heap_bytes > 0) {
+        if (pto_device_failure(pto_last_error_code())) /* the mapping met a device failure: the run has one */
+            return pto_last_error_code();
         pto_clear_error(); /* no host mapping is the normal case here, not an error */
         if ((mirror = stage_mirror(s, heap)) == NULL)
             return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory for the staging mirror");
@@ -439,8 +441,9 @@ static int read_failure(const HostApi *api, const HbgRun *h, int execution_rc)
 {
     PtoDeviceStatus s;
     void *status_dev = (void *)(uintptr_t)(h->args_dev + offsetof(PtoAicpuArgs, status));
-    if (host_api_copy_from_device(api, &s, status_dev, sizeof s) != PTO_OK)
-        return pto_fail(execution_rc, "the run failed (%d); its device status could not be read", execution_rc);
+    int rc = host_api_copy_from_device(api, &s, status_dev, sizeof s);
+    if (rc != PTO_OK)
+        return runtime_unreadable_status(execution_rc, rc);
     char progress[96];
     snprintf(progress, sizeof progress, "%llu of %u task(s) completed", (unsigned long long)s.tasks_completed,
              h->task_count);

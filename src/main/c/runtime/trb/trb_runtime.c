@@ -179,7 +179,7 @@ static int retained_buffer(const HostApi *api, uint64_t required, uint8_t **buff
     }
     void *grown = host_api_device_malloc(api, (size_t)required);
     if (grown == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY,
+        return pto_fail(pto_null_failure(PTO_ERR_OUT_OF_MEMORY),
                         "bind: the retained staging buffer of pipeline slot %u cannot grow to %llu bytes: %s",
                         api->pipeline_slot, (unsigned long long)required, pto_last_error());
     if ((rc = host_api_set_retained_temp_buffer(api, grown, (size_t)required)) != PTO_OK) {
@@ -278,7 +278,8 @@ static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunStat
     if ((h->output_prefix = strdup(cfg->output_prefix)) == NULL)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: out of host memory");
     if ((h->dep_graph = host_api_device_malloc(api, bytes)) == NULL)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "bind: no device memory for the dependency graph (%zu bytes): %s",
+        return pto_fail(pto_null_failure(PTO_ERR_OUT_OF_MEMORY),
+                        "bind: no device memory for the dependency graph (%zu bytes): %s",
                         bytes, pto_last_error());
     return host_api_copy_to_device(api, h->dep_graph, &header, sizeof header);
 }
@@ -431,8 +432,9 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
 static int read_failure(const HostApi *api, const TrbRunState *h, int execution_rc)
 {
     TrbHeader hdr;
-    if (host_api_copy_from_device(api, &hdr, h->staging, sizeof hdr) != PTO_OK)
-        return pto_fail(execution_rc, "the run failed (%d); its device status could not be read", execution_rc);
+    int rc = host_api_copy_from_device(api, &hdr, h->staging, sizeof hdr);
+    if (rc != PTO_OK)
+        return runtime_unreadable_status(execution_rc, rc);
     const PtoDeviceStatus *s = &hdr.args.status;
     const PtoTrbWork *w = &hdr.work;
     hdr.work.message[sizeof hdr.work.message - 1] = '\0';

@@ -97,18 +97,33 @@ final class ChipDevice {
     }
 
     /**
-     * True when a failure with {@code code} says the device context is poisoned until
-     * finalize_device: PTO_ERR_POISONED, which only onboard libraries return (the sim
-     * never poisons). PTO_ERR_DEVICE and PTO_ERR_TIMEOUT do not tell by their code:
-     * onboard maps poisoning driver errors (stream, lost device, synchronize timeout) and
-     * harmless ones (a failed copy or launch) to the same codes, so a chip they
-     * poisoned reads unhealthy from its next refusal (POISONED) on.
+     * True when a failure with {@code code} on a library of {@code platform} has poisoned
+     * the device context until finalize_device (docs/reliability.md, section 4): {@code
+     * PTO_ERR_POISONED} on any platform (the context refused the work); {@code
+     * PTO_ERR_DEVICE} and {@code PTO_ERR_TIMEOUT} on an onboard library, where every one a
+     * call returns has poisoned it, whatever failed (a stream, a lost device, a failed copy,
+     * a refused launch). Nothing else: the sim never poisons, its device has no
+     * unrecoverable state. Decided by the code alone, never by the message.
      */
-    static boolean poisons(int code) {
-        return code == PtoError.POISONED.code();
+    static boolean poisons(int code, Variant.Platform platform) {
+        Objects.requireNonNull(platform, "platform");
+        if (code == PtoError.POISONED.code()) {
+            return true;
+        }
+        return platform == Variant.Platform.ONBOARD
+                && (code == PtoError.DEVICE.code() || code == PtoError.TIMEOUT.code());
     }
 
-    /** The exception for a failed native call; remembers a poisoned device context for good. */
+    /** {@link #poisons(int, Variant.Platform)} on this chip's platform. */
+    boolean poisons(int code) {
+        return poisons(code, variant.platform());
+    }
+
+    /**
+     * The exception for a failed native call; a code that poisoned the device context
+     * marks the chip poisoned for good, at once (so {@code isHealthy()} is false as soon
+     * as the exception is thrown).
+     */
     PtoRunException failure(String operation, int code, String nativeMessage, NativeRun run) {
         if (poisons(code)) {
             poisoned = true;

@@ -180,9 +180,14 @@ class WorkerE2ETest {
 
     // ---- acceptance -------------------------------------------------------------------------------
 
+    /**
+     * A refused launch is a device error: it fails its run before the marker (the word is
+     * never set) and poisons the chip, so the run queued behind it fails fast.
+     */
     @ParameterizedTest
     @MethodSource("onboard")
-    void aRunRefusedAtLaunchFailsOnlyItsFutureAndItsWordIsNeverSet(Variant variant) throws Exception {
+    void aRunRefusedAtLaunchFailsWithADeviceErrorItsWordIsNeverSetAndTheChipIsPoisoned(Variant variant)
+            throws Exception {
         worker = Worker.builder().variant(variant).build();
         worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
         Job first = enqueueChain(worker, 1);
@@ -191,19 +196,25 @@ class WorkerE2ETest {
         assertThat(first.ticket().isAccepted()).isTrue();
 
         Job refused = enqueueChain(worker, 2);
+        Job queued = enqueueChain(worker, 3);
         FAULTS.inject(Fault.LAUNCH, 0);
-        DrainReport report = worker.drain();
-        assertThat(report.failed()).isEqualTo(1);
+        DrainReport report;
+        try (LogCapture logs = LogCapture.open()) {
+            report = worker.drain();
+            assertThat(logs.messages(Level.WARN))
+                    .containsExactly("device 0 is poisoned: its queued runs fail with ChipPoisonedException");
+        }
+        assertThat(report.failed()).isEqualTo(2);
         assertThat(refused.ticket().isAccepted()).as("failed before the marker").isFalse();
         assertThatThrownBy(() -> refused.ticket().result().join()).isInstanceOf(CompletionException.class)
-                .cause().isInstanceOf(PtoRunException.class).hasMessageContaining("run_id=2");
+                .cause().isInstanceOf(DeviceErrorException.class).hasMessageContaining("run_id=2");
         assertThat(refused.f()).containsOnly(SimE2E.SENTINEL);
-
-        Job after = enqueueChain(worker, 3);
-        assertThat(worker.drain().succeeded()).isEqualTo(1);
-        after.assertGolden();
-        assertThat(after.ticket().isAccepted()).as("the reused word is fresh and set again").isTrue();
-        assertThat(worker.health().get(0).healthy()).isTrue();
+        assertThatThrownBy(() -> queued.ticket().result().join()).isInstanceOf(CompletionException.class)
+                .cause().isInstanceOf(ChipPoisonedException.class)
+                .hasMessageContaining("dispatch_id=" + queued.ticket().dispatchId());
+        assertThat(queued.ticket().isAccepted()).isFalse();
+        assertThat(queued.f()).containsOnly(SimE2E.SENTINEL);
+        assertThat(worker.health().get(0).healthy()).isFalse();
     }
 
     @ParameterizedTest

@@ -5,7 +5,9 @@ package org.ptorun.testing;
  * include/ptorun/pto_emudrv.h). Each is armed on its own and fires once, at the
  * {@code afterNCalls + 1}-th driver call that can suffer it (process-wide, any device);
  * a call refused for a bad argument or handle does not count. What a Java caller then
- * sees is in docs/testing.md.
+ * sees is in docs/testing.md: every fault but {@link #ALLOC} is a device error
+ * ({@code PTO_ERR_DEVICE} or {@code PTO_ERR_TIMEOUT}) that poisons the chip until it is
+ * closed and reopened.
  */
 public enum Fault {
     /** {@code mem_alloc} fails with OUT_OF_MEMORY, nothing allocated. */
@@ -14,7 +16,10 @@ public enum Fault {
     H2D(2),
     /** A device-to-host copy fails, likewise. */
     D2H(3),
-    /** {@code launch} is refused, nothing is queued, the stream stays healthy. */
+    /**
+     * {@code launch} is refused, nothing is queued, the stream stays healthy; the runner
+     * still poisons its chip (a refused launch is a device failure).
+     */
     LAUNCH(4),
     /** {@code launch} executes, then its stream is in error. */
     STREAM(5),

@@ -37,8 +37,8 @@ import org.ptorun.testing.Fault;
  * {@code org.ptorun} package with the public API only (what docs/testing.md shows): a
  * small "service" that adds two vectors on a chip, driven into each of the seven faults,
  * each failing precisely, each followed by a golden run (on a reopened chip when the
- * fault poisoned it), and the driver's accounting back to its baseline once the chip is
- * closed.
+ * fault poisoned it: every device error and timeout does, which the chip reports at
+ * once), and the driver's accounting back to its baseline once the chip is closed.
  */
 class FaultInjectionUserTest {
 
@@ -162,7 +162,7 @@ class FaultInjectionUserTest {
 
     @ParameterizedTest
     @MethodSource("onboard")
-    void aRefusedLaunchFailsThatRunOnlyAndTheNextRunIsGolden(Variant variant) {
+    void aRefusedLaunchIsADeviceErrorThatPoisonsTheChipUntilReopened(Variant variant) {
         HostRuntime runtime = HostRuntime.load(variant);
         faults = EmulatedFaults.of(runtime);
         DriverStats baseline = faults.stats();
@@ -174,7 +174,12 @@ class FaultInjectionUserTest {
             assertThat(e).isExactlyInstanceOf(DeviceErrorException.class);
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertThat(e.codeName()).isEqualTo("PTO_ERR_DEVICE");
-            assertThat(e.getMessage()).contains("launch refused by the device");
+            assertThat(e.getMessage()).contains("launch refused by the device")
+                    .contains("poisoned until finalize_device");
+            assertThat(service.healthy()).as("the code says it poisoned: unhealthy at once").isFalse();
+            assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
+                    .isExactlyInstanceOf(ChipPoisonedException.class);
+            service.reopen();
             assertThat(service.healthy()).isTrue();
             assertGolden(service);
         }
@@ -195,9 +200,9 @@ class FaultInjectionUserTest {
             assertThat(e).isExactlyInstanceOf(DeviceErrorException.class);
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertThat(e.getMessage()).contains("device lost").contains("poisoned until finalize_device");
+            assertThat(service.healthy()).isFalse();
             assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
                     .isExactlyInstanceOf(ChipPoisonedException.class);
-            assertThat(service.healthy()).isFalse();
             service.reopen();
             assertThat(service.healthy()).isTrue();
             assertGolden(service);
@@ -207,7 +212,7 @@ class FaultInjectionUserTest {
 
     @ParameterizedTest
     @MethodSource("onboard")
-    void aFailedCopyToOrFromTheDeviceIsADeviceErrorAndTheServiceKeepsWorking(Variant variant) {
+    void aFailedCopyToOrFromTheDeviceIsADeviceErrorThatPoisonsTheChipUntilReopened(Variant variant) {
         HostRuntime runtime = HostRuntime.load(variant);
         faults = EmulatedFaults.of(runtime);
         DriverStats baseline = faults.stats();
@@ -219,8 +224,12 @@ class FaultInjectionUserTest {
                     assertThat(e).as("%s", fault).isExactlyInstanceOf(DeviceErrorException.class);
                     assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
                     assertThat(e.getMessage()).contains(fault == Fault.H2D ? "copy_to_device" : "copy_from_device")
-                            .contains("host/device copy failed");
+                            .contains("host/device copy failed").contains("poisoned until finalize_device");
                 }
+                assertThat(service.healthy()).as("%s: unhealthy at once", fault).isFalse();
+                assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
+                        .isExactlyInstanceOf(ChipPoisonedException.class);
+                service.reopen();
                 assertThat(service.healthy()).isTrue();
                 assertThat(service.roundTrip(ramp(3f))).containsExactly(ramp(3f));
             }
@@ -243,10 +252,9 @@ class FaultInjectionUserTest {
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertThat(e.getMessage()).contains("an operation on the stream failed")
                     .contains("poisoned until finalize_device");
-            // the code of a device error does not say it poisoned; the next call does
+            assertThat(service.healthy()).as("the code says it poisoned").isFalse();
             assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
                     .isExactlyInstanceOf(ChipPoisonedException.class);
-            assertThat(service.healthy()).isFalse();
             service.reopen();
             assertGolden(service);
         }
@@ -267,10 +275,9 @@ class FaultInjectionUserTest {
             assertThat(e).isExactlyInstanceOf(RunTimeoutException.class);
             assertThat(e.getMessage()).contains("the run exceeded its timeout of 200 ms")
                     .contains("poisoned until finalize_device");
-            // the code of a device error does not say it poisoned; the next call does
+            assertThat(service.healthy()).as("an onboard timeout poisons: the code says so").isFalse();
             assertThatThrownBy(() -> service.add(ramp(1f), ramp(2f)))
                     .isExactlyInstanceOf(ChipPoisonedException.class);
-            assertThat(service.healthy()).isFalse();
             service.reopen();
             assertGolden(service);
         }
