@@ -138,12 +138,14 @@ public final class ChipWorker implements AutoCloseable {
     }
 
     /**
-     * False once closed, and once a call reported {@link ChipPoisonedException}: the
-     * library refused work after a device error (stream error, timeout, device lost)
-     * poisoned the chip. The device error itself ({@link DeviceErrorException},
-     * {@link RunTimeoutException}) does not tell by its code whether it poisoned; the
-     * next call does. A poisoned chip never becomes healthy again: close it and open a
-     * new one.
+     * False once closed, and once a call failed with a code that poisoned the chip: on an
+     * onboard library every {@link DeviceErrorException} and {@link RunTimeoutException}
+     * (a failed copy or a refused launch as much as a stream error, a run timeout or a lost
+     * device), on any library a {@link ChipPoisonedException}. It turns false as that
+     * exception is thrown, before any further call; the library then refuses prepare and
+     * launch with {@link ChipPoisonedException}. Decided by the code and the platform alone
+     * (docs/reliability.md, section 4); on sim nothing poisons. A poisoned chip never becomes
+     * healthy again: close it and open a new one.
      */
     public boolean isHealthy() {
         return !device.isPoisoned() && table.isOpen();
