@@ -8,8 +8,6 @@
 int executor_init(Executor *e)
 {
     memset(e, 0, sizeof *e);
-    atomic_init(&e->queued, 0);
-    atomic_init(&e->spinning, 0);
     if (pthread_mutex_init(&e->lock, NULL) != 0)
         return pto_fail(PTO_ERR_FAILED, "executor: cannot initialize its mutex");
     if (pthread_cond_init(&e->work_cond, NULL) != 0) {
@@ -25,21 +23,9 @@ void executor_destroy(Executor *e)
     pthread_mutex_destroy(&e->lock);
 }
 
-static int work_queued(const void *e)
-{
-    return atomic_load_explicit(&((const Executor *)e)->queued, memory_order_acquire) != 0;
-}
-
-/* Parks until a job is queued or the executor stops; NULL means stop. The bounded
- * spin first catches a launch that follows the previous run's end closely (one run
- * after another), which would otherwise cost a park and a wake per run. */
+/* Parks until a job is queued or the executor stops; NULL means stop. */
 static ExecutorJob *next_job(Executor *e)
 {
-    atomic_fetch_add_explicit(&e->spinning, 1, memory_order_relaxed);
-    pto_spin_until(work_queued, e);
-    /* before the lock: a submit that still counted this thread as spinning queued
-     * its job under the lock, and this thread finds it there */
-    atomic_fetch_sub_explicit(&e->spinning, 1, memory_order_relaxed);
     pthread_mutex_lock(&e->lock);
     while (e->head == NULL && !e->stopping)
         pthread_cond_wait(&e->work_cond, &e->lock);
@@ -49,7 +35,6 @@ static ExecutorJob *next_job(Executor *e)
         if (e->head == NULL)
             e->tail = NULL;
         job->next = NULL;
-        atomic_fetch_sub_explicit(&e->queued, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&e->lock);
     return job;
@@ -164,9 +149,7 @@ void executor_submit(Executor *e, ExecutorJob *job, Runner *runner, RunExec *exe
     else
         e->head = job;
     e->tail = job;
-    atomic_fetch_add_explicit(&e->queued, 1, memory_order_release);
-    if (atomic_load_explicit(&e->spinning, memory_order_relaxed) == 0)
-        pthread_cond_signal(&e->work_cond); /* else a spinning thread takes it without a wake */
+    pthread_cond_signal(&e->work_cond);
     pthread_mutex_unlock(&e->lock);
 }
 

@@ -45,8 +45,6 @@ typedef struct Executor {
     pthread_cond_t work_cond;
     ExecutorJob *head;                 /* FIFO of submitted jobs */
     ExecutorJob *tail;
-    atomic_uint queued;                /* jobs in the FIFO: what an idle thread's spin looks at */
-    atomic_uint spinning;              /* idle threads in their spin: a submit then wakes nobody */
     int stopping;
     unsigned thread_count;
     pthread_t threads[PTO_PIPELINE_MAX_DEPTH];

@@ -5,7 +5,6 @@
 #ifndef PTORUN_SPIN_WAIT_H
 #define PTORUN_SPIN_WAIT_H
 
-#include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,10 +26,7 @@ static inline void pto_cpu_relax(void)
 #endif
 }
 
-/* Spins at most PTO_SPIN_BUDGET_NS for ready(arg) to turn non-zero; returns it.
- * Between rounds of pauses it yields the core: on two cores a run has three
- * threads (caller, executor, device), and a spinner that kept its core would hold
- * off the very thread it waits for, woken onto that core. */
+/* Spins at most PTO_SPIN_BUDGET_NS for ready(arg) to turn non-zero; returns it. */
 static inline int pto_spin_until(int (*ready)(const void *), const void *arg)
 {
     if (ready(arg))
@@ -42,7 +38,6 @@ static inline int pto_spin_until(int (*ready)(const void *), const void *arg)
             if (ready(arg))
                 return 1;
         }
-        sched_yield();
     } while (pto_monotonic_ns() < deadline);
     return 0;
 }
