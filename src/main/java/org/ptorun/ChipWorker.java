@@ -282,41 +282,7 @@ public final class ChipWorker implements AutoCloseable {
         checkRunArguments(callableId, args, config, acceptance);
         checkLeaseShape(lease);
         NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
-        RunBinding b = bindings[run.slot()];
-        int rc = PtoError.FAILED.code();
-        String message = null;
-        long use = callables.beginUse();
-        try {
-            Direction[] directions = callables.directionsOf(callableId);
-            RunBinding.checkArgs(args, directions, memory);
-            RunEvents.Prepare event = RunEvents.beginPrepare();
-            table.admit(run, noOverlap(config), true, timeoutOf(config));
-            try {
-                b.bind(run, args, config, acceptance, directions);
-                rc = device.api.prepareRun(device.ctx, b.storage(), callableId, b.args(), b.config(), b.descriptor());
-                if (rc != 0) {
-                    message = device.lastError();
-                }
-            } finally {
-                Reference.reachabilityFence(args);
-                Reference.reachabilityFence(acceptance);
-                if (event != null) {
-                    event.callableId = callableId;
-                    event.commitFor(device, run, rc);
-                }
-                if (rc == 0) {
-                    table.prepared(run.slot());
-                } else {
-                    b.release();
-                    table.emptied(run.slot());
-                }
-            }
-        } finally {
-            callables.endUse(use);
-        }
-        if (rc != 0) {
-            throw device.failure("prepare of callable " + callableId, rc, message, run);
-        }
+        admitAndCall(run, callableId, args, config, acceptance, true, false);
         if (LOG.isDebugEnabled()) {
             LOG.debug("prepared {} on {}", run.identity(), device.describe());
         }
@@ -489,8 +455,8 @@ public final class ChipWorker implements AutoCloseable {
      * The blocking composition on a lease's slot, or slot 0 unleased (epoch 0, no
      * generation filter). A registration on this chip waits until it returned.
      */
-    private void runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId, long dispatchId,
-             AcceptanceWord acceptance) {
+    private void runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
+                             long dispatchId, AcceptanceWord acceptance) {
         checkRunArguments(callableId, args, config, acceptance);
         if (lease != null) {
             checkLeaseShape(lease);
@@ -498,6 +464,23 @@ public final class ChipWorker implements AutoCloseable {
         NativeRun run = lease == null
                 ? new NativeRun(0, 0, 0, runId, dispatchId)
                 : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
+        admitAndCall(run, callableId, args, config, acceptance, lease != null, true);
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("ran {} on {}", run.identity(), device.describe());
+        }
+    }
+
+    /**
+     * What a prepare and a blocking run share: under the callable lock's read side, checks
+     * the arguments against the callable's signature, admits the run into its slot, binds
+     * it and makes the native call — simpler_prepare_run, or simpler_run when
+     * {@code blocking} (whose results are then copied back) — and ends the slot's call:
+     * PREPARED after a successful prepare, else released and EMPTY.
+     *
+     * @throws PtoRunException (a subclass where one fits) when the library refused
+     */
+    private void admitAndCall(NativeRun run, int callableId, TaskArgs args, CallConfig config,
+                             AcceptanceWord acceptance, boolean filtered, boolean blocking) {
         RunBinding b = bindings[run.slot()];
         int rc = PtoError.FAILED.code();
         String message = null;
@@ -505,29 +488,39 @@ public final class ChipWorker implements AutoCloseable {
         try {
             Direction[] directions = callables.directionsOf(callableId);
             RunBinding.checkArgs(args, directions, memory);
-            table.admit(run, noOverlap(config), lease != null, timeoutOf(config));
+            RunEvents.Prepare event = blocking ? null : RunEvents.beginPrepare();
+            table.admit(run, noOverlap(config), filtered, timeoutOf(config));
             try {
                 b.bind(run, args, config, acceptance, directions);
-                rc = device.api.run(device.ctx, b.storage(), callableId, b.args(), b.config(), b.descriptor());
+                rc = blocking
+                        ? device.api.run(device.ctx, b.storage(), callableId, b.args(), b.config(), b.descriptor())
+                        : device.api.prepareRun(device.ctx, b.storage(), callableId, b.args(), b.config(),
+                                b.descriptor());
                 if (rc != 0) {
-                    message = device.lastError();
-                } else {
+                    message = device.lastError(); // before release: freeing a pinned buffer is a native call
+                } else if (blocking) {
                     b.copyBack();
                 }
             } finally {
                 Reference.reachabilityFence(args);
                 Reference.reachabilityFence(acceptance);
-                b.release();
-                table.emptied(run.slot());
+                if (event != null) {
+                    event.callableId = callableId;
+                    event.commitFor(device, run, rc);
+                }
+                if (rc == 0 && !blocking) {
+                    table.prepared(run.slot());
+                } else {
+                    b.release();
+                    table.emptied(run.slot());
+                }
             }
         } finally {
             callables.endUse(use);
         }
-        if (LOG.isDebugEnabled()) {
-            LOG.debug("ran {}: {}", run.identity(), PtoError.nameOf(rc));
-        }
         if (rc != 0) {
-            throw device.failure("run of callable " + callableId, rc, message, run);
+            throw device.failure((blocking ? "run of callable " : "prepare of callable ") + callableId, rc, message,
+                    run);
         }
     }
 
@@ -611,6 +604,11 @@ public final class ChipWorker implements AutoCloseable {
     /** True when a run may be prepared in another slot while a run executes (depth > 1 and the library supports it). */
     public boolean supportsConcurrentPrepare() {
         return concurrentPrepare;
+    }
+
+    /** The native device context (tests and benchmark probes that call the library directly). */
+    long deviceContext() {
+        return device.ctx;
     }
 
     /** The address of each slot's run storage, one distinct storage per slot (tests). */
