@@ -60,6 +60,8 @@ public final class ChipWorker implements AutoCloseable {
     private final RunBinding[] bindings;
     /** A run may be prepared in another slot while one executes (depth > 1 and the library supports it). */
     private final boolean concurrentPrepare;
+    /** The config the last run passed validation with; racy on purpose: a stale read only validates again. */
+    private CallConfig validatedConfig;
     private final LeakNet.Handle leakNet;
 
     /**
@@ -561,7 +563,10 @@ public final class ChipWorker implements AutoCloseable {
         Objects.requireNonNull(args, "args");
         Objects.requireNonNull(config, "config");
         CallableRegistry.checkCallableId(callableId);
-        config.validateFor(device.variant().arch());
+        if (config != validatedConfig) { // a CallConfig is immutable: once valid for this chip, always
+            config.validateFor(device.variant().arch());
+            validatedConfig = config;
+        }
         if (acceptance != null && acceptance.isCaptured()) {
             throw new IllegalArgumentException("the acceptance word is captured by an unfinalized run");
         }

@@ -23,6 +23,13 @@ final class RunBinding implements TaskArgs.TensorPlacement {
     private final OffHeapBlock args;
     private final OffHeapBlock config;
     private final OffHeapBlock descriptor;
+    // the blocks' addresses and views, copied here: a cycle reads this object, not four more
+    private final long storageAddress;
+    private final long argsAddress;
+    private final long configAddress;
+    private final long descriptorAddress;
+    private final ByteBuffer argsView;
+    private final ByteBuffer descriptorView;
 
     // the bound run's resources
     private AcceptanceWord acceptance;
@@ -62,22 +69,28 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         this.storage = s;
         this.args = a;
         this.config = c;
+        this.storageAddress = s.address();
+        this.argsAddress = a.address();
+        this.configAddress = c.address();
+        this.descriptorAddress = descriptor.address();
+        this.argsView = a.buffer();
+        this.descriptorView = descriptor.buffer();
     }
 
     long storage() {
-        return storage.address();
+        return storageAddress;
     }
 
     long args() {
-        return args.address();
+        return argsAddress;
     }
 
     long config() {
-        return config.address();
+        return configAddress;
     }
 
     long descriptor() {
-        return descriptor.address();
+        return descriptorAddress;
     }
 
     /**
@@ -129,12 +142,12 @@ final class RunBinding implements TaskArgs.TensorPlacement {
             ensureStaging(Math.max(bytes, STAGING_ALIGN));
         }
         stagingUsed = 0;
-        taskArgs.writeTo(args.buffer(), this);
+        taskArgs.writeTo(argsView, this);
         if (writtenConfig != callConfig) {
             callConfig.writeTo(config.buffer(), 0);
             writtenConfig = callConfig;
         }
-        ByteBuffer d = descriptor.buffer();
+        ByteBuffer d = descriptorView;
         d.putInt(Layouts.NativeRunDescriptor.PIPELINE_SLOT, slot);
         d.putInt(Layouts.NativeRunDescriptor.ARENA_BANK, bank);
         d.putLong(Layouts.NativeRunDescriptor.RUN_ID, run.runId());
