@@ -45,9 +45,12 @@ public final class JnaFloorProbe {
         long storage = ChipInternals.slotStorage(rawChip.chip(), 0);
         long cDriver = TrivialRun.openCDriver(runtime);
         long pingPong = NativeBench.pto_bench_pingpong_open();
-        try (OffHeapBlock args = zeroed(Layouts.ChipStorageTaskArgs.SIZE, Layouts.ChipStorageTaskArgs.ALIGN);
-             OffHeapBlock config = zeroed(Layouts.CallConfig.SIZE, 8);
-             OffHeapBlock desc = zeroed(Layouts.NativeRunDescriptor.SIZE, Layouts.NativeRunDescriptor.ALIGN)) {
+        // zeroed blocks: no tensors, the default config, slot 0 of bank 0
+        try (OffHeapBlock args = OffHeapBlock.allocate(Layouts.ChipStorageTaskArgs.SIZE,
+                     Layouts.ChipStorageTaskArgs.ALIGN);
+             OffHeapBlock config = OffHeapBlock.allocate(Layouts.CallConfig.SIZE, 8);
+             OffHeapBlock desc = OffHeapBlock.allocate(Layouts.NativeRunDescriptor.SIZE,
+                     Layouts.NativeRunDescriptor.ALIGN)) {
             desc.buffer().putLong(Layouts.NativeRunDescriptor.GENERATION, 1);
             Runnable[] cycles = {
                 chip::cycle,
@@ -97,14 +100,6 @@ public final class JnaFloorProbe {
         if (rc != 0) {
             throw new IllegalStateException("raw finalize failed: " + rc);
         }
-    }
-
-    private static OffHeapBlock zeroed(long size, long align) {
-        OffHeapBlock b = OffHeapBlock.allocate(size, align);
-        for (int i = 0; i < size; i++) {
-            b.buffer().put(i, (byte) 0);
-        }
-        return b;
     }
 
     private static double p50(long[] nanos) {
