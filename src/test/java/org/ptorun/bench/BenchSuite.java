@@ -403,9 +403,9 @@ public final class BenchSuite {
                 Optional<Double> worker = micros(p9, "worker.meanUs").map(us -> 1e6 / us);
                 Optional<Double> bare = micros(p9, "chipWorker.meanUs").map(us -> 1e6 / us);
                 rows.add(ratioRow("P9", v + ": trivial runs/s one at a time, background Worker (enqueue -> future)"
-                                + " vs a bare ChipWorker loop, interleaved", worker, bare,
-                        "Worker %.0f runs/s / ChipWorker %.0f runs/s" + String.format(Locale.ROOT,
-                                " (p50 %s / %s us)", p9.getProperty("worker.p50Us"),
+                                + " vs a bare ChipWorker loop, blocks of " + WorkerThroughputBench.BLOCK + " runs interleaved",
+                        worker, bare, "Worker %.0f runs/s / ChipWorker %.0f runs/s" + String.format(Locale.ROOT,
+                                " (p50 of the blocks %s / %s us per run)", p9.getProperty("worker.p50Us"),
                                 p9.getProperty("chipWorker.p50Us")), 0.8, false));
             }
         }
