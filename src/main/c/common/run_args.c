@@ -4,17 +4,6 @@
 
 #include "util/last_error.h"
 
-static uint32_t dtype_bytes(uint8_t dtype)
-{
-    switch (dtype) {
-    case PTO_DTYPE_U8: case PTO_DTYPE_I8: return 1;
-    case PTO_DTYPE_F16: case PTO_DTYPE_BF16: case PTO_DTYPE_I16: return 2;
-    case PTO_DTYPE_F32: case PTO_DTYPE_I32: case PTO_DTYPE_U32: return 4;
-    case PTO_DTYPE_I64: case PTO_DTYPE_U64: return 8;
-    default: return 0;
-    }
-}
-
 /* The bytes a tensor's shape, strides and start_offset reach; -1 on overflow. */
 static int implied_bytes(const ChipTensor *t, uint32_t esize, uint64_t *bytes)
 {
@@ -52,7 +41,7 @@ static int check_tensor(const HostApi *api, const ChipTensor *t, uint32_t i)
     if (t->ndims < 1 || t->ndims > PTO_MAX_TENSOR_DIMS)
         return pto_fail(PTO_ERR_BAD_CALLABLE, "args: tensor %u has ndims %u; 1..%d allowed", i, t->ndims,
                         PTO_MAX_TENSOR_DIMS);
-    uint32_t esize = dtype_bytes(t->dtype);
+    uint32_t esize = pto_dtype_bytes(t->dtype);
     if (esize == 0)
         return pto_fail(PTO_ERR_BAD_CALLABLE, "args: tensor %u has invalid dtype %u", i, t->dtype);
     for (uint32_t d = 0; d < t->ndims; d++)

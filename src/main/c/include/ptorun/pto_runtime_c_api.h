@@ -88,6 +88,18 @@ typedef enum PtoDataType {
 } PtoDataType;
 #define PTO_DTYPE_COUNT 10
 
+/* Bytes of one element of `dtype`; 0 for a value that is no PtoDataType. */
+static inline uint32_t pto_dtype_bytes(uint32_t dtype)
+{
+    switch (dtype) {
+    case PTO_DTYPE_U8: case PTO_DTYPE_I8: return 1;
+    case PTO_DTYPE_F16: case PTO_DTYPE_BF16: case PTO_DTYPE_I16: return 2;
+    case PTO_DTYPE_F32: case PTO_DTYPE_I32: case PTO_DTYPE_U32: return 4;
+    case PTO_DTYPE_I64: case PTO_DTYPE_U64: return 8;
+    default: return 0;
+    }
+}
+
 /* ---- structures crossing the boundary ------------------------------------ */
 
 typedef struct NativeRunDescriptor {
