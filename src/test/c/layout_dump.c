@@ -4,12 +4,121 @@
 #include <stdalign.h>
 #include <stdio.h>
 
+#include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define SIZE(t) printf("%s.sizeof=%zu\n%s.alignof=%zu\n", #t, sizeof(t), #t, alignof(t))
 #define OFF(t, f) printf("%s.%s=%zu\n", #t, #f, offsetof(t, f))
+/* the callable format: compared with org.ptorun.internal.CallableLayouts */
+#define CSIZE(t) printf("callable.%s.sizeof=%zu\n", #t, sizeof(t))
+#define COFF(t, f) printf("callable.%s.%s=%zu\n", #t, #f, offsetof(t, f))
+#define CCONST(c) printf("callable.%s=%lld\n", #c, (long long)(c))
 /* error codes are signed: printed under "error.", compared with org.ptorun.PtoError */
 #define CODE(c) printf("error.%s=%d\n", #c, (c))
+
+static void dump_callable_format(void)
+{
+    CCONST(PTO_CALLABLE_MAGIC);
+    CCONST(PTO_CALLABLE_FORMAT_VERSION);
+    CCONST(PTO_CALLABLE_MAX_BYTES);
+    CCONST(PTO_CALLABLE_MAX_CHILDREN);
+    CCONST(PTO_CALLABLE_MAX_SIGNATURE);
+    CCONST(PTO_CALLABLE_MAX_NAME);
+    CCONST(PTO_CALLABLE_MAX_FUNC_ID);
+    CCONST(PTO_PROGRAM_MAGIC);
+    CCONST(PTO_PROGRAM_MAX_LOOP_DEPTH);
+    CCONST(PTO_PROGRAM_MAX_SCOPE_DEPTH);
+    CCONST(PTO_PROGRAM_MAX_LOCALS);
+    CCONST(PTO_PROGRAM_MAX_INSNS);
+    CCONST(PTO_MAX_TASK_PARAMS);
+    CCONST(PTO_OP_SUBMIT);
+    CCONST(PTO_OP_ALLOC_TENSOR);
+    CCONST(PTO_OP_LOOP);
+    CCONST(PTO_OP_END_LOOP);
+    CCONST(PTO_OP_SCOPE_BEGIN);
+    CCONST(PTO_OP_SCOPE_END);
+    CCONST(PTO_PARAM_ARG_TENSOR);
+    CCONST(PTO_PARAM_LOCAL_TENSOR);
+    CCONST(PTO_PARAM_SCALAR_IMM);
+    CCONST(PTO_PARAM_SCALAR_ARG);
+    CCONST(PTO_PARAM_SCALAR_AFFINE);
+    CCONST(PTO_KERNEL_BUILTIN);
+    CCONST(PTO_KERNEL_LIBRARY);
+    CCONST(PTO_ORCH_PROGRAM);
+    CCONST(PTO_ORCH_LIBRARY);
+    CCONST(PTO_AFFINE_HAS_LO);
+    CCONST(PTO_AFFINE_HAS_HI);
+    CCONST(PTO_VIEW_DIM_SELECTED);
+    CCONST(PTO_VIEW_MAX_DIMS);
+    CSIZE(PtoBlobRef);
+    COFF(PtoBlobRef, offset);
+    COFF(PtoBlobRef, size);
+    CSIZE(ChipCallableHeader);
+    COFF(ChipCallableHeader, magic);
+    COFF(ChipCallableHeader, format_version);
+    COFF(ChipCallableHeader, orchestration_kind);
+    COFF(ChipCallableHeader, total_size);
+    COFF(ChipCallableHeader, child_count);
+    COFF(ChipCallableHeader, signature_length);
+    COFF(ChipCallableHeader, reserved);
+    COFF(ChipCallableHeader, signature);
+    COFF(ChipCallableHeader, children);
+    COFF(ChipCallableHeader, orchestration);
+    COFF(ChipCallableHeader, orchestration_entry);
+    CSIZE(ChipCallableChild);
+    COFF(ChipCallableChild, func_id);
+    COFF(ChipCallableChild, core_type);
+    COFF(ChipCallableChild, source_kind);
+    COFF(ChipCallableChild, reserved);
+    COFF(ChipCallableChild, name);
+    COFF(ChipCallableChild, image);
+    COFF(ChipCallableChild, resolved_addr);
+    CSIZE(PtoProgramHeader);
+    COFF(PtoProgramHeader, magic);
+    COFF(PtoProgramHeader, instruction_count);
+    COFF(PtoProgramHeader, local_count);
+    COFF(PtoProgramHeader, reserved);
+    CSIZE(PtoInsnHead);
+    COFF(PtoInsnHead, opcode);
+    COFF(PtoInsnHead, param_count);
+    COFF(PtoInsnHead, size_bytes);
+    CSIZE(PtoSubmitInsn);
+    COFF(PtoSubmitInsn, head);
+    COFF(PtoSubmitInsn, func_id);
+    COFF(PtoSubmitInsn, reserved);
+    CSIZE(PtoAllocInsn);
+    COFF(PtoAllocInsn, head);
+    COFF(PtoAllocInsn, local_id);
+    COFF(PtoAllocInsn, reserved);
+    COFF(PtoAllocInsn, bytes);
+    CSIZE(PtoLoopInsn);
+    COFF(PtoLoopInsn, head);
+    COFF(PtoLoopInsn, count);
+    CSIZE(PtoAffine);
+    COFF(PtoAffine, base);
+    COFF(PtoAffine, coef);
+    COFF(PtoAffine, lo);
+    COFF(PtoAffine, hi);
+    COFF(PtoAffine, clamp);
+    COFF(PtoAffine, reserved);
+    CSIZE(PtoViewDim);
+    COFF(PtoViewDim, stride);
+    COFF(PtoViewDim, bound);
+    COFF(PtoViewDim, offset);
+    COFF(PtoViewDim, extent);
+    COFF(PtoViewDim, flags);
+    COFF(PtoViewDim, reserved);
+    CSIZE(PtoProgramParam);
+    COFF(PtoProgramParam, kind);
+    COFF(PtoProgramParam, direction);
+    COFF(PtoProgramParam, dtype);
+    COFF(PtoProgramParam, ndims);
+    COFF(PtoProgramParam, index);
+    COFF(PtoProgramParam, imm);
+    COFF(PtoProgramParam, offset);
+    COFF(PtoProgramParam, size);
+    COFF(PtoProgramParam, dims);
+}
 
 int main(void)
 {
@@ -86,5 +195,6 @@ int main(void)
     CODE(PTO_ERR_CAPACITY);
     CODE(PTO_ERR_ORCHESTRATION);
     CODE(PTO_ERR_POISONED);
+    dump_callable_format();
     return 0;
 }

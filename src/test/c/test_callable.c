@@ -56,6 +56,21 @@ PtoProgramParam tcb_tensor(uint32_t arg, uint8_t direction, int64_t offset, int6
     return p;
 }
 
+PtoProgramParam tcb_view2(uint32_t kind, uint32_t index, uint8_t direction, uint8_t dtype, int64_t rows,
+                          int64_t cols, int64_t row0, int64_t col0, int64_t nrows, int64_t ncols)
+{
+    PtoProgramParam p = { .kind = (uint8_t)kind, .direction = direction, .dtype = dtype, .ndims = 2, .index = index };
+    p.dims[0].stride = cols;
+    p.dims[0].bound = rows;
+    p.dims[0].offset.base = row0;
+    p.dims[0].extent.base = nrows;
+    p.dims[1].stride = 1;
+    p.dims[1].bound = cols;
+    p.dims[1].offset.base = col0;
+    p.dims[1].extent.base = ncols;
+    return p;
+}
+
 PtoProgramParam tcb_imm(uint64_t value)
 {
     return (PtoProgramParam){ .kind = PTO_PARAM_SCALAR_IMM, .direction = PTO_ARG_SCALAR, .imm = value };

@@ -48,6 +48,11 @@ void tcb_orchestration_library(TestCallableBuilder *b, const uint8_t *image, uin
 
 /* Parameters. */
 PtoProgramParam tcb_tensor(uint32_t arg, uint8_t direction, int64_t offset, int64_t size);
+/* A 2-D strided view of a row-major rows x cols tensor (kind ARG_TENSOR or
+   LOCAL_TENSOR): rows [row0, row0 + nrows), columns [col0, col0 + ncols); the
+   caller may add loop coefficients and clamps to its dims. */
+PtoProgramParam tcb_view2(uint32_t kind, uint32_t index, uint8_t direction, uint8_t dtype, int64_t rows,
+                          int64_t cols, int64_t row0, int64_t col0, int64_t nrows, int64_t ncols);
 PtoProgramParam tcb_imm(uint64_t value);
 PtoProgramParam tcb_scalar_arg(uint32_t index);
 PtoProgramParam tcb_f32(float value);

@@ -139,7 +139,7 @@ static PtoProgramParam *param_at(uint8_t *c, uint32_t insn_offset_in_program, ui
 #define SECOND_SUBMIT (FIRST_SUBMIT + (uint32_t)(sizeof(PtoSubmitInsn) + 3 * sizeof(PtoProgramParam)))
 
 static void bad_magic(uint8_t *c, uint32_t n) { (void)n; tcb_header(c)->magic = 0x12345678; }
-static void bad_version(uint8_t *c, uint32_t n) { (void)n; tcb_header(c)->format_version = 2; }
+static void bad_version(uint8_t *c, uint32_t n) { (void)n; tcb_header(c)->format_version = 1; /* the previous version: exactly one is accepted */ }
 static void tiny_total(uint8_t *c, uint32_t n) { (void)n; tcb_header(c)->total_size = 20; }
 static void huge_total(uint8_t *c, uint32_t n) { (void)n; tcb_header(c)->total_size = PTO_CALLABLE_MAX_BYTES + 1; }
 static void truncated(uint8_t *c, uint32_t n) { tcb_header(c)->total_size = n - 8; }
@@ -259,7 +259,14 @@ static void param_scalar_as_in(uint8_t *c, uint32_t n) { (void)n; param_at(c, SE
 static void param_bad_direction(uint8_t *c, uint32_t n) { (void)n; param_at(c, FIRST_SUBMIT, 0)->direction = 6; }
 static void param_tensor_index(uint8_t *c, uint32_t n) { (void)n; param_at(c, FIRST_SUBMIT, 2)->index = 3; }
 static void param_scalar_index(uint8_t *c, uint32_t n) { (void)n; param_at(c, SECOND_SUBMIT, 2)->index = 1; }
-static void param_reserved(uint8_t *c, uint32_t n) { (void)n; param_at(c, FIRST_SUBMIT, 0)->reserved = 1; }
+static void param_dtype_without_dims(uint8_t *c, uint32_t n) { (void)n; param_at(c, FIRST_SUBMIT, 0)->dtype = 1; }
+static void param_scalar_with_dims(uint8_t *c, uint32_t n) { (void)n; param_at(c, SECOND_SUBMIT, 2)->ndims = 1; }
+static void param_flat_clamped(uint8_t *c, uint32_t n)
+{
+    (void)n;
+    param_at(c, FIRST_SUBMIT, 0)->size.clamp = PTO_AFFINE_HAS_HI;
+    param_at(c, FIRST_SUBMIT, 0)->size.hi = 8;
+}
 static void param_loop_var_outside_loop(uint8_t *c, uint32_t n) { (void)n; param_at(c, FIRST_SUBMIT, 0)->offset.coef[0] = 4; }
 static void param_local_out_of_range(uint8_t *c, uint32_t n)
 {
@@ -270,7 +277,7 @@ static void param_local_out_of_range(uint8_t *c, uint32_t n)
 
 static const Defect defects[] = {
     { "bad magic", bad_magic, "bad magic 0x12345678" },
-    { "format version", bad_version, "format version 2 is not supported" },
+    { "format version", bad_version, "format version 1 is not supported (expected 2)" },
     { "total_size below the header", tiny_total, "smaller than the 56-byte header" },
     { "total_size huge", huge_total, "exceeds the limit" },
     { "truncated", truncated, "outside the callable's total_size" },
@@ -321,7 +328,9 @@ static const Defect defects[] = {
     { "param direction", param_bad_direction, "not invalid (6)" },
     { "tensor index", param_tensor_index, "names argument tensor 3 but the signature has 3 tensor(s)" },
     { "scalar index", param_scalar_index, "names argument scalar 1 but the signature has 1 scalar(s)" },
-    { "param reserved", param_reserved, "param 0 reserved field is 1" },
+    { "param dtype without dims", param_dtype_without_dims, "param 0: dtype and dims are set but ndims is 0" },
+    { "scalar with dims", param_scalar_with_dims, "param 2: a scalar has ndims 0, not 1" },
+    { "flat view clamped", param_flat_clamped, "param 0: a flat view's size takes no min/max clamp" },
     { "loop variable outside a loop", param_loop_var_outside_loop, "uses loop variable 0 but only 0 loop(s)" },
     { "local tensor out of range", param_local_out_of_range, "names local tensor 0 but local_count is 0" },
 };
@@ -487,8 +496,71 @@ static void alloc_in_a_repeated_scope(TestCallableBuilder *b)
     tcb_loop(b, 2);
     tcb_insn(b, PTO_OP_SCOPE_BEGIN);
     tcb_alloc(b, 0, 64);
+    PtoProgramParam p[] = { tcb_local(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, p, 1);
     tcb_insn(b, PTO_OP_SCOPE_END);
     tcb_insn(b, PTO_OP_END_LOOP);
+}
+/* 11 x 37 f32 rows tiled 8 x 8 (2 x 5 tiles), the last tile of each dim clamped */
+static PtoProgramParam clamped_tile(uint32_t kind, uint32_t index, uint8_t direction, int64_t rows, int64_t cols)
+{
+    PtoProgramParam p = tcb_view2(kind, index, direction, PTO_DTYPE_F32, rows, cols, 0, 0, 0, 0);
+    for (int d = 0; d < 2; d++) {
+        p.dims[d].offset.coef[d] = 8;
+        p.dims[d].extent.base = d == 0 ? rows : cols;
+        p.dims[d].extent.coef[d] = -8;
+        p.dims[d].extent.clamp = PTO_AFFINE_HAS_HI;
+        p.dims[d].extent.hi = 8;
+    }
+    return p;
+}
+static void tiles_with_clamped_tails(TestCallableBuilder *b)
+{
+    tcb_loop(b, 2);
+    tcb_loop(b, 5);
+    PtoProgramParam p[] = { clamped_tile(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, 11, 37) };
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void tiles_overhanging_a_row(TestCallableBuilder *b)
+{
+    tcb_loop(b, 2);
+    tcb_loop(b, 5);
+    PtoProgramParam p[] = { clamped_tile(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, 11, 37) };
+    p[0].dims[1].extent.clamp = 0; /* no tail clamp: the last column tile is 8 wide */
+    p[0].dims[1].extent.hi = 0;
+    p[0].dims[1].extent.base = 8;
+    p[0].dims[1].extent.coef[1] = 0;
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
+static void strided_local_past_alloc(TestCallableBuilder *b)
+{
+    b->local_count = 1;
+    tcb_alloc(b, 0, 4 * 4 * 4 - 4); /* one f32 short of 4 x 4 */
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_LOCAL_TENSOR, 0, PTO_ARG_OUT, PTO_DTYPE_F32, 4, 4, 0, 0, 4, 4) };
+    tcb_submit(b, 1, p, 1);
+}
+static void strided_bad_dtype(TestCallableBuilder *b)
+{
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, 77, 4, 4, 0, 0, 4, 4) };
+    tcb_submit(b, 1, p, 1);
+}
+static void strided_selected_with_extent(TestCallableBuilder *b)
+{
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, PTO_DTYPE_F32, 4, 4, 1, 0, 1, 4) };
+    p[0].dims[0].flags = PTO_VIEW_DIM_SELECTED;
+    tcb_submit(b, 1, p, 1);
+}
+static void strided_clamp_inverted(TestCallableBuilder *b)
+{
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, PTO_DTYPE_F32, 4, 4, 0, 0, 4, 4) };
+    p[0].dims[1].extent.clamp = PTO_AFFINE_HAS_LO | PTO_AFFINE_HAS_HI;
+    p[0].dims[1].extent.lo = 3;
+    p[0].dims[1].extent.hi = 2;
+    tcb_submit(b, 1, p, 1);
 }
 static void local_used_after_its_scope(TestCallableBuilder *b)
 {
@@ -541,9 +613,17 @@ TEST(decoder_checks_program_nesting_and_locals)
         { local_view_tiles_its_alloc, 1, "" },
         { loop_count_too_large, 0, "instruction 2 (LOOP) count 9223372036854775808 exceeds 9223372036854775807" },
         { scalar_leaves_int64, 0, "instruction 3 param 0: the scalar value leaves the 64-bit range in some iteration" },
-        { alloc_in_a_repeated_scope, 0,
-          "instruction 4 (ALLOC_TENSOR local 0) is inside the scope opened at instruction 3, which the LOOP at "
-          "instruction 2 repeats" },
+        { alloc_in_a_repeated_scope, 1, "" },
+        { tiles_with_clamped_tails, 1, "" },
+        { tiles_overhanging_a_row, 0,
+          "instruction 4 param 0 (IN argument tensor 0): dim 1: elements [32, 32 + 8) leave its bound of 37 at i0=0, "
+          "i1=4" },
+        { strided_local_past_alloc, 0,
+          "instruction 3 param 0 (OUT local tensor 0): its last element ends at byte 64 of a 60-byte tensor at "
+          "outside any loop" },
+        { strided_bad_dtype, 0, "instruction 2 param 0: dtype 77 is not a PtoDataType" },
+        { strided_selected_with_extent, 0, "instruction 2 param 0: dim 0 is SELECTED (extent 1) but carries an extent" },
+        { strided_clamp_inverted, 0, "instruction 2 param 0: dim 1 has a malformed clamp" },
         { local_used_after_its_scope, 0,
           "instruction 5 param 0 uses local tensor 0 after the scope that frees it (SCOPE_BEGIN at instruction 2) has "
           "ended" },

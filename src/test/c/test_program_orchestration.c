@@ -231,7 +231,7 @@ TEST(program_loops_evaluate_affine_views_and_scalars_per_iteration)
     program_start(&b);
     tcb_loop(&b, 3);
     tcb_loop(&b, 4);
-    PtoAffine off = { 0, { 64, 16, 0, 0 } }, size = { 16, { 0 } }, val = { 0, { 100, -1, 0, 0 } };
+    PtoAffine off = { .base = 0, .coef = { 64, 16, 0, 0 } }, size = { .base = 16, .coef = { 0 } }, val = { .base = 0, .coef = { 100, -1, 0, 0 } };
     PtoProgramParam p[] = { affine_tensor(1, PTO_ARG_INOUT, off, size), affine_scalar(val) };
     tcb_submit(&b, 1, p, 2);
     tcb_insn(&b, PTO_OP_END_LOOP);
@@ -415,7 +415,7 @@ static void walk_past_the_end(TestCallableBuilder *b)
 {
     /* LOOP 4 { SUBMIT x[16i, +20] }: iteration 3 reaches byte 68 of 64 */
     tcb_loop(b, 4);
-    PtoAffine off = { 0, { 16, 0, 0, 0 } }, size = { 20, { 0 } };
+    PtoAffine off = { .base = 0, .coef = { 16, 0, 0, 0 } }, size = { .base = 20, .coef = { 0 } };
     PtoProgramParam p[] = { affine_tensor(0, PTO_ARG_IN, off, size) };
     tcb_submit(b, 1, p, 1);
     tcb_insn(b, PTO_OP_END_LOOP);
@@ -424,7 +424,7 @@ static void walk_past_the_end(TestCallableBuilder *b)
 static void negative_offset(TestCallableBuilder *b)
 {
     tcb_loop(b, 2);
-    PtoAffine off = { 8, { -8, 0, 0, 0 } }, size = { 4, { 0 } };
+    PtoAffine off = { .base = 8, .coef = { -8, 0, 0, 0 } }, size = { .base = 4, .coef = { 0 } };
     PtoProgramParam p[] = { affine_tensor(0, PTO_ARG_IN, off, size) };
     off.coef[0] = -16; /* second iteration: 8 - 16 < 0 */
     p[0].offset = off;
@@ -435,7 +435,7 @@ static void negative_offset(TestCallableBuilder *b)
 static void affine_overflow(TestCallableBuilder *b)
 {
     tcb_loop(b, 3);
-    PtoAffine val = { INT64_MAX - 1, { 1, 0, 0, 0 } };
+    PtoAffine val = { .base = INT64_MAX - 1, .coef = { 1, 0, 0, 0 } };
     PtoProgramParam p[] = { affine_scalar(val) };
     tcb_submit(b, 1, p, 1);
     tcb_insn(b, PTO_OP_END_LOOP);
@@ -467,7 +467,7 @@ static void writes_an_in_tensor(TestCallableBuilder *b)
 
 static void uses_an_unenclosing_loop_variable(TestCallableBuilder *b)
 {
-    PtoAffine val = { 0, { 0, 1, 0, 0 } };
+    PtoAffine val = { .base = 0, .coef = { 0, 1, 0, 0 } };
     tcb_loop(b, 2);
     PtoProgramParam p[] = { affine_scalar(val) };
     tcb_submit(b, 1, p, 1);
@@ -530,16 +530,22 @@ static void scalar_with_tensor_direction(TestCallableBuilder *b)
     tcb_submit(b, 1, p, 1);
 }
 
-static void alloc_in_a_repeated_scope(TestCallableBuilder *b)
+/* LOOP 3 { vcopy(x[i0 rows, cols 4*i0 .. +4] of a 4 x 10 f32 x, ...) }: i0 = 2 reaches column 12 */
+static void strided_overhang(TestCallableBuilder *b)
 {
-    b->local_count = 1;
-    tcb_loop(b, 2);
-    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
-    tcb_alloc(b, 0, 64);
-    PtoProgramParam p[] = { local_view(0, PTO_ARG_OUT, 0, 64) };
-    tcb_submit(b, 1, p, 1);
-    tcb_insn(b, PTO_OP_SCOPE_END);
+    tcb_loop(b, 3);
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, PTO_DTYPE_F32, 4, 10, 0, 0, 1, 4),
+                            tcb_tensor(1, PTO_ARG_OUT, 0, 16) };
+    p[0].dims[1].offset.coef[0] = 4;
+    tcb_submit(b, 2, p, 2);
     tcb_insn(b, PTO_OP_END_LOOP);
+}
+/* a 17-element f32 view of the 64-byte x: inside its (made-up) bounds, past its bytes */
+static void strided_past_tensor(TestCallableBuilder *b)
+{
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, PTO_DTYPE_F32, 2, 16, 0, 0, 2, 1),
+                            tcb_tensor(1, PTO_ARG_OUT, 0, 16) };
+    tcb_submit(b, 2, p, 2);
 }
 
 static void local_used_after_its_scope(TestCallableBuilder *b)
@@ -589,8 +595,14 @@ TEST(program_refuses_every_run_time_defect_naming_the_instruction)
     check_refusal(oversized_instruction, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 (4096 bytes at byte 16) runs past", 0);
     check_refusal(too_many_params, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 (SUBMIT) has 33 params, the limit is 32", 0);
     check_refusal(scalar_with_tensor_direction, args, 0, PTO_ERR_BAD_CALLABLE, "direction 1 does not fit parameter kind 2", 0);
-    check_refusal(alloc_in_a_repeated_scope, args, 0, PTO_ERR_BAD_CALLABLE,
-                  "program instruction 2 (ALLOC_TENSOR local 0) runs again after the scope it was allocated in ended", 1);
+    check_refusal(strided_overhang, args, 0, PTO_ERR_BAD_CALLABLE,
+                  "program instruction 1 (SUBMIT func_id 2) param 0, a view of argument tensor 0: dim 1: elements [8, 8 "
+                  "+ 4) leave its bound of 10 at i0=2",
+                  2);
+    check_refusal(strided_past_tensor, args, 0, PTO_ERR_BAD_CALLABLE,
+                  "program instruction 0 (SUBMIT func_id 2) param 0, a view of argument tensor 0: its last element ends "
+                  "at byte 68 of a 64-byte tensor at outside any loop",
+                  0);
     check_refusal(local_used_after_its_scope, args, 0, PTO_ERR_BAD_CALLABLE,
                   "program instruction 3 (SUBMIT func_id 1) param 0 uses local tensor 0 after the scope it was allocated "
                   "in has ended",
@@ -643,6 +655,118 @@ TEST(program_api_failures_come_back_with_their_codes)
     CHECK_EQ_INT(pto_program_orchestrate(NULL, NULL, args, header, sizeof header, SIG, sizeof SIG),
                  PTO_ERR_INVALID_ARGUMENT);
     free(args);
+}
+
+TEST(program_strided_tiles_with_clamped_tails_cover_a_matrix_exactly)
+{
+    /* an 11 x 37 f32 matrix x in 8 x 8 tiles: LOOP 2 { LOOP 5 { vcopy(tile of x, tile of y) } },
+       each tile's extent min(N - 8*i, 8), so the last row and column tiles are 3 and 5 wide */
+    TestCallableBuilder b;
+    program_start(&b);
+    tcb_loop(&b, 2);
+    tcb_loop(&b, 5);
+    PtoProgramParam p[2];
+    for (int t = 0; t < 2; t++) {
+        p[t] = tcb_view2(PTO_PARAM_ARG_TENSOR, (uint32_t)t, t == 0 ? PTO_ARG_IN : PTO_ARG_OUT, PTO_DTYPE_F32, 11, 37,
+                         0, 0, 0, 0);
+        for (int d = 0; d < 2; d++) {
+            p[t].dims[d].offset.coef[d] = 8;
+            p[t].dims[d].extent.base = d == 0 ? 11 : 37;
+            p[t].dims[d].extent.coef[d] = -8;
+            p[t].dims[d].extent.clamp = PTO_AFFINE_HAS_HI;
+            p[t].dims[d].extent.hi = 8;
+        }
+    }
+    tcb_submit(&b, 2, p, 2);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    Recorder r;
+    rec_init(&r);
+    ChipStorageTaskArgs *args = make_args(11 * 37 * 4, 11 * 37 * 4, 64, 0);
+    CHECK_EQ_INT(run_program(&b, &r, args, 1), PTO_OK);
+    CHECK_EQ_INT(r.task_count, 10);
+    uint8_t covered[11 * 37] = { 0 };
+    for (uint32_t t = 0; t < r.task_count && t < 10; t++) {
+        const PtoTaskParam *x = &r.tasks[t].params[0];
+        uint64_t i = t / 5, j = t % 5, rows = i == 1 ? 3 : 8, cols = j == 4 ? 5 : 8;
+        CHECK_EQ_INT(x->view.ndims, 2);
+        CHECK_EQ_INT(x->view.dtype, PTO_DTYPE_F32);
+        CHECK_EQ_INT(x->view.addr, X_ADDR + 4 * (8 * i * 37 + 8 * j));
+        CHECK_EQ_INT(x->value, x->view.addr);
+        CHECK_EQ_INT(x->view.shape[0], rows);
+        CHECK_EQ_INT(x->view.shape[1], cols);
+        CHECK_EQ_INT(x->view.strides[0], 37);
+        CHECK_EQ_INT(x->view.strides[1], 1);
+        CHECK_EQ_INT(x->bytes, 4 * ((rows - 1) * 37 + cols));
+        CHECK_EQ_INT(r.tasks[t].params[1].view.addr, Y_ADDR + 4 * (8 * i * 37 + 8 * j));
+        for (uint64_t a = 0; a < rows; a++)
+            for (uint64_t c = 0; c < cols; c++)
+                covered[(8 * i + a) * 37 + 8 * j + c]++;
+    }
+    for (int e = 0; e < 11 * 37; e++)
+        CHECK_EQ_INT(covered[e], 1);
+    rec_free(&r);
+    tcb_free(&b);
+}
+
+TEST(program_selected_dims_and_transposed_views_reach_the_task)
+{
+    /* x as 2 x 3 x 4 f32: select batch i0 of LOOP 2, transpose the 3 x 4 rows and columns */
+    TestCallableBuilder b;
+    program_start(&b);
+    tcb_loop(&b, 2);
+    PtoProgramParam p[] = { { .kind = PTO_PARAM_ARG_TENSOR, .direction = PTO_ARG_IN, .dtype = PTO_DTYPE_F32,
+                              .ndims = 3, .index = 0 },
+                            tcb_tensor(1, PTO_ARG_OUT, 0, 48) };
+    p[0].dims[0] = (PtoViewDim){ .stride = 12, .bound = 2, .flags = PTO_VIEW_DIM_SELECTED };
+    p[0].dims[0].offset.coef[0] = 1;
+    p[0].dims[1] = (PtoViewDim){ .stride = 1, .bound = 4 };
+    p[0].dims[1].extent.base = 4;
+    p[0].dims[2] = (PtoViewDim){ .stride = 4, .bound = 3 };
+    p[0].dims[2].extent.base = 3;
+    tcb_submit(&b, 2, p, 2);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    Recorder r;
+    rec_init(&r);
+    ChipStorageTaskArgs *args = make_args(96, 48, 64, 0);
+    CHECK_EQ_INT(run_program(&b, &r, args, 1), PTO_OK);
+    CHECK_EQ_INT(r.task_count, 2);
+    for (uint32_t t = 0; t < r.task_count && t < 2; t++) {
+        const PtoTensorView *v = &r.tasks[t].params[0].view;
+        CHECK_EQ_INT(v->ndims, 2);
+        CHECK_EQ_INT(v->addr, X_ADDR + 48 * t);
+        CHECK_EQ_INT(v->shape[0], 4);
+        CHECK_EQ_INT(v->shape[1], 3);
+        CHECK_EQ_INT(v->strides[0], 1);
+        CHECK_EQ_INT(v->strides[1], 4);
+        CHECK_EQ_INT(r.tasks[t].params[0].bytes, 48);
+    }
+    rec_free(&r);
+    tcb_free(&b);
+}
+
+TEST(program_a_loop_over_a_scope_allocates_its_locals_in_every_iteration)
+{
+    /* LOOP 3 { SCOPE { ALLOC local 0; vcopy(x, local 0) } }: allocated, used and freed per iteration */
+    TestCallableBuilder b;
+    program_start(&b);
+    b.local_count = 1;
+    tcb_loop(&b, 3);
+    tcb_insn(&b, PTO_OP_SCOPE_BEGIN);
+    tcb_alloc(&b, 0, 64);
+    PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_IN, 0, 64), local_view(0, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(&b, 2, p, 2);
+    tcb_insn(&b, PTO_OP_SCOPE_END);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    Recorder r;
+    rec_init(&r);
+    ChipStorageTaskArgs *args = make_args(64, 64, 64, 0);
+    CHECK_EQ_INT(run_program(&b, &r, args, 1), PTO_OK);
+    CHECK_EQ_INT(r.task_count, 3);
+    CHECK(strcmp(r.events, "(AS)(AS)(AS)") == 0);
+    CHECK_EQ_INT(r.alloc_count, 3);
+    rec_free(&r);
+    tcb_free(&b);
 }
 
 TEST(program_with_no_instructions_submits_nothing)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/program_view.h"
 #include "util/last_error.h"
 #include "device/pto_builtin_kernels.h"
 #include "ptorun/pto_runtime_c_api.h"
@@ -331,6 +332,14 @@ static int affine_range(const ProgramWalk *w, const PtoAffine *a, const PtoAffin
     }
     if (min < INT64_MIN || max > INT64_MAX)
         return -1;
+    if (b == NULL && (a->clamp & PTO_AFFINE_HAS_LO) != 0) {
+        min = min < a->lo ? a->lo : min;
+        max = max < a->lo ? a->lo : max;
+    }
+    if (b == NULL && (a->clamp & PTO_AFFINE_HAS_HI) != 0) {
+        min = min > a->hi ? a->hi : min;
+        max = max > a->hi ? a->hi : max;
+    }
     *lo = (int64_t)min;
     *hi = (int64_t)max;
     return 1;
@@ -344,6 +353,8 @@ static int check_affine(Decoder *d, const PtoAffine *a, uint32_t loops, uint32_t
         if (a->coef[k] != 0)
             return fail(d, "instruction %u param %u: %s uses loop variable %u but only %u loop(s) enclose it",
                         insn, param, what, k, loops);
+    if (pto_affine_malformed(a))
+        return fail(d, "instruction %u param %u: %s has a malformed min/max clamp", insn, param, what);
     return PTO_OK;
 }
 
@@ -374,13 +385,72 @@ static int check_view_range(Decoder *d, const ProgramWalk *w, const PtoProgramPa
     return PTO_OK;
 }
 
+/* Iterations of a SUBMIT up to which registration proves a strided view for
+   every loop value; beyond, the interpreter checks each one as it submits it. */
+#define VIEW_PROOF_ITERATIONS (1u << 16)
+
+/* A strided view (ndims >= 1): its static fields, then every iteration of the
+   enclosing loops in execution order when there are at most
+   VIEW_PROOF_ITERATIONS of them, naming the first bad one. A view of an
+   argument tensor is checked against its dims' bounds (the tensor's bytes are
+   the run's); a view of a local also against the ALLOC_TENSOR bytes. */
+static int check_strided_view(Decoder *d, const ProgramWalk *w, const PtoProgramParam *p, uint32_t insn, uint32_t i)
+{
+    char why[160];
+    if (pto_view_param_check(p, why, sizeof why) != 0)
+        return fail(d, "instruction %u param %u: %s", insn, i, why);
+    int rc = check_affine(d, &p->offset, w->nest.loops, insn, i, "the view origin");
+    for (uint32_t k = 0; k < p->ndims && rc == PTO_OK; k++)
+        if ((rc = check_affine(d, &p->dims[k].offset, w->nest.loops, insn, i, "a dim's offset")) == PTO_OK)
+            rc = check_affine(d, &p->dims[k].extent, w->nest.loops, insn, i, "a dim's extent");
+    if (rc != PTO_OK || never_runs(w))
+        return rc;
+    uint64_t iterations = 1;
+    for (uint32_t k = 0; k < w->nest.loops; k++)
+        if (__builtin_mul_overflow(iterations, w->loop_count[k], &iterations) || iterations > VIEW_PROOF_ITERATIONS)
+            return PTO_OK;
+    uint64_t bytes = p->kind == PTO_PARAM_LOCAL_TENSOR ? w->local_bytes[p->index] : UINT64_MAX;
+    int64_t vars[PTO_PROGRAM_MAX_LOOP_DEPTH] = { 0 };
+    for (uint64_t n = 0; n < iterations; n++) {
+        PtoTensorView view;
+        uint64_t span;
+        if (pto_view_param_resolve(p, vars, w->nest.loops, 0, bytes, &view, &span, why, sizeof why) != 0) {
+            char at[96];
+            pto_loop_values_text(vars, w->nest.loops, at, sizeof at);
+            return fail(d, "instruction %u param %u (%s %s %u): %s at %s", insn, i, direction_name(p->direction),
+                        p->kind == PTO_PARAM_LOCAL_TENSOR ? "local tensor" : "argument tensor", p->index, why, at);
+        }
+        for (uint32_t k = w->nest.loops; k-- > 0;) { /* the next iteration: innermost loop first */
+            if ((uint64_t)++vars[k] < w->loop_count[k])
+                break;
+            vars[k] = 0;
+        }
+    }
+    return PTO_OK;
+}
+
+/* A flat view and a scalar carry no dtype, dims or clamps of a strided view. */
+static int check_unstrided(Decoder *d, const PtoProgramParam *p, uint32_t insn, uint32_t i)
+{
+    static const PtoViewDim zero_dims[PTO_VIEW_MAX_DIMS];
+    if (p->dtype != 0 || memcmp(p->dims, zero_dims, sizeof zero_dims) != 0)
+        return fail(d, "instruction %u param %u: dtype and dims are set but ndims is 0", insn, i);
+    if (p->kind != PTO_PARAM_SCALAR_AFFINE && p->offset.clamp != 0)
+        return fail(d, "instruction %u param %u: only a strided view or a scalar value takes a min/max clamp", insn, i);
+    if (p->size.clamp != 0)
+        return fail(d, "instruction %u param %u: a flat view's size takes no min/max clamp", insn, i);
+    return PTO_OK;
+}
+
 static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *p, uint32_t insn, uint32_t i)
 {
     const ChipCallableView *v = d->view;
     uint32_t loops = w->nest.loops;
-    if (p->reserved != 0)
-        return fail(d, "instruction %u param %u reserved field is %u, must be 0", insn, i, p->reserved);
     int rc;
+    if (p->ndims != 0 && p->kind != PTO_PARAM_ARG_TENSOR && p->kind != PTO_PARAM_LOCAL_TENSOR)
+        return fail(d, "instruction %u param %u: a scalar has ndims 0, not %u", insn, i, p->ndims);
+    if (p->ndims == 0 && (rc = check_unstrided(d, p, insn, i)) != PTO_OK)
+        return rc;
     switch (p->kind) {
     case PTO_PARAM_ARG_TENSOR:
     case PTO_PARAM_LOCAL_TENSOR:
@@ -413,6 +483,8 @@ static int check_param(Decoder *d, const ProgramWalk *w, const PtoProgramParam *
         if (p->kind == PTO_PARAM_ARG_TENSOR && p->direction != PTO_ARG_IN && v->signature[p->index] == PTO_ARG_IN)
             return fail(d, "instruction %u param %u (%s) writes argument tensor %u, which the signature declares IN",
                         insn, i, direction_name(p->direction), p->index);
+        if (p->ndims != 0)
+            return check_strided_view(d, w, p, insn, i);
         if ((rc = check_affine(d, &p->offset, loops, insn, i, "the view offset")) != PTO_OK ||
             (rc = check_affine(d, &p->size, loops, insn, i, "the view size")) != PTO_OK)
             return rc;
@@ -510,25 +582,16 @@ static int close_construct(Decoder *d, Nesting *n, uint16_t opens, uint32_t inde
     return PTO_OK;
 }
 
-/* A local lives until the end of the innermost scope around its ALLOC_TENSOR
-   (trb frees that scope's heap there). Each local is allocated once per run,
-   so a loop around that scope would reuse a freed local: refused. */
-static int note_alloc(Decoder *d, ProgramWalk *w, const PtoAllocInsn *a, uint32_t index)
+/* A local lives until the end of the innermost scope around its ALLOC_TENSOR;
+   a loop around that scope allocates it afresh in every iteration. */
+static void note_alloc(ProgramWalk *w, const PtoAllocInsn *a, uint32_t index)
 {
     const Nesting *n = &w->nest;
     int scope = innermost_scope(n);
-    for (int k = 0; k < scope; k++)
-        if (n->opcode[k] == PTO_OP_LOOP)
-            return fail(d,
-                        "instruction %u (ALLOC_TENSOR local %u) is inside the scope opened at instruction %u, which the "
-                        "LOOP at instruction %u repeats: the scope's end frees the local, which is allocated once per "
-                        "run; allocate it outside the repeated scope",
-                        index, a->local_id, n->insn[scope], n->insn[k]);
     w->allocated[a->local_id] = 1;
     w->alloc_skipped[a->local_id] = never_runs(w) ? index : NO_ALLOC_SKIPPED;
     w->local_bytes[a->local_id] = a->bytes;
     w->local_scope[a->local_id] = scope >= 0 ? n->insn[scope] : NO_SCOPE;
-    return PTO_OK;
 }
 
 static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
@@ -549,7 +612,8 @@ static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint
         if (w->allocated[in->u.alloc.local_id])
             return fail(d, "instruction %u (ALLOC_TENSOR) allocates local %u a second time", index,
                         in->u.alloc.local_id);
-        return note_alloc(d, w, &in->u.alloc, index);
+        note_alloc(w, &in->u.alloc, index);
+        return PTO_OK;
     case PTO_OP_LOOP:
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoLoopInsn))) != PTO_OK)
             return rc;
@@ -722,6 +786,40 @@ uint64_t chip_program_task_count(const ChipCallableView *view)
         }
     }
     return tasks;
+}
+
+uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align)
+{
+    /* marks[k]: bytes live when the k-th open scope began; a scope's end frees
+       back to it (the decoder proved the nesting) */
+    uint64_t marks[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1], live = 0, peak = 0;
+    uint32_t scopes = 0;
+    PtoProgramCursor cursor = { 0, 0 };
+    PtoProgramInsn insn;
+    while (chip_program_next(view, &cursor, &insn)) {
+        switch (insn.head.opcode) {
+        case PTO_OP_ALLOC_TENSOR: {
+            uint64_t rounded;
+            if (__builtin_add_overflow(insn.u.alloc.bytes, align - 1, &rounded) ||
+                __builtin_add_overflow(live, rounded / align * align, &live))
+                return UINT64_MAX;
+            peak = live > peak ? live : peak;
+            break;
+        }
+        case PTO_OP_SCOPE_BEGIN:
+            if (scopes <= PTO_PROGRAM_MAX_SCOPE_DEPTH)
+                marks[scopes] = live;
+            scopes++;
+            break;
+        case PTO_OP_SCOPE_END:
+            if (scopes > 0 && --scopes <= PTO_PROGRAM_MAX_SCOPE_DEPTH)
+                live = marks[scopes];
+            break;
+        default:
+            break;
+        }
+    }
+    return peak;
 }
 
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i, PtoProgramParam *out)

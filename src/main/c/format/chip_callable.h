@@ -19,7 +19,6 @@
 #include "ptorun/chip_callable.h"
 #include "util/content_hash.h"   /* pto_fnv1a64: every user of a callable hashes it */
 
-#define PTO_PROGRAM_MAX_SCOPE_DEPTH 4u
 #define CHIP_CALLABLE_MESSAGE_BYTES 256u
 
 typedef struct ChipCallableView {
@@ -101,6 +100,13 @@ void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn
  * are constants and a program has no branches, so this is exact, and a
  * runtime with a task limit can refuse a program before its first task. */
 uint64_t chip_program_task_count(const ChipCallableView *view);
+
+/* The most local-tensor bytes a decoded program holds at once, each
+   ALLOC_TENSOR rounded up to `align` (a power of two): a scope's end frees what
+   was allocated inside it, and an ALLOC_TENSOR in a loop allocates again only
+   after the scope around it ended, so a loop over a scope with per-iteration
+   locals needs one iteration's bytes. UINT64_MAX when that overflows. */
+uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align);
 
 const char *pto_opcode_name(uint32_t opcode);
 

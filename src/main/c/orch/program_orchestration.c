@@ -14,8 +14,9 @@
  * Loops: a LOOP's body runs `count` times with its variable 0..count-1. Trip
  * counts are constants and a program has no branches, so every iteration of a
  * body performs the same operations; an iteration that submitted no task
- * proves the remaining ones would submit none either (their ALLOC_TENSORs are
- * no-ops after the first, their scopes are empty), and the loop ends there.
+ * proves the remaining ones would submit none either (their ALLOC_TENSORs only
+ * allocate again what a scope end freed, their scopes are empty), and the loop
+ * ends there.
  * The interpreter's work is therefore bounded by the tasks it submits, which
  * the runtime bounds, never by a trip count alone.
  */
@@ -24,6 +25,7 @@
 #include <string.h>
 
 #include "format/chip_callable.h"
+#include "format/program_view.h"
 #include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -61,7 +63,8 @@ typedef struct Interp {
 } Interp;
 
 /* A local's life: a scope's end frees what was allocated inside it (trb
-   returns the scope's ring heap), and a local is allocated once per run. */
+   returns the scope's ring heap, hbg pops its local heap); its ALLOC_TENSOR
+   running again allocates it anew. */
 enum { LOCAL_UNALLOCATED = 0, LOCAL_LIVE = 1, LOCAL_FREED = 2 };
 
 /* One decoded instruction: its head and, for the fixed-size kinds, its body. */
@@ -123,25 +126,61 @@ static int read_insn(const Interp *in, uint32_t offset, uint32_t index, Insn *ou
 
 /* ---- values ------------------------------------------------------------------- */
 
-/* base + sum(coef[d] * var[d]); only enclosing loops' variables may appear. */
+/* The deepest loop variable `a` uses beyond the `depth` enclosing loops, or -1. */
+static int uses_deeper_loop(const PtoAffine *a, uint32_t depth)
+{
+    for (uint32_t d = PTO_PROGRAM_MAX_LOOP_DEPTH; d-- > depth;)
+        if (a->coef[d] != 0)
+            return (int)d;
+    return -1;
+}
+
+/* base + sum(coef[d] * var[d]), clamped; only enclosing loops' variables may appear. */
 static int eval_affine(const Interp *in, const PtoAffine *a, const Insn *at, uint32_t param, const char *what,
                        int64_t *out)
 {
-    int64_t v = a->base;
-    for (uint32_t d = 0; d < PTO_PROGRAM_MAX_LOOP_DEPTH; d++) {
-        if (a->coef[d] == 0)
-            continue;
-        if (d >= in->loop_depth)
-            return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u: %s uses loop variable %u but only %u "
-                            "loop(s) enclose it",
-                            at->index, at->u.submit.func_id, param, what, d, in->loop_depth);
-        int64_t term;
-        if (__builtin_mul_overflow(a->coef[d], in->vars[d], &term) || __builtin_add_overflow(v, term, &v))
-            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s overflows",
-                            at->index, at->u.submit.func_id, param, what);
+    int deeper = uses_deeper_loop(a, in->loop_depth);
+    if (deeper >= 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (SUBMIT func_id %u) param %u: %s uses loop variable %d but only %u "
+                        "loop(s) enclose it",
+                        at->index, at->u.submit.func_id, param, what, deeper, in->loop_depth);
+    if (pto_affine_malformed(a) || pto_affine_eval(a, in->vars, in->loop_depth, out) != 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s overflows",
+                        at->index, at->u.submit.func_id, param, what);
+    return PTO_OK;
+}
+
+/* A strided view of a tensor of `bound` bytes at `base`, checked for the
+   current loop values: the message names them. */
+static int resolve_strided(const Interp *in, const PtoProgramParam *p, const Insn *at, uint32_t param, uint64_t base,
+                           uint64_t bound, const char *tensor, PtoTaskParam *out)
+{
+    char why[160];
+    uint64_t span;
+    if (pto_view_param_check(p, why, sizeof why) != 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s", at->index,
+                        at->u.submit.func_id, param, why);
+    int deeper = uses_deeper_loop(&p->offset, in->loop_depth);
+    for (uint32_t k = 0; k < p->ndims; k++) {
+        int o = uses_deeper_loop(&p->dims[k].offset, in->loop_depth), e = uses_deeper_loop(&p->dims[k].extent, in->loop_depth);
+        deeper = o > deeper ? o : deeper;
+        deeper = e > deeper ? e : deeper;
     }
-    *out = v;
+    if (deeper >= 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (SUBMIT func_id %u) param %u: the view uses loop variable %d but only %u "
+                        "loop(s) enclose it",
+                        at->index, at->u.submit.func_id, param, deeper, in->loop_depth);
+    if (pto_view_param_resolve(p, in->vars, in->loop_depth, base, bound, &out->view, &span, why, sizeof why) != 0) {
+        char values[96];
+        pto_loop_values_text(in->vars, in->loop_depth, values, sizeof values);
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (SUBMIT func_id %u) param %u, a view of %s %u: %s at %s", at->index,
+                        at->u.submit.func_id, param, tensor, p->index, why, values);
+    }
+    out->value = out->view.addr;
+    out->bytes = span;
     return PTO_OK;
 }
 
@@ -194,8 +233,8 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
                             "program instruction %u (SUBMIT func_id %u) param %u writes argument tensor %u, which the "
                             "signature declares IN",
                             at->index, func_id, i, p->index);
-        return resolve_view(in, p, at, i, args->tensors[p->index].addr, args->tensors[p->index].size, "argument tensor",
-                            out);
+        return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, args->tensors[p->index].addr,
+                                                                args->tensors[p->index].size, "argument tensor", out);
     case PTO_PARAM_LOCAL_TENSOR:
         if (!is_view_direction(p->direction))
             break;
@@ -213,7 +252,8 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
                             "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u after the scope "
                             "it was allocated in has ended",
                             at->index, func_id, i, p->index);
-        return resolve_view(in, p, at, i, in->local_addr[p->index], in->local_bytes[p->index], "local tensor", out);
+        return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, in->local_addr[p->index],
+                                                                in->local_bytes[p->index], "local tensor", out);
     case PTO_PARAM_SCALAR_IMM:
         if (p->direction != PTO_ARG_SCALAR)
             break;
@@ -262,8 +302,10 @@ static int exec_submit(Interp *in, const Insn *at)
     return rc;
 }
 
-/* Allocates a local the first time its ALLOC_TENSOR executes; later executions
-   (inside a loop) keep that allocation, so heap use stays bounded. */
+/* Allocates a local when its ALLOC_TENSOR executes while the local is not live:
+   the first time, and again in each iteration of a loop around the scope that
+   frees it (the scope's end returned its memory). A loop inside that scope
+   keeps the allocation, so heap use stays one iteration's. */
 static int exec_alloc(Interp *in, const Insn *at)
 {
     const PtoAllocInsn *a = &at->u.alloc;
@@ -272,11 +314,6 @@ static int exec_alloc(Interp *in, const Insn *at)
                         at->index, a->local_id, in->header.local_count);
     if (in->local_live[a->local_id] == LOCAL_LIVE)
         return PTO_OK;
-    if (in->local_live[a->local_id] == LOCAL_FREED)
-        return pto_fail(PTO_ERR_BAD_CALLABLE,
-                        "program instruction %u (ALLOC_TENSOR local %u) runs again after the scope it was allocated in "
-                        "ended; a local is allocated once per run",
-                        at->index, a->local_id);
     uint64_t addr = in->api->alloc_tensor(in->orch, a->bytes);
     if (addr == 0)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "program instruction %u (ALLOC_TENSOR local %u, %llu bytes): %s",

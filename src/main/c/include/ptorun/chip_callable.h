@@ -19,8 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptorun/pto_tensor.h"
+
 #define PTO_CALLABLE_MAGIC 0x43435450u          /* "PTCC" */
-#define PTO_CALLABLE_FORMAT_VERSION 1u
+#define PTO_CALLABLE_FORMAT_VERSION 2u        /* the only version accepted */
 #define PTO_CALLABLE_MAX_BYTES (256u << 20)
 #define PTO_CALLABLE_MAX_CHILDREN 64u
 #define PTO_CALLABLE_MAX_SIGNATURE 384u          /* 256 tensors + 128 scalars */
@@ -85,6 +87,7 @@ typedef struct ChipCallableChild {
 
 #define PTO_PROGRAM_MAGIC 0x47505450u            /* "PTPG" */
 #define PTO_PROGRAM_MAX_LOOP_DEPTH 4u
+#define PTO_PROGRAM_MAX_SCOPE_DEPTH 4u
 #define PTO_PROGRAM_MAX_LOCALS 256u
 #define PTO_PROGRAM_MAX_INSNS (1u << 20)
 #define PTO_MAX_TASK_PARAMS 32u
@@ -106,11 +109,37 @@ typedef enum PtoParamKind {
     PTO_PARAM_SCALAR_AFFINE = 4  /* the value of `offset` (e.g. a loop variable) */
 } PtoParamKind;
 
-/* base + sum(coef[d] * loop_var[d]) over the enclosing loops. */
+/* base + sum(coef[d] * loop_var[d]) over the enclosing loops, then clamped:
+   raised to `lo` when PTO_AFFINE_HAS_LO is set, lowered to `hi` when
+   PTO_AFFINE_HAS_HI is set (lo <= hi when both are). A clamp lets one loop
+   cover a dimension that is not a multiple of its tile: the last tile's
+   extent is min(N - T*i, T). All-zero bytes are the constant 0. */
 typedef struct PtoAffine {
     int64_t base;
     int64_t coef[PTO_PROGRAM_MAX_LOOP_DEPTH];
+    int64_t lo;                   /* PTO_AFFINE_HAS_LO: max(value, lo) */
+    int64_t hi;                   /* PTO_AFFINE_HAS_HI: min(value, hi) */
+    uint32_t clamp;               /* PTO_AFFINE_HAS_LO | PTO_AFFINE_HAS_HI */
+    uint32_t reserved;            /* 0 */
 } PtoAffine;
+
+#define PTO_AFFINE_HAS_LO 1u
+#define PTO_AFFINE_HAS_HI 2u
+
+#define PTO_VIEW_DIM_SELECTED 1u  /* PtoViewDim.flags: an index, not a range (extent 1, not passed on) */
+
+/* One dimension of a strided view: elements offset .. offset + extent - 1 of
+   a logical dimension of `bound` elements, `stride` elements apart. The
+   interpreter checks 0 <= offset, 0 <= extent, offset + extent <= bound for
+   every loop value, so a tile never overhangs into the next row. */
+typedef struct PtoViewDim {
+    int64_t stride;               /* elements, >= 0 */
+    int64_t bound;                /* elements of the logical dimension, >= 0 */
+    PtoAffine offset;             /* first element along the dim */
+    PtoAffine extent;             /* elements along the dim; zero for a SELECTED dim (extent 1) */
+    uint32_t flags;               /* PTO_VIEW_DIM_SELECTED */
+    uint32_t reserved;            /* 0 */
+} PtoViewDim;
 
 typedef struct PtoProgramHeader {
     uint32_t magic;               /* PTO_PROGRAM_MAGIC */
@@ -125,14 +154,22 @@ typedef struct PtoInsnHead {
     uint32_t size_bytes;          /* whole instruction, multiple of 8 */
 } PtoInsnHead;
 
+/* A tensor parameter is a flat byte view when ndims is 0: [offset, offset +
+   size) bytes of the tensor. With ndims 1..PTO_VIEW_MAX_DIMS it is a strided
+   view of dtype elements: its first element is element
+   offset + sum(dims[d].offset * dims[d].stride) of the tensor, and the task
+   receives a PtoTensorView (pto_tensor.h) of the dims not SELECTED, in order. */
 typedef struct PtoProgramParam {
     uint8_t kind;                 /* PtoParamKind */
     uint8_t direction;            /* tensors: IN/OUT/INOUT; scalars: PTO_ARG_SCALAR */
-    uint16_t reserved;            /* 0 */
+    uint8_t dtype;                /* strided views: PtoDataType; else 0 */
+    uint8_t ndims;                /* tensors: 0 flat, 1..5 strided; scalars: 0 */
     uint32_t index;               /* tensor arg index, local id, or scalar arg index */
     uint64_t imm;                 /* SCALAR_IMM */
-    PtoAffine offset;             /* tensors: byte offset of the view; SCALAR_AFFINE: value */
-    PtoAffine size;               /* tensors: byte size of the view */
+    PtoAffine offset;             /* flat: byte offset; strided: element offset of the view's origin;
+                                     SCALAR_AFFINE: the value */
+    PtoAffine size;               /* flat: byte size; else zero */
+    PtoViewDim dims[PTO_VIEW_MAX_DIMS]; /* strided: dims[0..ndims); the rest zero */
 } PtoProgramParam;
 
 typedef struct PtoSubmitInsn {
@@ -161,13 +198,22 @@ _Static_assert(sizeof(ChipCallableChild) == 32, "ChipCallableChild size");
 _Static_assert(offsetof(ChipCallableChild, name) == 8, "ChipCallableChild.name");
 _Static_assert(offsetof(ChipCallableChild, image) == 16, "ChipCallableChild.image");
 _Static_assert(offsetof(ChipCallableChild, resolved_addr) == 24, "ChipCallableChild.resolved_addr");
-_Static_assert(sizeof(PtoAffine) == 40, "PtoAffine size");
+_Static_assert(sizeof(PtoAffine) == 64, "PtoAffine size");
+_Static_assert(offsetof(PtoAffine, lo) == 40, "PtoAffine.lo");
+_Static_assert(offsetof(PtoAffine, clamp) == 56, "PtoAffine.clamp");
+_Static_assert(sizeof(PtoViewDim) == 152, "PtoViewDim size");
+_Static_assert(offsetof(PtoViewDim, offset) == 16, "PtoViewDim.offset");
+_Static_assert(offsetof(PtoViewDim, extent) == 80, "PtoViewDim.extent");
+_Static_assert(offsetof(PtoViewDim, flags) == 144, "PtoViewDim.flags");
 _Static_assert(sizeof(PtoProgramHeader) == 16, "PtoProgramHeader size");
 _Static_assert(sizeof(PtoInsnHead) == 8, "PtoInsnHead size");
-_Static_assert(sizeof(PtoProgramParam) == 96, "PtoProgramParam size");
+_Static_assert(sizeof(PtoProgramParam) == 904, "PtoProgramParam size");
+_Static_assert(offsetof(PtoProgramParam, dtype) == 2, "PtoProgramParam.dtype");
+_Static_assert(offsetof(PtoProgramParam, ndims) == 3, "PtoProgramParam.ndims");
 _Static_assert(offsetof(PtoProgramParam, imm) == 8, "PtoProgramParam.imm");
 _Static_assert(offsetof(PtoProgramParam, offset) == 16, "PtoProgramParam.offset");
-_Static_assert(offsetof(PtoProgramParam, size) == 56, "PtoProgramParam.size");
+_Static_assert(offsetof(PtoProgramParam, size) == 80, "PtoProgramParam.size");
+_Static_assert(offsetof(PtoProgramParam, dims) == 144, "PtoProgramParam.dims");
 _Static_assert(sizeof(PtoSubmitInsn) == 16, "PtoSubmitInsn size");
 _Static_assert(sizeof(PtoAllocInsn) == 24, "PtoAllocInsn size");
 _Static_assert(sizeof(PtoLoopInsn) == 16, "PtoLoopInsn size");

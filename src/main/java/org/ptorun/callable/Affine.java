@@ -1,6 +1,7 @@
 package org.ptorun.callable;
 
 import java.util.Arrays;
+import java.util.OptionalLong;
 import org.ptorun.internal.CallableLayouts;
 
 /**
@@ -18,6 +19,11 @@ import org.ptorun.internal.CallableLayouts;
  * }</pre>
  *
  * Arithmetic that overflows a signed 64-bit value is an {@link IllegalArgumentException}.
+ *
+ * <p>{@link #min(long)} and {@link #max(long)} clamp the value, last: one loop then
+ * covers a dimension that is not a multiple of its tile, the last tile being shorter —
+ * {@code Affine.of(37).plus(-8, 1).min(8)} is {@code min(37 - 8*i1, 8)}. A clamped
+ * expression takes no further arithmetic (clamp the finished expression).
  */
 public final class Affine {
 
@@ -25,13 +31,89 @@ public final class Affine {
     public static final int MAX_LOOP_DEPTH = CallableLayouts.PTO_PROGRAM_MAX_LOOP_DEPTH;
 
     private static final Affine ZERO = new Affine(0, new long[MAX_LOOP_DEPTH]);
+    private static final int HAS_LO = CallableLayouts.PTO_AFFINE_HAS_LO;
+    private static final int HAS_HI = CallableLayouts.PTO_AFFINE_HAS_HI;
 
     private final long base;
     private final long[] coef;
+    /** HAS_LO | HAS_HI: which of lo and hi clamp the value (the C {@code PtoAffine.clamp}). */
+    private final int clamp;
+    private final long lo;
+    private final long hi;
 
     private Affine(long base, long[] coef) {
+        this(base, coef, 0, 0, 0);
+    }
+
+    private Affine(long base, long[] coef, int clamp, long lo, long hi) {
         this.base = base;
         this.coef = coef;
+        this.clamp = clamp;
+        this.lo = lo;
+        this.hi = hi;
+    }
+
+    /**
+     * This expression, at most {@code bound}: {@code min(this, bound)}.
+     *
+     * @throws IllegalArgumentException when {@code bound} is below a {@link #max(long)} already applied
+     */
+    public Affine min(long bound) {
+        if ((clamp & HAS_LO) != 0 && bound < lo) {
+            throw new IllegalArgumentException("min(" + bound + ") is below the max(" + lo + ") of " + this);
+        }
+        long h = (clamp & HAS_HI) != 0 ? Math.min(hi, bound) : bound;
+        return folded(new Affine(base, coef, clamp | HAS_HI, lo, h));
+    }
+
+    /**
+     * This expression, at least {@code bound}: {@code max(this, bound)}.
+     *
+     * @throws IllegalArgumentException when {@code bound} is above a {@link #min(long)} already applied
+     */
+    public Affine max(long bound) {
+        if ((clamp & HAS_HI) != 0 && bound > hi) {
+            throw new IllegalArgumentException("max(" + bound + ") is above the min(" + hi + ") of " + this);
+        }
+        long l = (clamp & HAS_LO) != 0 ? Math.max(lo, bound) : bound;
+        return folded(new Affine(base, coef, clamp | HAS_LO, l, hi));
+    }
+
+    /** A clamped constant is just its value. */
+    private static Affine folded(Affine a) {
+        return a.deepestLoopUsed() < 0 ? of(a.evaluate()) : a;
+    }
+
+    /** The {@link #max(long)} bound, if any. */
+    public OptionalLong lowerClamp() {
+        return (clamp & HAS_LO) != 0 ? OptionalLong.of(lo) : OptionalLong.empty();
+    }
+
+    /** The {@link #min(long)} bound, if any. */
+    public OptionalLong upperClamp() {
+        return (clamp & HAS_HI) != 0 ? OptionalLong.of(hi) : OptionalLong.empty();
+    }
+
+    /** True when {@link #min(long)} or {@link #max(long)} applies. */
+    public boolean isClamped() {
+        return clamp != 0;
+    }
+
+    private long clamped(long v) {
+        if ((clamp & HAS_LO) != 0 && v < lo) {
+            v = lo;
+        }
+        if ((clamp & HAS_HI) != 0 && v > hi) {
+            v = hi;
+        }
+        return v;
+    }
+
+    private void checkUnclamped(String operation) {
+        if (clamp != 0) {
+            throw new IllegalArgumentException(operation + " of the clamped expression " + this
+                    + ": min/max apply last; clamp the finished expression");
+        }
     }
 
     /** The constant {@code value}. */
@@ -58,11 +140,13 @@ public final class Affine {
 
     /** {@code this + value}. */
     public Affine plus(long value) {
+        checkUnclamped("arithmetic");
         return new Affine(add(base, value), coef.clone());
     }
 
     /** {@code this + coefficient · i[depth]}. */
     public Affine plus(long coefficient, int depth) {
+        checkUnclamped("arithmetic");
         checkDepth(depth);
         long[] c = coef.clone();
         c[depth] = add(c[depth], coefficient);
@@ -71,6 +155,8 @@ public final class Affine {
 
     /** {@code this + other}. */
     public Affine plus(Affine other) {
+        checkUnclamped("arithmetic");
+        other.checkUnclamped("arithmetic");
         long[] c = new long[MAX_LOOP_DEPTH];
         for (int d = 0; d < MAX_LOOP_DEPTH; d++) {
             c[d] = add(coef[d], other.coef[d]);
@@ -80,6 +166,7 @@ public final class Affine {
 
     /** {@code this · factor}: the base and every coefficient scaled. */
     public Affine times(long factor) {
+        checkUnclamped("arithmetic");
         long[] c = new long[MAX_LOOP_DEPTH];
         for (int d = 0; d < MAX_LOOP_DEPTH; d++) {
             c[d] = multiply(coef[d], factor);
@@ -123,7 +210,7 @@ public final class Affine {
         for (int d = 0; d < MAX_LOOP_DEPTH && d < vars.length; d++) {
             v = Math.addExact(v, Math.multiplyExact(coef[d], vars[d]));
         }
-        return v;
+        return clamped(v);
     }
 
     /**
@@ -147,7 +234,7 @@ public final class Affine {
                 max = Math.addExact(max, last);
             }
         }
-        return new long[] {min, max};
+        return new long[] {clamped(min), clamped(max)};
     }
 
     private static long add(long a, long b) {
@@ -174,17 +261,32 @@ public final class Affine {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Affine && ((Affine) o).base == base && Arrays.equals(((Affine) o).coef, coef);
+        if (!(o instanceof Affine)) {
+            return false;
+        }
+        Affine a = (Affine) o;
+        return a.base == base && Arrays.equals(a.coef, coef) && a.clamp == clamp && a.lo == lo && a.hi == hi;
     }
 
     @Override
     public int hashCode() {
-        return 31 * Long.hashCode(base) + Arrays.hashCode(coef);
+        return 31 * (31 * Long.hashCode(base) + Arrays.hashCode(coef)) + Long.hashCode(31 * lo + hi) + clamp;
     }
 
-    /** E.g. {@code 64 + 256*i0 - 4*i1}. */
+    /** E.g. {@code 64 + 256*i0 - 4*i1}, {@code min(37 - 8*i1, 8)}. */
     @Override
     public String toString() {
+        String s = unclampedText();
+        if ((clamp & HAS_LO) != 0) {
+            s = "max(" + s + ", " + lo + ")";
+        }
+        if ((clamp & HAS_HI) != 0) {
+            s = "min(" + s + ", " + hi + ")";
+        }
+        return s;
+    }
+
+    private String unclampedText() {
         StringBuilder s = new StringBuilder();
         if (base != 0 || isConstant()) {
             s.append(base);

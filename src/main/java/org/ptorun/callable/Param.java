@@ -45,14 +45,59 @@ public final class Param {
     private final long imm;
     private final Affine offset;
     private final Affine size;
+    /** A strided view; null for a flat byte view and a scalar. */
+    private final View view;
 
     private Param(Kind kind, Direction direction, int index, long imm, Affine offset, Affine size) {
+        this(kind, direction, index, imm, offset, size, null);
+    }
+
+    private Param(Kind kind, Direction direction, int index, long imm, Affine offset, Affine size, View view) {
         this.kind = kind;
         this.direction = direction;
         this.index = index;
         this.imm = imm;
         this.offset = offset;
         this.size = size;
+        this.view = view;
+    }
+
+    /** A strided view the task reads. */
+    public static Param in(View view) {
+        return strided(Direction.IN, view);
+    }
+
+    /** A strided view the task writes. */
+    public static Param out(View view) {
+        return strided(Direction.OUT, view);
+    }
+
+    /** A strided view the task reads and writes. */
+    public static Param inout(View view) {
+        return strided(Direction.INOUT, view);
+    }
+
+    /** A strided view used as {@code direction} (IN, OUT or INOUT). */
+    public static Param of(Direction direction, View view) {
+        return strided(direction, view);
+    }
+
+    private static Param strided(Direction direction, View view) {
+        Objects.requireNonNull(direction, "direction");
+        Objects.requireNonNull(view, "view");
+        if (!direction.isTensor()) {
+            throw new IllegalArgumentException("a tensor view is IN, OUT or INOUT, not SCALAR");
+        }
+        if (view.kind() == Kind.LOCAL_TENSOR && view.index() >= CallableLayouts.PTO_PROGRAM_MAX_LOCALS) {
+            throw new IllegalArgumentException("local tensor id " + view.index() + " is outside 0.."
+                    + (CallableLayouts.PTO_PROGRAM_MAX_LOCALS - 1));
+        }
+        return new Param(view.kind(), direction, view.index(), 0, view.origin(), Affine.zero(), view);
+    }
+
+    /** The strided view, or null for a flat byte view and a scalar. */
+    public View view() {
+        return view;
     }
 
     /**
@@ -149,6 +194,10 @@ public final class Param {
         if ((offset.isConstant() && offset.base() < 0) || (size.isConstant() && size.base() < 0)) {
             throw new IllegalArgumentException("view offset " + offset + " and size " + size + " must be >= 0");
         }
+        if (offset.isClamped() || size.isClamped()) {
+            throw new IllegalArgumentException("a byte view's offset and size take no min/max (" + offset + ", "
+                    + size + "): use a strided View");
+        }
         return new Param(kind, direction, index, 0, offset, size);
     }
 
@@ -197,16 +246,19 @@ public final class Param {
         }
         Param p = (Param) o;
         return kind == p.kind && direction == p.direction && index == p.index && imm == p.imm
-                && offset.equals(p.offset) && size.equals(p.size);
+                && offset.equals(p.offset) && size.equals(p.size) && Objects.equals(view, p.view);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(kind, direction, index, imm, offset, size);
+        return Objects.hash(kind, direction, index, imm, offset, size, view);
     }
 
     @Override
     public String toString() {
+        if (view != null) {
+            return direction + " " + view;
+        }
         switch (kind) {
             case ARG_TENSOR:
                 return direction + " arg" + index + "[" + offset + ", +" + size + ")";

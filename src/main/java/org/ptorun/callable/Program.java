@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Consumer;
+import org.ptorun.DType;
 import org.ptorun.internal.CallableLayouts;
 
 /**
@@ -125,10 +126,12 @@ public final class Program {
     /**
      * Builds a {@link Program}, checking what does not need the callable: nesting
      * (balanced, at most 4 loops and 4 scopes deep, an end closes the innermost open
-     * construct), loop variables only inside their loops, locals (id &lt; 256, allocated
-     * once, not in a scope a loop repeats, before use, not after the scope that allocated them, never by a loop that
-     * runs 0 times before a use outside it), views never negative and locals' views
-     * inside their bytes over the loops' ranges. The callable builder checks the
+     * construct), loop variables only inside their loops, locals (id &lt; 256, one
+     * ALLOC_TENSOR each, before use, not after the scope that allocated them, never by a loop that
+     * runs 0 times before a use outside it), byte views never negative and locals' views
+     * inside their bytes over the loops' ranges, and every strided {@link View} inside its
+     * dimensions' bounds (and a local's bytes) for every iteration, up to 2<sup>20</sup>
+     * iterations of one SUBMIT (beyond, the library checks each as it submits it). The callable builder checks the
      * SUBMITs against its children and signature.
      */
     public static final class Builder {
@@ -186,13 +189,39 @@ public final class Program {
         }
 
         /**
+         * Appends {@code ALLOC_TENSOR} for a local tensor of {@code dtype} elements in a
+         * row-major {@code shape} ({@link View#local(int, DType, long...)} views it).
+         *
+         * @throws IllegalArgumentException as {@link #allocTensor(int, long)}, or for an empty shape
+         */
+        public Builder allocTensor(int localId, DType dtype, long... shape) {
+            Objects.requireNonNull(dtype, "dtype");
+            Objects.requireNonNull(shape, "shape");
+            if (shape.length == 0 || shape.length > CallableLayouts.PTO_VIEW_MAX_DIMS) {
+                throw new IllegalArgumentException("a local tensor has 1.." + CallableLayouts.PTO_VIEW_MAX_DIMS
+                        + " dims, not " + shape.length);
+            }
+            long bytes = dtype.byteSize();
+            for (long extent : shape) {
+                if (extent <= 0) {
+                    throw new IllegalArgumentException("local tensor " + localId + " has shape "
+                            + Arrays.toString(shape) + "; extents are > 0");
+                }
+                bytes = Math.multiplyExact(bytes, extent);
+            }
+            return allocTensor(localId, bytes);
+        }
+
+        /**
          * Appends {@code ALLOC_TENSOR localId bytes}: local tensor {@code localId} of
-         * {@code bytes} bytes, allocated the first time this instruction executes in a run
-         * and reused by later executions; visible to the SUBMITs after it (until the end
-         * of the scope it is in).
+         * {@code bytes} bytes, visible to the SUBMITs after it until the end of the scope it
+         * is in, which frees it. It is allocated when this instruction executes while the
+         * local is not allocated: a loop around its scope allocates it again in every
+         * iteration (after the previous iteration's scope freed it), so the loop runs in one
+         * iteration's memory; a loop inside its scope reuses it.
          *
          * @throws IllegalArgumentException for an id outside 0..255, an id allocated
-         *     before, bytes ≤ 0, or inside a scope that an enclosing loop repeats
+         *     before, or bytes ≤ 0
          */
         public Builder allocTensor(int localId, long bytes) {
             if (localId < 0 || localId >= MAX_LOCALS) {
@@ -206,7 +235,6 @@ public final class Program {
                 throw new IllegalArgumentException("local tensor " + localId + " is allocated a second time (first at"
                         + " instruction " + earlier.instruction() + "); each local has one ALLOC_TENSOR");
             }
-            checkScopeNotRepeated(localId);
             int insn = nextInstruction();
             locals.put(localId, new Local(bytes, insn, List.copyOf(open)));
             localCount = Math.max(localCount, localId + 1);
@@ -354,25 +382,6 @@ public final class Program {
             return encoded.size();
         }
 
-        /**
-         * A local lives until the end of the innermost scope around its ALLOC_TENSOR (trb
-         * frees that scope's heap there) and is allocated once per run, so a loop around
-         * that scope would reuse a freed local.
-         */
-        private void checkScopeNotRepeated(int localId) {
-            Open scope = null;
-            for (Open o : open) { // innermost first
-                if (scope == null && !o.loop()) {
-                    scope = o;
-                } else if (scope != null && o.loop()) {
-                    throw new IllegalArgumentException("local tensor " + localId + " would be allocated inside the"
-                            + " scope opened at instruction " + scope.instruction() + ", which the LOOP at instruction "
-                            + o.instruction() + " repeats: the scope's end frees the local, which is allocated once"
-                            + " per run; allocate it outside the repeated scope");
-                }
-            }
-        }
-
         private Open close(boolean loop) {
             String what = loop ? "endLoop()" : "endScope()";
             if (open.isEmpty()) {
@@ -426,12 +435,16 @@ public final class Program {
             if (!p.kind().isTensor()) {
                 return;
             }
-            checkLoopVars(where + ": the view offset " + p.offset(), p.offset());
-            checkLoopVars(where + ": the view size " + p.size(), p.size());
             Local local = null;
             if (p.kind() == Param.Kind.LOCAL_TENSOR) {
                 local = checkLocalAlive(where, p.index());
             }
+            if (p.view() != null) {
+                ViewCheck.check(where, p.view(), loops, counts(), local == null ? -1 : local.bytes());
+                return;
+            }
+            checkLoopVars(where + ": the view offset " + p.offset(), p.offset());
+            checkLoopVars(where + ": the view size " + p.size(), p.size());
             long[] counts = counts();
             if (iterations() == 0) {
                 return; // never executes: nothing the views could do wrong
@@ -504,14 +517,32 @@ public final class Program {
             for (Param p : params) {
                 b.put(at + CallableLayouts.PtoProgramParam.KIND, (byte) p.kind().code());
                 b.put(at + CallableLayouts.PtoProgramParam.DIRECTION, (byte) p.direction().code());
-                b.putShort(at + CallableLayouts.PtoProgramParam.RESERVED, (short) 0);
                 b.putInt(at + CallableLayouts.PtoProgramParam.INDEX, p.index());
                 b.putLong(at + CallableLayouts.PtoProgramParam.IMM, p.imm());
                 putAffine(b, at + CallableLayouts.PtoProgramParam.OFFSET, p.offset());
                 putAffine(b, at + CallableLayouts.PtoProgramParam.SIZE_AFFINE, p.size());
+                if (p.view() != null) {
+                    putDims(b, at, p.view());
+                }
                 at += CallableLayouts.PtoProgramParam.SIZE;
             }
             return b.array();
+        }
+
+        private static void putDims(ByteBuffer b, int param, View v) {
+            b.put(param + CallableLayouts.PtoProgramParam.DTYPE, (byte) v.dtype().code());
+            b.put(param + CallableLayouts.PtoProgramParam.NDIMS, (byte) v.dims().size());
+            int at = param + CallableLayouts.PtoProgramParam.DIMS;
+            for (View.Dim d : v.dims()) {
+                b.putLong(at + CallableLayouts.PtoViewDim.STRIDE, d.stride());
+                b.putLong(at + CallableLayouts.PtoViewDim.BOUND, d.bound());
+                putAffine(b, at + CallableLayouts.PtoViewDim.OFFSET, d.offset());
+                if (!d.selected()) {
+                    putAffine(b, at + CallableLayouts.PtoViewDim.EXTENT, d.extent());
+                }
+                b.putInt(at + CallableLayouts.PtoViewDim.FLAGS, d.selected() ? CallableLayouts.PTO_VIEW_DIM_SELECTED : 0);
+                at += CallableLayouts.PtoViewDim.SIZE;
+            }
         }
 
         private static void putAffine(ByteBuffer b, int at, Affine a) {
@@ -519,6 +550,16 @@ public final class Program {
             for (int d = 0; d < Affine.MAX_LOOP_DEPTH; d++) {
                 b.putLong(at + CallableLayouts.PtoAffine.COEF + 8 * d, a.coef(d));
             }
+            int clamp = 0;
+            if (a.lowerClamp().isPresent()) {
+                clamp |= CallableLayouts.PTO_AFFINE_HAS_LO;
+                b.putLong(at + CallableLayouts.PtoAffine.LO, a.lowerClamp().getAsLong());
+            }
+            if (a.upperClamp().isPresent()) {
+                clamp |= CallableLayouts.PTO_AFFINE_HAS_HI;
+                b.putLong(at + CallableLayouts.PtoAffine.HI, a.upperClamp().getAsLong());
+            }
+            b.putInt(at + CallableLayouts.PtoAffine.CLAMP, clamp);
         }
 
         private static long saturatingAdd(long a, long b) {

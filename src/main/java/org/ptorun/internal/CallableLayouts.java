@@ -13,7 +13,7 @@ public final class CallableLayouts {
 
     /** {@code PTO_CALLABLE_MAGIC} ("PTCC"). */
     public static final int PTO_CALLABLE_MAGIC = 0x43435450;
-    public static final int PTO_CALLABLE_FORMAT_VERSION = 1;
+    public static final int PTO_CALLABLE_FORMAT_VERSION = 2;
     public static final long PTO_CALLABLE_MAX_BYTES = 256L << 20;
     public static final int PTO_CALLABLE_MAX_CHILDREN = 64;
     public static final int PTO_CALLABLE_MAX_SIGNATURE = 384;
@@ -143,23 +143,47 @@ public final class CallableLayouts {
     }
 
     public static final class PtoAffine {
-        public static final int SIZE = 40;
+        public static final int SIZE = 64;
         public static final int BASE = 0;
         public static final int COEF = 8;
+        public static final int LO = 40;
+        public static final int HI = 48;
+        public static final int CLAMP = 56;
+        public static final int RESERVED = 60;
 
         private PtoAffine() {
         }
     }
 
+    public static final int PTO_AFFINE_HAS_LO = 1;
+    public static final int PTO_AFFINE_HAS_HI = 2;
+    public static final int PTO_VIEW_DIM_SELECTED = 1;
+    public static final int PTO_VIEW_MAX_DIMS = 5;
+
+    public static final class PtoViewDim {
+        public static final int SIZE = 152;
+        public static final int STRIDE = 0;
+        public static final int BOUND = 8;
+        public static final int OFFSET = 16;
+        public static final int EXTENT = 80;
+        public static final int FLAGS = 144;
+        public static final int RESERVED = 148;
+
+        private PtoViewDim() {
+        }
+    }
+
     public static final class PtoProgramParam {
-        public static final int SIZE = 96;
+        public static final int SIZE = 904;
         public static final int KIND = 0;
         public static final int DIRECTION = 1;
-        public static final int RESERVED = 2;
+        public static final int DTYPE = 2;
+        public static final int NDIMS = 3;
         public static final int INDEX = 4;
         public static final int IMM = 8;
         public static final int OFFSET = 16;
-        public static final int SIZE_AFFINE = 56;
+        public static final int SIZE_AFFINE = 80;
+        public static final int DIMS = 144;
 
         private PtoProgramParam() {
         }

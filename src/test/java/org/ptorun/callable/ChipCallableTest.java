@@ -40,13 +40,13 @@ class ChipCallableTest {
     void headerSignatureChildrenAndNames() {
         ChipCallable c = sample();
         ByteBuffer b = le(c.bytes());
-        assertThat(b.capacity()).isEqualTo(1072).isEqualTo(c.size());
+        assertThat(b.capacity()).isEqualTo(8344).isEqualTo(c.size());
         // ChipCallableHeader, 56 bytes
         assertThat(b.getInt(0)).isEqualTo(0x43435450);             // magic "PTCC"
         assertThat(new String(c.bytes(), 0, 4, StandardCharsets.US_ASCII)).isEqualTo("PTCC");
-        assertThat(b.getShort(4)).isEqualTo((short) 1);             // format_version
+        assertThat(b.getShort(4)).isEqualTo((short) 2);             // format_version
         assertThat(b.getShort(6)).isEqualTo((short) 0);             // orchestration_kind PROGRAM
-        assertThat(b.getInt(8)).isEqualTo(1072);                    // total_size
+        assertThat(b.getInt(8)).isEqualTo(8344);                    // total_size
         assertThat(b.getInt(12)).isEqualTo(2);                      // child_count
         assertThat(b.getInt(16)).isEqualTo(4);                      // signature_length
         assertThat(b.getInt(20)).isZero();                          // reserved
@@ -55,7 +55,7 @@ class ChipCallableTest {
         assertThat(b.getInt(32)).isEqualTo(64);                     // children.offset (8-aligned)
         assertThat(b.getInt(36)).isEqualTo(64);                     // children.size = 2 * 32
         assertThat(b.getInt(40)).isEqualTo(144);                    // orchestration.offset (8-aligned)
-        assertThat(b.getInt(44)).isEqualTo(928);                    // orchestration.size
+        assertThat(b.getInt(44)).isEqualTo(8200);                   // orchestration.size
         assertThat(b.getLong(48)).isZero();                         // orchestration_entry {0,0}
         // signature: one PtoArgDirection byte each
         assertThat(new byte[] {b.get(56), b.get(57), b.get(58), b.get(59)}).containsExactly(1, 1, 2, 0);
@@ -97,39 +97,39 @@ class ChipCallableTest {
         // SUBMIT 1: PtoSubmitInsn
         assertThat(b.getShort(insn)).isEqualTo((short) 1);          // opcode SUBMIT
         assertThat(b.getShort(insn + 2)).isEqualTo((short) 3);      // param_count
-        assertThat(b.getInt(insn + 4)).isEqualTo(16 + 3 * 96);      // size_bytes
+        assertThat(b.getInt(insn + 4)).isEqualTo(16 + 3 * 904);      // size_bytes
         assertThat(b.getInt(insn + 8)).isEqualTo(5);                // func_id
         assertThat(b.getInt(insn + 12)).isZero();                   // reserved
         for (int i = 0; i < 3; i++) {
-            int at = insn + 16 + i * 96;
+            int at = insn + 16 + i * 904;
             assertThat(b.get(at)).isEqualTo((byte) 0);              // kind ARG_TENSOR
             assertThat(b.get(at + 1)).isEqualTo((byte) dirs[i]);    // direction
-            assertThat(b.getShort(at + 2)).isZero();                // reserved
+            assertThat(b.getShort(at + 2)).isZero();                // dtype, ndims: a byte view
             assertThat(b.getInt(at + 4)).isEqualTo((int) views[i][0]); // index
             assertThat(b.getLong(at + 8)).isZero();                 // imm
             assertThat(b.getLong(at + 16)).isEqualTo(views[i][1]);  // offset.base
             for (int k = 0; k < 4; k++) {
                 assertThat(b.getLong(at + 24 + 8 * k)).isZero();    // offset.coef[k]
-                assertThat(b.getLong(at + 64 + 8 * k)).isZero();    // size.coef[k]
+                assertThat(b.getLong(at + 88 + 8 * k)).isZero();    // size.coef[k]
             }
-            assertThat(b.getLong(at + 56)).isEqualTo(views[i][2]);  // size.base
+            assertThat(b.getLong(at + 80)).isEqualTo(views[i][2]);  // size.base
         }
         // SUBMIT 2: the third param is argument scalar 0
-        insn += 304;
+        insn += 2728;
         assertThat(b.getShort(insn)).isEqualTo((short) 1);
         assertThat(b.getInt(insn + 8)).isEqualTo(9);
-        int scalarArg = insn + 16 + 2 * 96;
+        int scalarArg = insn + 16 + 2 * 904;
         assertThat(b.get(scalarArg)).isEqualTo((byte) 3);           // SCALAR_ARG
         assertThat(b.get(scalarArg + 1)).isEqualTo((byte) 0);       // direction SCALAR
         assertThat(b.getInt(scalarArg + 4)).isZero();
         assertThat(b.getLong(scalarArg + 16)).isZero();
         // SUBMIT 3: INOUT view and an f32 immediate
-        insn += 304;
-        assertThat(b.get(insn + 16 + 96 + 1)).isEqualTo((byte) 3);  // INOUT
-        int imm = insn + 16 + 2 * 96;
+        insn += 2728;
+        assertThat(b.get(insn + 16 + 904 + 1)).isEqualTo((byte) 3);  // INOUT
+        int imm = insn + 16 + 2 * 904;
         assertThat(b.get(imm)).isEqualTo((byte) 2);                 // SCALAR_IMM
         assertThat(b.getLong(imm + 8)).isEqualTo(Integer.toUnsignedLong(Float.floatToRawIntBits(2.5f)));
-        assertThat(insn + 304).isEqualTo(1072);
+        assertThat(insn + 2728).isEqualTo(8344);
     }
 
     @Test

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
 class LayoutsTest {
 
     private static final String ERROR_PREFIX = "error.";
+    private static final String CALLABLE_PREFIX = "callable.";
     /** A status-code macro of the public header: {@code #define PTO_ERR_BUSY -6}. */
     private static final Pattern CODE_DEFINE =
             Pattern.compile("(?m)^#define\\s+(PTO_OK|PTO_(?:RUNTIME_)?ERR_\\w+)\\s+(-?\\d+)\\s*$");
@@ -72,14 +73,56 @@ class LayoutsTest {
         assertThat(java).as("org.ptorun.PtoError").isEqualTo(defined);
     }
 
+    /**
+     * {@link CallableLayouts} — the callable format the Java builders write — equals
+     * include/ptorun/chip_callable.h as compiled: every constant, struct size and field
+     * offset layout_dump.c prints under "callable.", and every Java constant is confirmed.
+     */
+    @Test
+    void javaCallableLayoutsEqualTheCHeader() throws Exception {
+        Properties c = dump();
+        Set<String> checked = new HashSet<>();
+        for (String key : c.stringPropertyNames()) {
+            if (!key.startsWith(CALLABLE_PREFIX)) {
+                continue;
+            }
+            String name = key.substring(CALLABLE_PREFIX.length());
+            long expected = Long.parseLong(c.getProperty(key));
+            if (!name.contains(".")) {
+                assertThat(CallableLayouts.class.getField(name).getLong(null)).as(key).isEqualTo(expected);
+                checked.add(name);
+                continue;
+            }
+            String struct = name.substring(0, name.indexOf('.'));
+            String cField = name.substring(name.indexOf('.') + 1);
+            Class<?> holder = Class.forName(CallableLayouts.class.getName() + "$" + struct);
+            String javaName = switch (cField) {
+                case "sizeof" -> "SIZE";
+                case "size" -> struct.equals("PtoProgramParam") ? "SIZE_AFFINE" : "SIZE_FIELD";
+                default -> cField.toUpperCase(Locale.ROOT);
+            };
+            assertThat(holder.getField(javaName).getLong(null)).as(key).isEqualTo(expected);
+            checked.add(struct + "." + javaName);
+        }
+        for (Field f : CallableLayouts.class.getFields()) {
+            assertThat(checked).as("C confirms CallableLayouts." + f.getName()).contains(f.getName());
+        }
+        for (Class<?> holder : CallableLayouts.class.getDeclaredClasses()) {
+            for (Field f : holder.getFields()) {
+                assertThat(checked).as("C confirms " + holder.getSimpleName() + "." + f.getName())
+                        .contains(holder.getSimpleName() + "." + f.getName());
+            }
+        }
+    }
+
     @Test
     void javaLayoutsEqualTheCHeader() throws Exception {
         Properties c = dump();
         assertThat(c).hasSizeGreaterThan(40);
         Set<String> checked = new HashSet<>();
         for (String key : c.stringPropertyNames()) {
-            if (key.startsWith(ERROR_PREFIX)) {
-                continue; // javaErrorCodesEqualTheCHeader
+            if (key.startsWith(ERROR_PREFIX) || key.startsWith(CALLABLE_PREFIX)) {
+                continue; // javaErrorCodesEqualTheCHeader, javaCallableLayoutsEqualTheCHeader
             }
             long expected = Long.parseUnsignedLong(c.getProperty(key));
             if (!key.contains(".")) {

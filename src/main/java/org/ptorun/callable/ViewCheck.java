@@ -1,0 +1,108 @@
+package org.ptorun.callable;
+
+/**
+ * What {@link Program.Builder#submit} proves about a strided {@link View} before the
+ * library sees it: loop variables only of enclosing loops, and for every iteration of the
+ * enclosing loops (in execution order, up to {@link #MAX_ITERATIONS}) the origin not
+ * negative, each dimension's offset and extent inside its bound, and a local's view inside
+ * its bytes. The first bad iteration is named with its loop values; the library's
+ * interpreter applies the same rule (format/program_view.c).
+ */
+final class ViewCheck {
+
+    /** Iterations of one SUBMIT the builder enumerates; beyond, the library checks each run. */
+    static final long MAX_ITERATIONS = 1L << 20;
+
+    private ViewCheck() {
+    }
+
+    /**
+     * @param loops the loops open at the SUBMIT
+     * @param counts their trip counts, outermost first
+     * @param localBytes the local's ALLOC_TENSOR bytes, or -1 for an argument tensor
+     */
+    static void check(String where, View v, int loops, long[] counts, long localBytes) {
+        checkLoopVars(where, v, "the view origin", v.origin(), loops);
+        for (int k = 0; k < v.dims().size(); k++) {
+            View.Dim d = v.dims().get(k);
+            checkLoopVars(where, v, "dim " + k + "'s offset", d.offset(), loops);
+            checkLoopVars(where, v, "dim " + k + "'s extent", d.extent(), loops);
+        }
+        long iterations = 1;
+        for (long c : counts) {
+            if (c == 0) {
+                return; // never runs
+            }
+            iterations = iterations > MAX_ITERATIONS / c ? MAX_ITERATIONS + 1 : iterations * c;
+        }
+        if (iterations > MAX_ITERATIONS) {
+            return;
+        }
+        long[] vars = new long[counts.length];
+        for (long n = 0; n < iterations; n++) {
+            String problem;
+            try {
+                problem = problemAt(v, vars, localBytes);
+            } catch (ArithmeticException e) {
+                problem = "an offset or extent overflows a signed 64-bit value";
+            }
+            if (problem != null) {
+                throw new IllegalArgumentException(where + " (" + v + "): " + problem + " at " + loopValues(vars));
+            }
+            for (int k = counts.length - 1; k >= 0; k--) { // the next iteration: innermost loop first
+                if (++vars[k] < counts[k]) {
+                    break;
+                }
+                vars[k] = 0;
+            }
+        }
+    }
+
+    private static String problemAt(View v, long[] vars, long localBytes) {
+        long origin = v.origin().evaluate(vars);
+        if (origin < 0) {
+            return "the view origin is element " + origin;
+        }
+        long last = origin;
+        boolean empty = false;
+        for (int k = 0; k < v.dims().size(); k++) {
+            View.Dim d = v.dims().get(k);
+            long off = d.offset().evaluate(vars);
+            long ext = d.selected() ? 1 : d.extent().evaluate(vars);
+            if (off < 0 || ext < 0 || Math.addExact(off, ext) > d.bound()) {
+                return "dim " + k + " takes elements [" + off + ", " + off + " + " + ext + ") of its " + d.bound();
+            }
+            if (ext == 0) {
+                empty = true;
+            } else {
+                last = Math.addExact(last, Math.multiplyExact(off + ext - 1, d.stride()));
+            }
+        }
+        if (localBytes >= 0 && !empty) {
+            long end = Math.multiplyExact(Math.addExact(last, 1), v.dtype().byteSize());
+            if (end > localBytes) {
+                return "its last element ends at byte " + end + " of local tensor " + v.index() + ", which has "
+                        + localBytes + " bytes";
+            }
+        }
+        return null;
+    }
+
+    private static void checkLoopVars(String where, View v, String what, Affine a, int loops) {
+        if (a.deepestLoopUsed() >= loops) {
+            throw new IllegalArgumentException(where + " (" + v + "): " + what + " " + a + " uses loop variable i"
+                    + a.deepestLoopUsed() + " but only " + loops + " loop(s) enclose it");
+        }
+    }
+
+    static String loopValues(long[] vars) {
+        if (vars.length == 0) {
+            return "no loop";
+        }
+        StringBuilder s = new StringBuilder();
+        for (int d = 0; d < vars.length; d++) {
+            s.append(d == 0 ? "" : ", ").append('i').append(d).append('=').append(vars[d]);
+        }
+        return s.toString();
+    }
+}
