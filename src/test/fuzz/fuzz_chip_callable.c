@@ -175,8 +175,13 @@ static void expect_children(const ChipCallableView *v)
 
 static void expect_param(const ChipCallableView *v, const PtoProgramParam *p, uint32_t insn, uint32_t i)
 {
-    FUZZ_CHECK(p->reserved == 0 && p->kind <= PTO_PARAM_SCALAR_AFFINE, "insn %u param %u kind %u reserved %u", insn,
-               i, p->kind, p->reserved);
+    FUZZ_CHECK(p->kind <= PTO_PARAM_SCALAR_AFFINE && p->ndims <= PTO_VIEW_MAX_DIMS,
+               "insn %u param %u kind %u ndims %u", insn, i, p->kind, p->ndims);
+    if (p->ndims == 0)
+        FUZZ_CHECK(p->dtype == 0, "insn %u param %u: a flat view or scalar with dtype %u", insn, i, p->dtype);
+    else
+        FUZZ_CHECK(p->kind <= PTO_PARAM_LOCAL_TENSOR && pto_dtype_bytes(p->dtype) != 0,
+                   "insn %u param %u: a strided view of kind %u, dtype %u", insn, i, p->kind, p->dtype);
     if (p->kind == PTO_PARAM_ARG_TENSOR || p->kind == PTO_PARAM_LOCAL_TENSOR) {
         FUZZ_CHECK(p->direction >= PTO_ARG_IN && p->direction <= PTO_ARG_INOUT, "insn %u param %u direction %u", insn,
                    i, p->direction);

@@ -19,6 +19,7 @@ import org.ptorun.callable.CoreType;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
 import org.ptorun.callable.Program;
+import org.ptorun.callable.View;
 import org.ptorun.internal.CallableLayouts;
 import org.ptorun.internal.Layouts;
 
@@ -140,6 +141,27 @@ public final class FuzzCorpusGenerator {
                 .build();
     }
 
+    /**
+     * Strided views (format 2): 8 x 8 tiles of an 11 x 37 f32 matrix with clamped tails, a
+     * transposed read, a selected dim, and a per-iteration local in a repeated scope.
+     */
+    static Program stridedProgram() {
+        View x = View.arg(0, DType.F32, 11, 37);
+        View y = View.arg(1, DType.F32, 11, 37);
+        return Program.builder()
+                .loop(2, (b, i) -> b.loop(5, (c, j) -> c.scope(s -> {
+                    Affine rows = Affine.of(11).plus(-8, 0).min(8);
+                    Affine cols = Affine.of(37).plus(-8, 1).min(8);
+                    s.allocTensor(0, DType.F32, 8, 8)
+                            .submit(7, Param.in(x.slice(0, i.times(8), rows).slice(1, j.times(8), cols)),
+                                    Param.out(View.local(0, DType.F32, 8, 8).slice(0, 0, rows).slice(1, 0, cols)))
+                            .submit(7, Param.in(View.local(0, DType.F32, 8, 8).slice(0, 0, rows).slice(1, 0, cols)),
+                                    Param.out(y.slice(0, i.times(8), rows).slice(1, j.times(8), cols)));
+                })))
+                .submit(7, Param.in(x.transpose(0, 1).select(1, 3)), Param.out(y.select(0, 10)))
+                .build();
+    }
+
     static ChipCallable tiled() {
         return ChipCallable.builder().signature(IN, IN, INOUT, SCALAR, SCALAR)
                 .child(7, CoreType.AIV, Kernel.vadd())
@@ -152,6 +174,8 @@ public final class FuzzCorpusGenerator {
         byte[] chain = vectorChain().bytes();
         write(t, "valid-vector-chain", chain);
         write(t, "valid-tiled-loops-scopes", tiled().bytes());
+        write(t, "valid-strided-tiles", ChipCallable.builder().signature(IN, OUT)
+                .child(7, CoreType.AIV, Kernel.vcopy()).program(stridedProgram()).build().bytes());
         write(t, "valid-empty-program", ChipCallable.builder().signature()
                 .program(Program.builder().build()).build().bytes());
         write(t, "valid-zero-trip-loop", ChipCallable.builder().signature(IN, OUT)
@@ -242,6 +266,11 @@ public final class FuzzCorpusGenerator {
                 .loop(0, (b, i) -> b.submit(1, Param.tensor(0, IN, i.times(1L << 40), Affine.of(16))))
                 .submit(1, Param.tensor(1, OUT, 0, 16)).build().bytes()));
 
+        byte[] strided = stridedProgram().bytes();
+        write(t, "valid-strided-tiles", programInput(codes(IN, OUT), 2, 0, new long[] {11 * 37 * 4, 11 * 37 * 4},
+                strided));
+        write(t, "invalid-strided-view-past-tensor", programInput(codes(IN, OUT), 2, 0,
+                new long[] {11 * 37 * 4 - 4, 11 * 37 * 4}, strided)); // x one element short
         write(t, "invalid-view-past-tensor",
                 programInput(tiledSig, 3, 2, new long[] {512, 448, 256}, tiled)); // the last tile of b is missing
         write(t, "invalid-too-many-scalars", programInput(tiledSig, 3, 129, tiledSizes, tiled));

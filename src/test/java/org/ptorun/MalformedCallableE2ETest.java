@@ -23,6 +23,7 @@ import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
 import org.ptorun.callable.Program;
+import org.ptorun.internal.CallableLayouts;
 
 /**
  * The malformed-callable matrix on every sim library: each defect is refused with
@@ -84,7 +85,7 @@ class MalformedCallableE2ETest {
 
     /** Byte offset of parameter {@code param} of the SUBMIT at instruction {@code index}. */
     private static int param(byte[] b, int index, int param) {
-        return insn(b, index) + 16 + 96 * param;
+        return insn(b, index) + 16 + CallableLayouts.PtoProgramParam.SIZE * param;
     }
 
     private static int child(int index) {
@@ -239,7 +240,7 @@ class MalformedCallableE2ETest {
             ChipWorker chip = raw.chip();
             // the last task's local view grows to 128 bytes of a 64-byte local (the builder would refuse)
             // (refused at registration or at run time: either is a refusal naming the local)
-            raw.nextRegistration().set(mutate(base(), b -> le(b).putLong(param(b, 6, 1) + 56, 128)));
+            raw.nextRegistration().set(mutate(base(), b -> le(b).putLong(param(b, 6, 1) + CallableLayouts.PtoProgramParam.SIZE_AFFINE, 128)));
             assertThatThrownBy(() -> {
                 chip.registerCallable(ID, base());
                 chip.run(ID, TaskArgs.of(Tensor.of(random(32, 1)), Tensor.of(random(16, 2)), Tensor.of(filled(8))),
