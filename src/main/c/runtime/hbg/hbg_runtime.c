@@ -217,7 +217,8 @@ static int place_tensors(const HostApi *api, RuntimeSlotScratch *s, uint64_t hea
     }
     s->local_base += (uint64_t)(uintptr_t)*heap;
     s->local_end += (uint64_t)(uintptr_t)*heap;
-    s->local_next = s->local_base;
+    s->local_next = s->local_high = s->local_base;
+    s->local_peak = 0;
     if (s->local_end > s->local_base &&
         (rc = hbg_graph_add_range(&s->graph, s->local_base, s->local_end)) != PTO_OK)
         return rc;
@@ -473,12 +474,15 @@ static int write_dep_graph(const HbgRun *h)
     uint32_t *producers = func_ids + g->task_count, *consumers = producers + g->edge_count;
     for (uint32_t t = 0; t < g->task_count; t++)
         func_ids[t] = g->tasks[t].func_id;
+    uint32_t edges = 0;
     for (uint32_t e = 0; e < g->edge_count; e++) {
-        producers[e] = g->edges[2 * e];
-        consumers[e] = g->edges[2 * e + 1];
+        if (g->edges[2 * e] & HBG_EDGE_REUSE)
+            continue; /* orders a reuse of freed local bytes: no dependency (hbg_graph.h) */
+        producers[edges] = g->edges[2 * e];
+        consumers[edges++] = g->edges[2 * e + 1];
     }
     int rc = dep_graph_write(h->scratch->output_prefix, &h->desc, g->task_count, func_ids, producers, consumers,
-                             g->edge_count);
+                             edges);
     free(func_ids);
     return rc;
 }
