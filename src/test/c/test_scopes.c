@@ -321,7 +321,7 @@ TEST(a_fan_in_beyond_the_dependency_pool_is_refused_on_trb)
     tiny_rings(&s);
 #ifdef PTO_RUNTIME_TRB
     CHECK_EQ_INT(scope_run(&s), PTO_ERR_ORCHESTRATION); /* the library returned the call's PTO_ERR_CAPACITY */
-    CHECK_CONTAINS(pto_last_error(), "returned -13: submit (func_id 4): the task has more than 4 producers; ring 1's "
+    CHECK_CONTAINS(pto_last_error(), "returned -13: submit_after (func_id 4): the task has more than 4 producers; ring 1's "
                                      "dependency pool holds 4");
 #else
     CHECK_EQ_INT(scope_run(&s), PTO_OK); /* hbg's graph has no pool */

@@ -100,6 +100,7 @@ typedef struct DepCollector {
     TrbRun *t;
     uint64_t limit;           /* producers the ring's pool can take */
     uint32_t func_id, ring;
+    const char *fn;           /* the api call, for its messages */
 } DepCollector;
 
 /* Adds a producer to the ascending, duplicate-free deps list. */
@@ -119,9 +120,9 @@ static int add_dep(void *ctx, const PtoTrbAccess *a)
         return 0;
     if (t->dep_count == c->limit)
         return trb_api_fail(t, PTO_ERR_CAPACITY,
-                            "submit (func_id %u): the task has more than %llu producers; ring %u's dependency pool "
+                            "%s (func_id %u): the task has more than %llu producers; ring %u's dependency pool "
                             "holds %llu (CallConfig.ring_dep_pool[%u])",
-                            c->func_id, (unsigned long long)c->limit, c->ring,
+                            c->fn, c->func_id, (unsigned long long)c->limit, c->ring,
                             (unsigned long long)t->rings[c->ring].node_count, c->ring);
     memmove(&t->deps[2 * lo + 2], &t->deps[2 * lo], (size_t)(t->dep_count - lo) * 2 * sizeof(uint64_t));
     t->deps[2 * lo] = a->task_id;
@@ -183,11 +184,11 @@ static int32_t add_explicit(DepCollector *c, const After *after, uint64_t task_i
     return PTO_OK;
 }
 
-static int32_t collect_deps(TrbRun *t, uint32_t func_id, uint32_t ring, const PtoTaskParam *params, uint32_t n,
-                            const int32_t *cls, const After *after)
+static int32_t collect_deps(TrbRun *t, const char *fn, uint32_t func_id, uint32_t ring, const PtoTaskParam *params,
+                            uint32_t n, const int32_t *cls, const After *after)
 {
     uint64_t limit = t->rings[ring].node_count;
-    DepCollector c = { t, limit < t->deps_capacity ? limit : t->deps_capacity, func_id, ring };
+    DepCollector c = { t, limit < t->deps_capacity ? limit : t->deps_capacity, func_id, ring, fn };
     t->dep_count = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (cls[i] < 0)
@@ -304,7 +305,7 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
     uint64_t task_id = t->submitted;
     if ((rc = classify_params(t, func_id, params, n, cls, &accesses)) != PTO_OK ||
         (rc = ensure_map_room(d, t, accesses, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
-        (rc = collect_deps(t, func_id, ring, params, n, cls, after)) != PTO_OK ||
+        (rc = collect_deps(t, fn, func_id, ring, params, n, cls, after)) != PTO_OK ||
         (rc = record_dep_graph(t, task_id, func_id)) != PTO_OK)
         return rc;
     uint64_t ref = trb_task_ref(t->rings[ring].next_local, ring);
