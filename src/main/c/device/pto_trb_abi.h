@@ -97,6 +97,7 @@ typedef struct PtoTrbWork {
     int32_t orchestration_code; /* what a failing orchestration returned */
     uint32_t reserved1;
     char message[PTO_TRB_MESSAGE_BYTES]; /* the first orchestration error, NUL-terminated */
+    uint64_t heap_peak[PTO_TRB_RINGS]; /* per ring: the most heap bytes in use at once (internal tests read it) */
 } PtoTrbWork;
 
 /* The dependency graph the device collects for enable_dep_graph: per task its

@@ -135,6 +135,7 @@ void trb_start(AicpuDevice *d, PtoAicpuArgs *args)
     t->submitted = 0;
     t->orch_claimed = t->orch_finished = t->orch_waiting = 0;
     t->depth = 0;
+    t->manual_depth = 0;
     t->dep_count = 0;
     t->api_error = 0;
     trb_sched_reset(t);
@@ -233,6 +234,8 @@ static void finish_orchestration(AicpuDevice *d, TrbRun *t, int ret, int loaded)
     char message[PTO_TRB_MESSAGE_BYTES];
     int32_t code = judge_orchestration(t, ret, loaded, message, sizeof message);
     w->orchestration_code = ret;
+    for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
+        w->heap_peak[r] = t->rings[r].heap_peak; /* only the orchestration allocates */
     if (code != PTO_OK && !d->stopping) {
         memcpy(w->message, message, sizeof message);
         aicpu_record_error(d, code, ret, t->submitted, 0, 0);

@@ -4,7 +4,9 @@
  * ring heaps, read_tensor / write_tensor of run tensors once the tasks that
  * touch them have finished. Called on the orchestrator's thread only, through
  * a handle that is a session of the orchestration call (orch/orch_session.h).
- * A failed submit, alloc_tensor or scope call is sticky.
+ * Scopes are AUTO or MANUAL (the tensor map keeps a MANUAL scope's accesses
+ * apart until it ends, trb_tensor_map.h). A failed submit, submit_after,
+ * alloc_tensor or scope call is sticky.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,17 +135,33 @@ static uint64_t api_alloc_tensor(void *orch, uint64_t bytes)
     return addr;
 }
 
-static int api_scope_begin(void *orch)
+static int scope_begin(void *orch, const char *fn, uint32_t mode)
 {
     int32_t rc;
-    TrbRun *t = trb_api_begin(orch, "scope_begin", &rc);
+    TrbRun *t = trb_api_begin(orch, fn, &rc);
     if (t == NULL)
         return rc;
+    if (mode != PTO_SCOPE_AUTO && mode != PTO_SCOPE_MANUAL)
+        return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT,
+                            "%s: mode %u is neither PTO_SCOPE_AUTO (0) nor PTO_SCOPE_MANUAL (1)", fn, mode);
     if (t->depth >= PTO_TRB_MAX_SCOPE_DEPTH)
-        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "scope_begin: scopes nest at most %u deep",
-                            PTO_TRB_MAX_SCOPE_DEPTH);
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: scopes nest at most %u deep", fn, PTO_TRB_MAX_SCOPE_DEPTH);
     t->depth++;
+    t->scope_mode[t->depth] = mode;
+    t->scope_first[t->depth] = t->submitted;
+    if (mode == PTO_SCOPE_MANUAL && t->manual_depth == 0)
+        t->manual_depth = t->depth; /* its tasks record apart (trb_map_record_manual) */
     return PTO_OK;
+}
+
+static int api_scope_begin(void *orch)
+{
+    return scope_begin(orch, "scope_begin", PTO_SCOPE_AUTO);
+}
+
+static int api_scope_begin_mode(void *orch, uint32_t mode)
+{
+    return scope_begin(orch, "scope_begin_mode", mode);
 }
 
 /* The scope at the current depth ends: at depth <= 3 it owns its ring's
@@ -166,6 +184,10 @@ static int api_scope_end(void *orch)
     TrbRun *t = trb_api_begin(orch, "scope_end", &rc);
     if (t == NULL || t->depth == 0)
         return t == NULL ? rc : trb_api_fail(t, PTO_ERR_ORCHESTRATION, "scope_end without a matching scope_begin");
+    if (t->depth == t->manual_depth) {
+        t->manual_depth = 0;
+        trb_map_commit_manual(&t->map); /* later tasks infer their dependencies on the scope's */
+    }
     end_scope(&aicpu_device, t);
     t->depth--;
     return PTO_OK;
@@ -187,7 +209,8 @@ static int pending_access(void *ctx, const PtoTrbAccess *a)
 static int span_settled(TrbRun *t, const void *arg)
 {
     const Span *s = arg;
-    return trb_map_overlaps(&t->map, s->cls, s->lo, s->hi, s->writes, pending_access, t) == 0;
+    return trb_map_overlaps(&t->map, s->cls, s->lo, s->hi, s->writes, pending_access, t) == 0 &&
+           trb_map_manual_overlaps(&t->map, s->cls, s->lo, s->hi, s->writes, pending_access, t) == 0;
 }
 
 /* The bytes of a run tensor or ring heap, once every task that writes them
@@ -240,4 +263,6 @@ const PtoOrchApi trb_orch_api = {
     .scope_end = api_scope_end,
     .read_tensor = api_read_tensor,
     .write_tensor = api_write_tensor,
+    .scope_begin_mode = api_scope_begin_mode,
+    .submit_after = trb_api_submit_after,
 };

@@ -30,5 +30,7 @@ int32_t trb_api_fail(TrbRun *t, int32_t code, const char *fmt, ...) __attribute_
 TrbRun *trb_api_begin(void *orch, const char *fn, int32_t *rc);
 
 int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
+int trb_api_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint32_t *after,
+                         uint32_t n_after);
 
 #endif

@@ -93,7 +93,18 @@ uint64_t trb_ring_largest_piece(const TrbRing *r, uint64_t kept)
     return r->heap_bytes - kept;
 }
 
+/* Carves and books the high-water mark. */
+static uint64_t heap_take(TrbRing *r, uint64_t bytes, uint64_t *offset);
+
 uint64_t trb_ring_heap_take(TrbRing *r, uint64_t bytes, uint64_t *offset)
+{
+    uint64_t consumed = heap_take(r, bytes, offset);
+    if (r->heap_used > r->heap_peak)
+        r->heap_peak = r->heap_used;
+    return consumed;
+}
+
+static uint64_t heap_take(TrbRing *r, uint64_t bytes, uint64_t *offset)
 {
     uint64_t h = r->heap_bytes;
     if (r->heap_used == 0)

@@ -40,6 +40,7 @@ typedef struct TrbRing {
     uint64_t node_count, node_fresh, node_free_head, nodes_in_use;
     uint8_t *heap;
     uint64_t heap_bytes, heap_top, heap_used;
+    uint64_t heap_peak;       /* the highest heap_used of the run (PtoTrbWork.heap_peak) */
     uint64_t next_local;      /* tasks submitted to the ring */
     uint64_t retire_local;    /* oldest task not finished; read unlocked by the orchestrator */
     TrbRelease releases[TRB_RELEASE_RECORDS];

@@ -42,6 +42,9 @@ typedef struct TrbRun {
     /* the orchestrator's own */
     TrbTensorMap map;
     uint32_t depth;
+    uint32_t manual_depth;    /* the depth of the outermost open MANUAL scope, 0 none */
+    uint32_t scope_mode[PTO_TRB_MAX_SCOPE_DEPTH + 1];  /* per open depth: PtoScopeMode */
+    uint64_t scope_first[PTO_TRB_MAX_SCOPE_DEPTH + 1]; /* per open depth: its first task id (ordinal 0) */
     uint64_t *deps;           /* producers of the task being submitted: (task_id, ref) pairs, ascending */
     uint64_t deps_capacity;
     uint32_t dep_count;
@@ -66,9 +69,15 @@ static inline PtoTrbSlot *trb_slot_of(TrbRun *t, uint64_t ref)
     return &r->slots[(ref >> 2) & (r->window - 1)];
 }
 
+/* The ref of a producer known to have finished whose slot holds a later task
+   already (an explicit predecessor of submit_after, trb_submit.c). */
+#define TRB_REF_FINISHED UINT64_MAX
+
 /* A task has finished when its slot moved on to a later task or says so. */
 static inline int trb_task_done(TrbRun *t, uint64_t ref)
 {
+    if (ref == TRB_REF_FINISHED)
+        return 1;
     const PtoTrbSlot *s = trb_slot_of(t, ref);
     return s->local != (ref >> 2) || trb_task_state(s) == TASK_COMPLETED;
 }

@@ -3,7 +3,10 @@
  * views are classified in the tensor map, its producers collected (the same
  * rule as hbg's, so the same callable gives the same graph on both runtimes),
  * it takes its ring's next slot and a dependency node per producer still
- * running, and the scheduler queues it (trb_scheduler.h). A full tensor map,
+ * running, and the scheduler queues it (trb_scheduler.h). Inside a MANUAL
+ * scope the task's accesses are recorded apart (trb_tensor_map.h), so no task
+ * of the scope infers a dependency on another; submit_after adds the declared
+ * ones. A full tensor map,
  * window or dependency pool blocks the orchestrator until tasks finish; a
  * task with more producers than its ring's pool can ever hold fails with
  * PTO_ERR_CAPACITY.
@@ -97,6 +100,7 @@ typedef struct DepCollector {
     TrbRun *t;
     uint64_t limit;           /* producers the ring's pool can take */
     uint32_t func_id, ring;
+    const char *fn;           /* the api call, for its messages */
 } DepCollector;
 
 /* Adds a producer to the ascending, duplicate-free deps list. */
@@ -116,9 +120,9 @@ static int add_dep(void *ctx, const PtoTrbAccess *a)
         return 0;
     if (t->dep_count == c->limit)
         return trb_api_fail(t, PTO_ERR_CAPACITY,
-                            "submit (func_id %u): the task has more than %llu producers; ring %u's dependency pool "
+                            "%s (func_id %u): the task has more than %llu producers; ring %u's dependency pool "
                             "holds %llu (CallConfig.ring_dep_pool[%u])",
-                            c->func_id, (unsigned long long)c->limit, c->ring,
+                            c->fn, c->func_id, (unsigned long long)c->limit, c->ring,
                             (unsigned long long)t->rings[c->ring].node_count, c->ring);
     memmove(&t->deps[2 * lo + 2], &t->deps[2 * lo], (size_t)(t->dep_count - lo) * 2 * sizeof(uint64_t));
     t->deps[2 * lo] = a->task_id;
@@ -127,11 +131,64 @@ static int add_dep(void *ctx, const PtoTrbAccess *a)
     return 0;
 }
 
-static int32_t collect_deps(TrbRun *t, uint32_t func_id, uint32_t ring, const PtoTaskParam *params, uint32_t n,
-                            const int32_t *cls)
+/* The explicit predecessors of a submit_after: ordinals of the innermost
+   (MANUAL) scope's tasks, whose first task is `base`. */
+typedef struct After {
+    uint64_t base;
+    const uint32_t *ordinals;
+    uint32_t count;
+} After;
+
+/* The ref of an earlier task: each ring's slots hold its last `window` tasks
+   in task-id order (only this thread writes them); a task no slot holds any
+   more has finished (its slot was retired and reused). */
+static uint64_t ref_of_task(TrbRun *t, uint64_t task_id)
+{
+    for (uint32_t ring = 0; ring < PTO_TRB_RINGS; ring++) {
+        const TrbRing *r = &t->rings[ring];
+        uint64_t lo = r->next_local > r->window ? r->next_local - r->window : 0, hi = r->next_local;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (r->slots[mid & (r->window - 1)].task_id < task_id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < r->next_local && r->slots[lo & (r->window - 1)].task_id == task_id)
+            return trb_task_ref(lo, ring);
+    }
+    return TRB_REF_FINISHED;
+}
+
+/* After the inferred producers (all earlier than the scope: never the same
+   task), each ordinal once. */
+static int32_t add_explicit(DepCollector *c, const After *after, uint64_t task_id)
+{
+    TrbRun *t = c->t;
+    uint64_t earlier = task_id - after->base;
+    for (uint32_t i = 0; i < after->count; i++) {
+        uint32_t o = after->ordinals[i];
+        if (o >= earlier)
+            return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT,
+                                "submit_after: after[%u] = %u is not an earlier submit of this scope (it has %llu)", i,
+                                o, (unsigned long long)earlier);
+        uint64_t producer = after->base + o;
+        for (uint32_t d = 0; d < t->dep_count; d++)
+            if (t->deps[2 * d] == producer)
+                return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT, "submit_after: after[%u] = %u is listed twice", i, o);
+        PtoTrbAccess a = { .task_id = producer, .task = ref_of_task(t, producer) };
+        int rc = add_dep(c, &a);
+        if (rc != 0)
+            return rc;
+    }
+    return PTO_OK;
+}
+
+static int32_t collect_deps(TrbRun *t, const char *fn, uint32_t func_id, uint32_t ring, const PtoTaskParam *params,
+                            uint32_t n, const int32_t *cls, const After *after)
 {
     uint64_t limit = t->rings[ring].node_count;
-    DepCollector c = { t, limit < t->deps_capacity ? limit : t->deps_capacity, func_id, ring };
+    DepCollector c = { t, limit < t->deps_capacity ? limit : t->deps_capacity, func_id, ring, fn };
     t->dep_count = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (cls[i] < 0)
@@ -141,7 +198,7 @@ static int32_t collect_deps(TrbRun *t, uint32_t func_id, uint32_t ring, const Pt
         if (rc != 0)
             return rc;
     }
-    return PTO_OK;
+    return after != NULL ? add_explicit(&c, after, t->submitted) : PTO_OK;
 }
 
 static int32_t record_dep_graph(TrbRun *t, uint64_t task_id, uint32_t func_id)
@@ -229,39 +286,72 @@ static int32_t wire_task(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint3
     return PTO_OK;
 }
 
-int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                       const After *after)
 {
     int32_t rc;
-    TrbRun *t = trb_api_begin(orch, "submit", &rc);
-    if (t == NULL)
-        return rc;
     AicpuDevice *d = &aicpu_device;
     const PtoTrbKernel *k = find_kernel(t, func_id);
     if (k == NULL)
-        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id);
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id);
     if (n > PTO_MAX_TASK_PARAMS)
-        return trb_api_fail(t, PTO_ERR_CAPACITY, "submit (func_id %u): %u params, a task takes at most %u", func_id, n,
+        return trb_api_fail(t, PTO_ERR_CAPACITY, "%s (func_id %u): %u params, a task takes at most %u", fn, func_id, n,
                             PTO_MAX_TASK_PARAMS);
     if (params == NULL && n > 0)
-        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit (func_id %u): NULL params", func_id);
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s (func_id %u): NULL params", fn, func_id);
     int32_t cls[PTO_MAX_TASK_PARAMS];
     uint32_t accesses;
     uint32_t ring = trb_ring_of_depth(t->depth);
     uint64_t task_id = t->submitted;
     if ((rc = classify_params(t, func_id, params, n, cls, &accesses)) != PTO_OK ||
         (rc = ensure_map_room(d, t, accesses, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
-        (rc = collect_deps(t, func_id, ring, params, n, cls)) != PTO_OK ||
+        (rc = collect_deps(t, fn, func_id, ring, params, n, cls, after)) != PTO_OK ||
         (rc = record_dep_graph(t, task_id, func_id)) != PTO_OK)
         return rc;
     uint64_t ref = trb_task_ref(t->rings[ring].next_local, ring);
-    for (uint32_t i = 0; i < n; i++)
-        if (cls[i] >= 0)
-            trb_map_record(&t->map, cls[i], params[i].value, params[i].value + params[i].bytes,
-                           params[i].direction != PTO_ARG_IN, task_id, ref);
+    for (uint32_t i = 0; i < n; i++) {
+        if (cls[i] < 0)
+            continue;
+        uint64_t lo = params[i].value, hi = lo + params[i].bytes;
+        int writes = params[i].direction != PTO_ARG_IN;
+        if (t->manual_depth != 0)
+            trb_map_record_manual(&t->map, cls[i], lo, hi, writes, task_id, ref);
+        else
+            trb_map_record(&t->map, cls[i], lo, hi, writes, task_id, ref);
+    }
     uint32_t ask;
     pthread_mutex_lock(&d->lock);
     rc = wire_task(d, t, k, ring, params, n, &ask);
     pthread_mutex_unlock(&d->lock);
     trb_sched_request(d, t, ask);
     return rc;
+}
+
+int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+{
+    int32_t rc;
+    TrbRun *t = trb_api_begin(orch, "submit", &rc);
+    return t == NULL ? rc : submit_task(t, "submit", func_id, params, n, NULL);
+}
+
+int trb_api_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint32_t *after,
+                         uint32_t n_after)
+{
+    int32_t rc;
+    TrbRun *t = trb_api_begin(orch, "submit_after", &rc);
+    if (t == NULL)
+        return rc;
+    if (t->depth == 0)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit_after: no scope is open (it needs a MANUAL scope)");
+    if (t->scope_mode[t->depth] != PTO_SCOPE_MANUAL)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit_after: the innermost scope is AUTO, not MANUAL");
+    if (after == NULL && n_after > 0)
+        return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT, "submit_after: NULL after with n_after %u", n_after);
+    uint64_t earlier = t->submitted - t->scope_first[t->depth];
+    if (n_after > earlier)
+        return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT,
+                            "submit_after: n_after %u exceeds the %llu earlier submits of this scope", n_after,
+                            (unsigned long long)earlier);
+    After a = { t->scope_first[t->depth], after, n_after };
+    return submit_task(t, "submit_after", func_id, params, n, &a);
 }

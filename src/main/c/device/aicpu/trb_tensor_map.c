@@ -18,7 +18,7 @@ void trb_map_reset(TrbTensorMap *m, PtoTrbAccess *pool, uint32_t capacity)
 void trb_map_add_range(TrbTensorMap *m, uint64_t lo, uint64_t hi)
 {
     if (m->class_count < TRB_MAX_CLASSES && lo < hi)
-        m->classes[m->class_count++] = (TrbClass){ lo, hi, 0, 0 };
+        m->classes[m->class_count++] = (TrbClass){ .lo = lo, .hi = hi };
 }
 
 void trb_map_seal(TrbTensorMap *m)
@@ -168,12 +168,65 @@ void trb_map_record(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int 
     *head = ref;
 }
 
+/* ---- MANUAL scopes -------------------------------------------------------------- */
+
+void trb_map_record_manual(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
+                           uint64_t task)
+{
+    TrbClass *c = &m->classes[cls];
+    uint32_t ref = take_entry(m);
+    uint32_t *head = writes ? &c->manual_writers : &c->manual_readers;
+    *entry(m, ref) = (PtoTrbAccess){ .lo = lo, .hi = hi, .task_id = task_id, .task = task, .next = *head };
+    *head = ref;
+}
+
+/* Moves a whole list in front of another (order within a list means nothing). */
+static void splice(TrbTensorMap *m, uint32_t *to, uint32_t *from)
+{
+    if (*from == 0)
+        return;
+    uint32_t last = *from;
+    while (entry(m, last)->next != 0)
+        last = entry(m, last)->next;
+    entry(m, last)->next = *to;
+    *to = *from;
+    *from = 0;
+}
+
+void trb_map_commit_manual(TrbTensorMap *m)
+{
+    for (uint32_t i = 0; i < m->class_count; i++) {
+        TrbClass *c = &m->classes[i];
+        for (uint32_t ref = c->manual_writers; ref != 0; ref = entry(m, ref)->next) {
+            Range r = { entry(m, ref)->lo, entry(m, ref)->hi };
+            drop_from(m, &c->writers, covered_by, &r, NULL, NULL);
+            drop_from(m, &c->readers, covered_by, &r, NULL, NULL);
+        }
+        splice(m, &c->writers, &c->manual_writers);
+        splice(m, &c->readers, &c->manual_readers);
+    }
+}
+
+int trb_map_manual_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes,
+                            TrbAccessVisit visit, void *ctx)
+{
+    const TrbClass *c = &m->classes[cls];
+    int rc = visit_list(m, c->manual_writers, lo, hi, visit, ctx);
+    if (rc == 0 && writes)
+        rc = visit_list(m, c->manual_readers, lo, hi, visit, ctx);
+    return rc;
+}
+
+/* ---- forgetting ------------------------------------------------------------------- */
+
 uint32_t trb_map_reclaim(TrbTensorMap *m, TrbAccessDone done, void *ctx)
 {
     uint32_t dropped = 0;
     for (uint32_t i = 0; i < m->class_count; i++) {
-        dropped += drop_from(m, &m->classes[i].writers, finished, NULL, done, ctx);
-        dropped += drop_from(m, &m->classes[i].readers, finished, NULL, done, ctx);
+        TrbClass *c = &m->classes[i];
+        uint32_t *lists[] = { &c->writers, &c->readers, &c->manual_writers, &c->manual_readers };
+        for (int l = 0; l < 4; l++)
+            dropped += drop_from(m, lists[l], finished, NULL, done, ctx);
     }
     return dropped;
 }
@@ -181,6 +234,8 @@ uint32_t trb_map_reclaim(TrbTensorMap *m, TrbAccessDone done, void *ctx)
 void trb_map_purge(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi)
 {
     Range r = { lo, hi };
-    drop_from(m, &m->classes[cls].writers, overlapping, &r, NULL, NULL);
-    drop_from(m, &m->classes[cls].readers, overlapping, &r, NULL, NULL);
+    TrbClass *c = &m->classes[cls];
+    uint32_t *lists[] = { &c->writers, &c->readers, &c->manual_writers, &c->manual_readers };
+    for (int l = 0; l < 4; l++)
+        drop_from(m, lists[l], overlapping, &r, NULL, NULL);
 }

@@ -28,6 +28,9 @@
 typedef struct TrbClass {
     uint64_t lo, hi;          /* union of its ranges */
     uint32_t writers, readers;/* list heads: entry index + 1, 0 = empty */
+    /* the accesses of the open MANUAL scope's tasks, apart until it ends
+       (trb_map_commit_manual): no task of that scope infers a dependency on another */
+    uint32_t manual_writers, manual_readers;
 } TrbClass;
 
 typedef struct TrbTensorMap {
@@ -69,6 +72,20 @@ int trb_map_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t h
    write drops the writers and readers it covers and joins the writers. */
 void trb_map_record(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
                     uint64_t task);
+
+/* Records an access of a task of the open MANUAL scope: it joins that scope's
+   lists, dropping nothing (the scope's tasks are not ordered by inference). */
+void trb_map_record_manual(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
+                           uint64_t task);
+
+/* The outermost MANUAL scope ended: each of its writes drops the earlier
+   accesses it covers (the writer depends on them), then its accesses join the
+   class lists, none dropping another. Exactly hbg_graph_manual_end. */
+void trb_map_commit_manual(TrbTensorMap *m);
+
+/* trb_map_overlaps over the open MANUAL scope's accesses. */
+int trb_map_manual_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes,
+                            TrbAccessVisit visit, void *ctx);
 
 /* Drops every entry whose task is done; returns how many. */
 uint32_t trb_map_reclaim(TrbTensorMap *m, TrbAccessDone done, void *ctx);

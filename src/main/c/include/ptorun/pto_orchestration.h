@@ -27,7 +27,10 @@ typedef struct PtoTaskParam {
    scope the runtime infers none between the scope's own tasks: each declares its
    predecessors in that scope with submit_after. Dependencies on tasks submitted
    before the scope, and of later tasks on the scope's tasks, are inferred as usual.
-   Every scope ends the lifetime of the tensors alloc_tensor returned inside it. */
+   A scope's own tasks are all tasks submitted while it is open, nested scopes
+   included: an AUTO scope inside a MANUAL one infers nothing between them either.
+   Every scope ends the lifetime of the tensors alloc_tensor returned inside it.
+   Scopes nest at most 64 deep (docs/orchestration.md, "MANUAL scopes"). */
 typedef enum PtoScopeMode { PTO_SCOPE_AUTO = 0, PTO_SCOPE_MANUAL = 1 } PtoScopeMode;
 
 typedef struct PtoOrchApi {

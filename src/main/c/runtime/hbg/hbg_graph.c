@@ -68,8 +68,13 @@ void hbg_graph_init(HbgGraph *g)
 void hbg_graph_destroy(HbgGraph *g)
 {
     for (uint32_t i = 0; i < g->class_cap; i++) {
-        free(g->classes[i].writers.items);
-        free(g->classes[i].readers.items);
+        HbgAliasClass *c = &g->classes[i];
+        free(c->writers.items);
+        free(c->readers.items);
+        free(c->manual_writers.items);
+        free(c->manual_readers.items);
+        free(c->freed_writers.items);
+        free(c->freed_readers.items);
     }
     free(g->classes);
     free(g->tasks);
@@ -89,6 +94,7 @@ void hbg_graph_reset(HbgGraph *g)
     g->edge_count = 0;
     g->dep_count = 0;
     g->class_count = 0;
+    g->manual = 0;
 }
 
 /* ---- alias classes ------------------------------------------------------------- */
@@ -104,8 +110,10 @@ int hbg_graph_add_range(HbgGraph *g, uint64_t lo, uint64_t hi)
     HbgAliasClass *c = &g->classes[g->class_count++];
     c->lo = lo;
     c->hi = hi;
-    c->writers.count = c->readers.count = 0;
-    c->writers.max_len = c->readers.max_len = 0;
+    HbgAccessList *lists[] = { &c->writers,        &c->readers,       &c->manual_writers,
+                               &c->manual_readers, &c->freed_writers, &c->freed_readers };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        lists[i]->count = 0, lists[i]->max_len = 0;
     return PTO_OK;
 }
 
@@ -258,7 +266,18 @@ static int collect_deps(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uin
     return rc;
 }
 
-/* Records the task's accesses once its producers are known. */
+/* A write supersedes the accesses it covers, reuse orderings included (it is
+   ordered after them, and so is every later task conflicting with them). */
+static void drop_covered_by_write(HbgAliasClass *c, uint64_t lo, uint64_t hi)
+{
+    drop_covered(&c->writers, lo, hi);
+    drop_covered(&c->readers, lo, hi);
+    drop_covered(&c->freed_writers, lo, hi);
+    drop_covered(&c->freed_readers, lo, hi);
+}
+
+/* Records the task's accesses once its producers are known: inside a MANUAL
+   scope apart, dropping nothing (hbg_graph_manual_end). */
 static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, const int32_t *cls)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -266,12 +285,14 @@ static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint
             continue;
         HbgAliasClass *c = &g->classes[cls[i]];
         uint64_t lo = params[i].value, hi = lo + params[i].bytes;
+        int writes = params[i].direction != PTO_ARG_IN;
         int rc;
-        if (params[i].direction == PTO_ARG_IN) {
+        if (g->manual) {
+            rc = record_access(writes ? &c->manual_writers : &c->manual_readers, lo, hi, task);
+        } else if (!writes) {
             rc = record_access(&c->readers, lo, hi, task);
         } else {
-            drop_covered(&c->writers, lo, hi);
-            drop_covered(&c->readers, lo, hi);
+            drop_covered_by_write(c, lo, hi);
             rc = record_access(&c->writers, lo, hi, task);
         }
         if (rc != PTO_OK)
@@ -280,8 +301,46 @@ static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint
     return PTO_OK;
 }
 
-int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
-                     const PtoTaskParam *params, uint32_t n)
+/* The explicit predecessors of a submit_after, after the inferred ones (all
+   earlier than the scope, so never the same task): each ordinal once. */
+static int add_explicit(HbgGraph *g, const HbgAfter *after, uint32_t task)
+{
+    uint32_t earlier = task - after->base;
+    for (uint32_t i = 0; i < after->count; i++) {
+        uint32_t o = after->ordinals[i];
+        if (o >= earlier)
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT,
+                            "submit_after: after[%u] = %u is not an earlier submit of this scope (it has %u)", i, o,
+                            earlier);
+        if (g->dep_mark[after->base + o] == task + 1)
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit_after: after[%u] = %u is listed twice", i, o);
+        int rc = add_dep(g, after->base + o, task);
+        if (rc != PTO_OK)
+            return rc;
+    }
+    return PTO_OK;
+}
+
+/* Reuse orderings: every recorded access of reused local heap bytes a view
+   conflicts with, unless it is a dependency already. Always, MANUAL scope or not:
+   they keep two tensors sharing bytes apart, whatever the orchestration declares. */
+static int add_reuse(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, const int32_t *cls)
+{
+    int rc = PTO_OK;
+    for (uint32_t i = 0; i < n && rc == PTO_OK; i++) {
+        if (cls[i] < 0)
+            continue;
+        HbgAliasClass *c = &g->classes[cls[i]];
+        uint64_t lo = params[i].value, hi = lo + params[i].bytes;
+        rc = depend_on_overlaps(g, &c->freed_writers, lo, hi, task);
+        if (rc == PTO_OK && params[i].direction != PTO_ARG_IN)
+            rc = depend_on_overlaps(g, &c->freed_readers, lo, hi, task);
+    }
+    return rc;
+}
+
+int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                           const PtoTaskParam *params, uint32_t n, const HbgAfter *after)
 {
     if (n > PTO_MAX_TASK_PARAMS)
         return pto_fail(PTO_ERR_CAPACITY, "submit: %u params, a task takes at most %u", n, PTO_MAX_TASK_PARAMS);
@@ -296,16 +355,18 @@ int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32
     int32_t cls[PTO_MAX_TASK_PARAMS];
     g->dep_mark[t] = 0;
     g->dep_count = 0;
-    if ((rc = collect_deps(g, params, n, t, cls)) != PTO_OK)
-        return rc;
-    if ((rc = RESERVE(g->edges, g->edge_cap, 2 * ((uint64_t)g->edge_count + g->dep_count))) != PTO_OK)
+    if ((rc = collect_deps(g, params, n, t, cls)) != PTO_OK ||
+        (after != NULL && (rc = add_explicit(g, after, t)) != PTO_OK))
         return rc;
     sort_deps(g);
-    if ((rc = record_task(g, params, n, t, cls)) != PTO_OK)
+    uint32_t dependencies = g->dep_count;
+    if ((rc = add_reuse(g, params, n, t, cls)) != PTO_OK ||
+        (rc = RESERVE(g->edges, g->edge_cap, 2 * ((uint64_t)g->edge_count + g->dep_count))) != PTO_OK ||
+        (rc = record_task(g, params, n, t, cls)) != PTO_OK)
         return rc;
 
     for (uint32_t i = 0; i < g->dep_count; i++) {
-        g->edges[2 * g->edge_count] = g->deps[i];
+        g->edges[2 * g->edge_count] = g->deps[i] | (i < dependencies ? 0 : HBG_EDGE_REUSE);
         g->edges[2 * g->edge_count + 1] = t;
         g->edge_count++;
         g->tasks[g->deps[i]].fanout_count++;
@@ -326,6 +387,85 @@ int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32
     g->arg_count += n;
     g->task_count++;
     return PTO_OK;
+}
+
+int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                     const PtoTaskParam *params, uint32_t n)
+{
+    return hbg_graph_submit_after(g, kernel_addr, func_id, core_type, params, n, NULL);
+}
+
+/* ---- scopes: MANUAL and reused bytes ---------------------------------------------- */
+
+void hbg_graph_manual_begin(HbgGraph *g)
+{
+    g->manual = 1;
+}
+
+/* Appends every access of `from` to `to` (sorted) and empties `from`. */
+static int join(HbgAccessList *to, HbgAccessList *from)
+{
+    int rc = RESERVE(to->items, to->cap, (uint64_t)to->count + from->count);
+    for (uint32_t i = 0; i < from->count && rc == PTO_OK; i++)
+        rc = record_access(to, from->items[i].lo, from->items[i].hi, from->items[i].task);
+    from->count = 0;
+    from->max_len = 0;
+    return rc;
+}
+
+int hbg_graph_manual_end(HbgGraph *g)
+{
+    g->manual = 0;
+    int rc = PTO_OK;
+    for (uint32_t k = 0; k < g->class_count; k++) {
+        HbgAliasClass *c = &g->classes[k];
+        /* first the earlier accesses the scope's writes cover (each write was
+           ordered after them), then the scope's own, none dropping another */
+        for (uint32_t i = 0; i < c->manual_writers.count; i++)
+            drop_covered_by_write(c, c->manual_writers.items[i].lo, c->manual_writers.items[i].hi);
+        int w = join(&c->writers, &c->manual_writers), r = join(&c->readers, &c->manual_readers);
+        if (rc == PTO_OK)
+            rc = w != PTO_OK ? w : r;
+    }
+    return rc;
+}
+
+/* Moves the accesses of `from` overlapping [lo, hi) to `to`. */
+static int move_overlapping(HbgAccessList *from, HbgAccessList *to, uint64_t lo, uint64_t hi)
+{
+    uint32_t begin = first_from(from, lo > from->max_len ? lo - from->max_len : 0), moving = 0, i;
+    for (i = begin; i < from->count && from->items[i].lo < hi; i++)
+        moving += from->items[i].hi > lo;
+    int rc = RESERVE(to->items, to->cap, (uint64_t)to->count + moving);
+    if (rc != PTO_OK || moving == 0)
+        return rc;
+    uint32_t out = begin;
+    for (i = begin; i < from->count && from->items[i].lo < hi; i++) {
+        HbgAccess a = from->items[i];
+        if (a.hi > lo)
+            record_access(to, a.lo, a.hi, a.task); /* reserved: cannot fail */
+        else
+            from->items[out++] = a;
+    }
+    memmove(&from->items[out], &from->items[i], (size_t)(from->count - i) * sizeof *from->items);
+    from->count -= i - out;
+    if (from->count == 0)
+        from->max_len = 0;
+    return PTO_OK;
+}
+
+int hbg_graph_reuse(HbgGraph *g, uint64_t lo, uint64_t hi)
+{
+    int32_t k = find_class(g, lo, hi);
+    if (k < 0 || lo == hi)
+        return PTO_OK;
+    HbgAliasClass *c = &g->classes[k];
+    int rc;
+    if ((rc = move_overlapping(&c->writers, &c->freed_writers, lo, hi)) != PTO_OK ||
+        (rc = move_overlapping(&c->manual_writers, &c->freed_writers, lo, hi)) != PTO_OK ||
+        (rc = move_overlapping(&c->readers, &c->freed_readers, lo, hi)) != PTO_OK)
+        return rc;
+    return move_overlapping(&c->manual_readers, &c->freed_readers, lo, hi);
 }
 
 /* ---- the work image ---------------------------------------------------------------- */
@@ -376,7 +516,7 @@ void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
     }
     uint32_t *fanout = (uint32_t *)(dst + l.fanout);
     for (uint32_t e = 0; e < g->edge_count; e++) {
-        uint32_t p = g->edges[2 * e], c = g->edges[2 * e + 1];
+        uint32_t p = g->edges[2 * e] & ~HBG_EDGE_REUSE, c = g->edges[2 * e + 1];
         fanout[tasks[p].fanout_index + g->fill[p]++] = c;
     }
     if (g->arg_count > 0) {

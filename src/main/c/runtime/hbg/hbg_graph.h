@@ -43,6 +43,15 @@ typedef struct HbgAccessList {
 typedef struct HbgAliasClass {
     uint64_t lo, hi;          /* union of its tensors' device ranges */
     HbgAccessList writers, readers;
+    /* The accesses of the open MANUAL scope's tasks: kept apart, so no task of
+       that scope infers a dependency on another; joined to writers/readers when
+       the scope ends (hbg_graph_manual_end). */
+    HbgAccessList manual_writers, manual_readers;
+    /* The accesses of local heap bytes that alloc_tensor handed out again
+       (hbg_graph_reuse): a later task touching those bytes is ordered after
+       them for execution only: the new tensor is not the old one, so these
+       orderings are no dependencies (no edge of the dependency-graph file). */
+    HbgAccessList freed_writers, freed_readers;
 } HbgAliasClass;
 
 typedef struct HbgGraph {
@@ -58,7 +67,20 @@ typedef struct HbgGraph {
     uint32_t dep_count, dep_cap;
     HbgAliasClass *classes;   /* ascending lo, disjoint */
     uint32_t class_count, class_cap;
+    int manual;               /* a MANUAL scope is open: tasks record into the manual lists */
 } HbgGraph;
+
+/* An edge whose producer carries this bit orders a reuse of freed local heap
+   bytes (HbgAliasClass.freed_*): in the device image, not in the dependency graph. */
+#define HBG_EDGE_REUSE 0x80000000u
+
+/* The explicit predecessors of a submit_after: ordinals of the tasks of the
+   innermost (MANUAL) scope, whose first task is `base`. */
+typedef struct HbgAfter {
+    uint32_t base;
+    const uint32_t *ordinals;
+    uint32_t count;
+} HbgAfter;
 
 void hbg_graph_init(HbgGraph *g);
 void hbg_graph_destroy(HbgGraph *g);
@@ -78,6 +100,23 @@ void hbg_graph_seal_classes(HbgGraph *g);
  * PTO_ERR_CAPACITY; PTO_ERR_OUT_OF_MEMORY (message recorded). */
 int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
                      const PtoTaskParam *params, uint32_t n);
+
+/* hbg_graph_submit with explicit predecessors (NULL: none): each ordinal must
+ * name an earlier task of the scope, once (PTO_ERR_INVALID_ARGUMENT). */
+int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                           const PtoTaskParam *params, uint32_t n, const HbgAfter *after);
+
+/* The outermost MANUAL scope opens: the tasks submitted until it ends infer no
+ * dependency on each other (only on earlier tasks). Its end records their
+ * accesses for the tasks after it: a write of the scope drops the earlier
+ * accesses it covers (the writer depends on them), but no access of the
+ * scope drops another (they are not ordered). PTO_ERR_OUT_OF_MEMORY. */
+void hbg_graph_manual_begin(HbgGraph *g);
+int hbg_graph_manual_end(HbgGraph *g);
+
+/* alloc_tensor hands [lo, hi) out again: the recorded accesses of those
+ * bytes become reuse orderings (HbgAliasClass.freed_*). PTO_ERR_OUT_OF_MEMORY. */
+int hbg_graph_reuse(HbgGraph *g, uint64_t lo, uint64_t hi);
 
 /* Bytes of the graph work image, and writing it (8-aligned dst). */
 size_t hbg_graph_image_bytes(const HbgGraph *g);

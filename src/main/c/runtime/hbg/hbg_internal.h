@@ -25,8 +25,10 @@ struct RuntimeSlotScratch {
     RunTensorTable tensors;   /* staged ones live in the bank's GM heap for the run */
     ChipStorageTaskArgs *dev_args; /* the run's args with device addresses: what the orchestration sees */
     uint64_t local_base;      /* the run's local heap in the GM heap: [local_base, local_end) */
-    uint64_t local_next;      /* alloc_tensor's bump pointer */
+    uint64_t local_next;      /* alloc_tensor's bump pointer; scope_end moves it back to the scope's mark */
     uint64_t local_end;
+    uint64_t local_high;      /* the highest local_next of the run: bytes below it may be handed out again */
+    uint64_t local_peak;      /* local_high - local_base after the run's orchestration (tests read it) */
     HbgGraph graph;
     HbgBridge bridge;
     uint8_t *image;           /* host build buffer of the device image */
@@ -50,7 +52,7 @@ _Static_assert(offsetof(struct RuntimeCallable, copy) == 0, "the shared registra
 
 /* Runs the callable's orchestration (the program interpreter, or the library
  * entry) on the host with hbg's PtoOrchApi over `scratch`: tasks go to scratch->graph,
- * alloc_tensor bumps its local heap, read/write_tensor go through scratch->bridge
+ * alloc_tensor bumps its local heap (scope_end frees the scope's part), read/write_tensor go through scratch->bridge
  * (open while this runs). The orchestration gets a session handle, valid on
  * this thread during this call only (orch/orch_session.h). An error of a
  * submit, alloc_tensor or scope call fails the orchestration even when a

@@ -2,19 +2,25 @@
  * hbg's PtoOrchApi: the orchestration runs on the host inside bind. submit
  * appends to the task graph (dependencies computed there), alloc_tensor bumps
  * the run's local heap (a region of the bank's GM heap sized before the
- * orchestration starts), scopes are nesting bookkeeping (hbg keeps every
- * task of a run until it ends, so a scope frees nothing), read/write_tensor go
- * through the host-access bridge. The orchestration's state lives on
- * bind's stack; the handle the orchestration gets is an orchestration session
- * (orch/orch_session.h), so a handle kept past its run, or used from
- * another thread, is refused rather than followed into a dead frame.
+ * orchestration starts) and scope_end moves the bump pointer back to where it
+ * was at the scope's begin, so the heap is a stack: a loop over a scope with
+ * scratch reuses the same bytes. That is safe although the graph is built long
+ * before any task runs, because a task touching bytes handed out again is
+ * ordered after the earlier tasks that touched them (hbg_graph_reuse).
+ * A MANUAL scope's tasks infer no dependency on each other (hbg_graph.h);
+ * submit_after names their predecessors by ordinal in the innermost scope.
+ * read/write_tensor go through the host-access bridge. The orchestration's
+ * state lives on bind's stack; the handle the orchestration gets is an
+ * orchestration session (orch/orch_session.h), so a handle kept past its run,
+ * or used from another thread, is refused rather than followed into a dead frame.
  *
- * Sticky failures: the first failed submit / alloc_tensor / scope call is
- * remembered; every later such call is refused with its code, and the prepare
- * fails with it even when the library ignores it. read/write_tensor failures
- * are only the caller's to handle, except a device failure of a write (its push
- * to the device): that is the run's failure whatever the library makes of it,
- * because it poisoned an onboard device (common/device_failure.h).
+ * Sticky failures: the first failed submit / submit_after / alloc_tensor /
+ * scope call is remembered; every later such call is refused with its code,
+ * and the prepare fails with it even when the library ignores it.
+ * read/write_tensor failures are only the caller's to handle, except a device
+ * failure of a write (its push to the device): that is the run's failure
+ * whatever the library makes of it, because it poisoned an onboard device
+ * (common/device_failure.h).
  */
 #include <string.h>
 
@@ -23,10 +29,21 @@
 #include "orch/program_orchestration.h"
 #include "runtime/hbg/hbg_internal.h"
 
+/* Scopes nest at most this deep, as on trb (PTO_TRB_MAX_SCOPE_DEPTH). */
+#define HBG_MAX_SCOPE_DEPTH 64u
+
+typedef struct HbgScope {
+    uint64_t mark;            /* local_next at its begin: its end frees the heap above */
+    uint32_t first_task;      /* its ordinal 0 */
+    uint32_t mode;            /* PtoScopeMode */
+} HbgScope;
+
 typedef struct HbgOrch {
     const RuntimeCallable *callable;
     RuntimeSlotScratch *scratch;
     uint32_t scope_depth;
+    uint32_t manual_depth;    /* the depth of the outermost open MANUAL scope, 0 none */
+    HbgScope scopes[HBG_MAX_SCOPE_DEPTH]; /* scopes[d - 1]: the open scope at depth d */
     int failed;                               /* the first failed submit / alloc / scope call */
     char failure[PTO_ERROR_MESSAGE_BYTES];    /* ... and its message */
 } HbgOrch;
@@ -59,19 +76,58 @@ static HbgOrch *changing(void *orch, const char *fn, int *rc)
     return o;
 }
 
+/* The kernel behind func_id and the params' pointer, checked as submit does. */
+static const CallableKernel *task_kernel(HbgOrch *o, const char *fn, uint32_t func_id, const PtoTaskParam *params,
+                                         uint32_t n, int *rc)
+{
+    int child = chip_callable_child_of(&o->callable->copy.view, func_id);
+    if (child < 0) {
+        *rc = note(o, pto_fail(PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id));
+        return NULL;
+    }
+    if (params == NULL && n > 0) {
+        *rc = note(o, pto_fail(PTO_ERR_ORCHESTRATION, "%s: NULL params", fn));
+        return NULL;
+    }
+    return &o->callable->copy.kernels[child];
+}
+
 static int orch_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
 {
     int rc;
     HbgOrch *o = changing(orch, "submit", &rc);
     if (o == NULL)
         return rc;
-    int child = chip_callable_child_of(&o->callable->copy.view, func_id);
-    if (child < 0)
-        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: func_id %u is not a child of the callable", func_id));
-    if (params == NULL && n > 0)
-        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit: NULL params"));
-    const CallableKernel *k = &o->callable->copy.kernels[child];
+    const CallableKernel *k = task_kernel(o, "submit", func_id, params, n, &rc);
+    if (k == NULL)
+        return rc;
     return note(o, hbg_graph_submit(&o->scratch->graph, k->addr, k->func_id, k->core_type, params, n));
+}
+
+static int orch_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                             const uint32_t *after, uint32_t n_after)
+{
+    int rc;
+    HbgOrch *o = changing(orch, "submit_after", &rc);
+    if (o == NULL)
+        return rc;
+    if (o->scope_depth == 0)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit_after: no scope is open (it needs a MANUAL scope)"));
+    const HbgScope *scope = &o->scopes[o->scope_depth - 1];
+    if (scope->mode != PTO_SCOPE_MANUAL)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "submit_after: the innermost scope is AUTO, not MANUAL"));
+    if (after == NULL && n_after > 0)
+        return note(o, pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit_after: NULL after with n_after %u", n_after));
+    uint32_t earlier = o->scratch->graph.task_count - scope->first_task;
+    if (n_after > earlier)
+        return note(o, pto_fail(PTO_ERR_INVALID_ARGUMENT,
+                                "submit_after: n_after %u exceeds the %u earlier submits of this scope", n_after,
+                                earlier));
+    const CallableKernel *k = task_kernel(o, "submit_after", func_id, params, n, &rc);
+    if (k == NULL)
+        return rc;
+    HbgAfter a = { scope->first_task, after, n_after };
+    return note(o, hbg_graph_submit_after(&o->scratch->graph, k->addr, k->func_id, k->core_type, params, n, &a));
 }
 
 static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
@@ -85,25 +141,51 @@ static uint64_t orch_alloc_tensor(void *orch, uint64_t bytes)
     if (at > s->local_end || bytes > s->local_end - at) {
         note(o, pto_fail(PTO_ERR_OUT_OF_MEMORY,
                          "alloc_tensor: %llu bytes do not fit the run's %llu-byte local heap (%llu in use; its size is "
-                         "a program's ALLOC_TENSOR total, or CallConfig.ring_heap[0] for an orchestration library)",
+                         "the most ALLOC_TENSOR bytes a program holds at once, or CallConfig.ring_heap[0] for an "
+                         "orchestration library)",
                          (unsigned long long)bytes, (unsigned long long)(s->local_end - s->local_base),
                          (unsigned long long)(s->local_next - s->local_base)));
         return 0;
     }
+    /* bytes an ended scope freed: their earlier users stay ordered before the new ones */
+    if (at < s->local_high &&
+        note(o, hbg_graph_reuse(&s->graph, at, at + bytes < s->local_high ? at + bytes : s->local_high)) != PTO_OK)
+        return 0;
     s->local_next = at + bytes;
+    if (s->local_next > s->local_high) {
+        s->local_high = s->local_next;
+        s->local_peak = s->local_high - s->local_base;
+    }
     return at;
+}
+
+static int scope_begin(void *orch, const char *fn, uint32_t mode)
+{
+    int rc;
+    HbgOrch *o = changing(orch, fn, &rc);
+    if (o == NULL)
+        return rc;
+    if (mode != PTO_SCOPE_AUTO && mode != PTO_SCOPE_MANUAL)
+        return note(o, pto_fail(PTO_ERR_INVALID_ARGUMENT,
+                                "%s: mode %u is neither PTO_SCOPE_AUTO (0) nor PTO_SCOPE_MANUAL (1)", fn, mode));
+    if (o->scope_depth == HBG_MAX_SCOPE_DEPTH)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "%s: scopes nest at most %u deep", fn, HBG_MAX_SCOPE_DEPTH));
+    o->scopes[o->scope_depth++] = (HbgScope){ o->scratch->local_next, o->scratch->graph.task_count, mode };
+    if (mode == PTO_SCOPE_MANUAL && o->manual_depth == 0) {
+        o->manual_depth = o->scope_depth;
+        hbg_graph_manual_begin(&o->scratch->graph);
+    }
+    return PTO_OK;
 }
 
 static int orch_scope_begin(void *orch)
 {
-    int rc;
-    HbgOrch *o = changing(orch, "scope_begin", &rc);
-    if (o == NULL)
-        return rc;
-    if (o->scope_depth == UINT32_MAX)
-        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "scope_begin: scopes nest too deep"));
-    o->scope_depth++;
-    return PTO_OK;
+    return scope_begin(orch, "scope_begin", PTO_SCOPE_AUTO);
+}
+
+static int orch_scope_begin_mode(void *orch, uint32_t mode)
+{
+    return scope_begin(orch, "scope_begin_mode", mode);
 }
 
 static int orch_scope_end(void *orch)
@@ -114,7 +196,13 @@ static int orch_scope_end(void *orch)
         return rc;
     if (o->scope_depth == 0)
         return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "scope_end: no scope is open"));
-    o->scope_depth--;
+    if (o->scope_depth == o->manual_depth) {
+        o->manual_depth = 0;
+        if ((rc = hbg_graph_manual_end(&o->scratch->graph)) != PTO_OK)
+            return note(o, rc);
+    }
+    /* the tensors the scope allocated end here: their bytes go to the next allocation */
+    o->scratch->local_next = o->scopes[--o->scope_depth].mark;
     return PTO_OK;
 }
 
@@ -150,6 +238,8 @@ static const PtoOrchApi hbg_orch_api = {
     .scope_end = orch_scope_end,
     .read_tensor = orch_read_tensor,
     .write_tensor = orch_write_tensor,
+    .scope_begin_mode = orch_scope_begin_mode,
+    .submit_after = orch_submit_after,
 };
 
 /* Calls a library's entry and judges what it left behind. */

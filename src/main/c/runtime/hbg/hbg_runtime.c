@@ -106,24 +106,6 @@ size_t runtime_callable_size(void)
     return sizeof(RuntimeCallable);
 }
 
-/* A program's local heap: its ALLOC_TENSORs (each allocated once per run),
-   each rounded up to HBG_LOCAL_ALIGN; saturates instead of wrapping (bind then
-   cannot commit it and says so). */
-static uint64_t program_local_bytes(const ChipCallableView *v)
-{
-    uint64_t total = 0;
-    PtoProgramCursor cursor = { 0, 0 };
-    PtoProgramInsn insn;
-    while (chip_program_next(v, &cursor, &insn)) {
-        if (insn.head.opcode != PTO_OP_ALLOC_TENSOR)
-            continue;
-        uint64_t bytes = insn.u.alloc.bytes, rounded;
-        if (__builtin_add_overflow(bytes, HBG_LOCAL_ALIGN - 1, &rounded) ||
-            __builtin_add_overflow(total, rounded / HBG_LOCAL_ALIGN * HBG_LOCAL_ALIGN, &total))
-            return UINT64_MAX;
-    }
-    return total;
-}
 
 /* A library orchestration: its image loaded on the host (once per content per
    device context, counted by get_host_dlopen_count) and its entry resolved. */
@@ -152,7 +134,7 @@ int runtime_callable_attach(const HostApi *api, RuntimeCallable *c)
 {
     if (c->copy.view.header.orchestration_kind == PTO_ORCH_LIBRARY)
         return load_orchestration(api, c);
-    c->program_local_bytes = program_local_bytes(&c->copy.view);
+    c->program_local_bytes = chip_program_local_peak(&c->copy.view, HBG_LOCAL_ALIGN);
     c->program_tasks = chip_program_task_count(&c->copy.view);
     return PTO_OK;
 }
@@ -217,7 +199,8 @@ static int place_tensors(const HostApi *api, RuntimeSlotScratch *s, uint64_t hea
     }
     s->local_base += (uint64_t)(uintptr_t)*heap;
     s->local_end += (uint64_t)(uintptr_t)*heap;
-    s->local_next = s->local_base;
+    s->local_next = s->local_high = s->local_base;
+    s->local_peak = 0;
     if (s->local_end > s->local_base &&
         (rc = hbg_graph_add_range(&s->graph, s->local_base, s->local_end)) != PTO_OK)
         return rc;
@@ -473,12 +456,15 @@ static int write_dep_graph(const HbgRun *h)
     uint32_t *producers = func_ids + g->task_count, *consumers = producers + g->edge_count;
     for (uint32_t t = 0; t < g->task_count; t++)
         func_ids[t] = g->tasks[t].func_id;
+    uint32_t edges = 0;
     for (uint32_t e = 0; e < g->edge_count; e++) {
-        producers[e] = g->edges[2 * e];
-        consumers[e] = g->edges[2 * e + 1];
+        if (g->edges[2 * e] & HBG_EDGE_REUSE)
+            continue; /* orders a reuse of freed local bytes: no dependency (hbg_graph.h) */
+        producers[edges] = g->edges[2 * e];
+        consumers[edges++] = g->edges[2 * e + 1];
     }
     int rc = dep_graph_write(h->scratch->output_prefix, &h->desc, g->task_count, func_ids, producers, consumers,
-                             g->edge_count);
+                             edges);
     free(func_ids);
     return rc;
 }

@@ -35,4 +35,8 @@ _Static_assert(offsetof(struct RuntimeCallable, copy) == 0, "the shared registra
  * block, the args), before the first tensor slice. */
 uint64_t trb_staging_header_bytes(void);
 
+/* For tests: the last run's ring heap high-water marks in the api's pipeline
+ * slot (PtoTrbWork.heap_peak, read from the slot's retained staging buffer). */
+int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS]);
+
 #endif

@@ -99,6 +99,20 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     return trb_image_ensure(&bank0, &sizing, &image, &built);
 }
 
+int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS])
+{
+    void *dev = NULL;
+    size_t size = 0;
+    int rc = host_api_get_retained_temp_buffer(api, &dev, &size);
+    if (rc == PTO_OK && (dev == NULL || size < sizeof(TrbHeader)))
+        rc = pto_fail(PTO_ERR_WRONG_PHASE, "trb_read_heap_peaks: the slot has run nothing");
+    if (rc == PTO_OK)
+        rc = host_api_copy_from_device(api, peaks,
+                                       (uint8_t *)dev + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, heap_peak),
+                                       PTO_TRB_RINGS * sizeof peaks[0]);
+    return rc;
+}
+
 /* ---- the slot scratch and registration (the shared part: runtime_registry.c) ---------- */
 
 RuntimeSlotScratch *runtime_slot_scratch_create(void)
