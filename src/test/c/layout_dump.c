@@ -37,6 +37,8 @@ static void dump_callable_format(void)
     CCONST(PTO_OP_END_LOOP);
     CCONST(PTO_OP_SCOPE_BEGIN);
     CCONST(PTO_OP_SCOPE_END);
+    CCONST(PTO_OP_SCOPE_BEGIN_MANUAL);
+    CCONST(PTO_PROGRAM_MAX_AFTER);
     CCONST(PTO_PARAM_ARG_TENSOR);
     CCONST(PTO_PARAM_LOCAL_TENSOR);
     CCONST(PTO_PARAM_SCALAR_IMM);
@@ -85,6 +87,7 @@ static void dump_callable_format(void)
     CSIZE(PtoSubmitInsn);
     COFF(PtoSubmitInsn, head);
     COFF(PtoSubmitInsn, func_id);
+    COFF(PtoSubmitInsn, after_count);
     COFF(PtoSubmitInsn, reserved);
     CSIZE(PtoAllocInsn);
     COFF(PtoAllocInsn, head);

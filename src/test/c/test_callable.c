@@ -106,6 +106,18 @@ void tcb_submit(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam 
     b->instruction_count++;
 }
 
+void tcb_submit_after(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam *params, uint32_t n,
+                      const PtoAffine *after, uint32_t n_after)
+{
+    PtoSubmitInsn s = { .head = { PTO_OP_SUBMIT, (uint16_t)n,
+                                  (uint32_t)(sizeof s + n * sizeof(PtoProgramParam) + n_after * sizeof(PtoAffine)) },
+                        .func_id = func_id, .after_count = (uint16_t)n_after };
+    append(b, &s, sizeof s);
+    append(b, params, n * (uint32_t)sizeof(PtoProgramParam));
+    append(b, after, n_after * (uint32_t)sizeof(PtoAffine));
+    b->instruction_count++;
+}
+
 void tcb_insn(TestCallableBuilder *b, uint16_t opcode)
 {
     PtoInsnHead h = { opcode, 0, sizeof h };

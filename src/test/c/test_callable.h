@@ -59,6 +59,9 @@ PtoProgramParam tcb_f32(float value);
 PtoProgramParam tcb_local(uint32_t local, uint8_t direction, int64_t offset, int64_t size);
 
 void tcb_submit(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam *params, uint32_t n);
+/* A SUBMIT waiting for the tasks whose ordinals `after` gives (inside a SCOPE_BEGIN_MANUAL). */
+void tcb_submit_after(TestCallableBuilder *b, uint32_t func_id, const PtoProgramParam *params, uint32_t n,
+                      const PtoAffine *after, uint32_t n_after);
 void tcb_insn(TestCallableBuilder *b, uint16_t opcode);                 /* head-only instructions */
 void tcb_loop(TestCallableBuilder *b, uint64_t count);
 void tcb_alloc(TestCallableBuilder *b, uint32_t local_id, uint64_t bytes);

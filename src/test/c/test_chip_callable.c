@@ -320,7 +320,7 @@ static const Defect defects[] = {
     { "unknown opcode", unknown_opcode, "instruction 0 has unknown opcode 9" },
     { "SUBMIT of an unknown func_id", submit_unknown_func, "submits func_id 7, which is not a child" },
     { "SUBMIT param count", submit_too_many_params, "has 33 params, the limit is 32" },
-    { "SUBMIT size", submit_size_mismatch, "2 params need" },
+    { "SUBMIT size", submit_size_mismatch, "2 params and 0 predecessors need" },
     { "SUBMIT reserved", submit_reserved, "(SUBMIT) reserved field is 1" },
     { "param kind", param_bad_kind, "param 1 has invalid kind 9" },
     { "tensor with SCALAR direction", param_tensor_as_scalar, "needs direction IN, OUT or INOUT, not SCALAR" },

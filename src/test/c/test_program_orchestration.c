@@ -19,6 +19,7 @@
 typedef struct RecTask {
     uint32_t func_id, n;
     PtoTaskParam params[PTO_MAX_TASK_PARAMS];
+    uint32_t after[PTO_PROGRAM_MAX_AFTER], n_after; /* submit_after's predecessors */
 } RecTask;
 
 typedef struct Recorder {
@@ -105,8 +106,30 @@ static int rec_write(void *orch, uint64_t dev, const void *src, uint64_t n)
     return PTO_ERR_INVALID_ARGUMENT;
 }
 
+static int rec_scope_begin_mode(void *orch, uint32_t mode)
+{
+    int rc = rec_scope_begin(orch);
+    if (rc == PTO_OK && mode == PTO_SCOPE_MANUAL)
+        ((Recorder *)orch)->events[((Recorder *)orch)->event_count - 1] = '[';
+    return rc;
+}
+
+static int rec_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                            const uint32_t *after, uint32_t n_after)
+{
+    Recorder *r = orch;
+    int rc = rec_submit(orch, func_id, params, n);
+    if (rc == PTO_OK) {
+        RecTask *t = &r->tasks[r->task_count - 1];
+        memcpy(t->after, after, n_after * sizeof *after);
+        t->n_after = n_after;
+    }
+    return rc;
+}
+
 static const PtoOrchApi rec_api = { .submit = rec_submit, .alloc_tensor = rec_alloc, .scope_begin = rec_scope_begin,
-                                    .scope_end = rec_scope_end, .read_tensor = rec_read, .write_tensor = rec_write };
+                                    .scope_end = rec_scope_end, .read_tensor = rec_read, .write_tensor = rec_write,
+                                    .scope_begin_mode = rec_scope_begin_mode, .submit_after = rec_submit_after };
 
 static void rec_init(Recorder *r)
 {
@@ -767,6 +790,62 @@ TEST(program_a_loop_over_a_scope_allocates_its_locals_in_every_iteration)
     CHECK_EQ_INT(r.alloc_count, 3);
     rec_free(&r);
     tcb_free(&b);
+}
+
+TEST(program_manual_scopes_pass_each_tasks_predecessor_ordinals)
+{
+    /* SCOPE_BEGIN_MANUAL { LOOP 3 { SUBMIT after [i-1, i-2, i-1] } }: an ordinal below 0 names no task,
+       a repeated one is passed once */
+    TestCallableBuilder b;
+    program_start(&b);
+    tcb_insn(&b, PTO_OP_SCOPE_BEGIN_MANUAL);
+    tcb_loop(&b, 3);
+    PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_IN, 0, 16), tcb_tensor(1, PTO_ARG_OUT, 0, 16) };
+    PtoAffine after[] = { { .base = -1, .coef = { 1 } }, { .base = -2, .coef = { 1 } }, { .base = -1, .coef = { 1 } } };
+    tcb_submit_after(&b, 2, p, 2, after, 3);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_insn(&b, PTO_OP_SCOPE_END);
+    Recorder r;
+    rec_init(&r);
+    ChipStorageTaskArgs *args = make_args(64, 64, 64, 0);
+    CHECK_EQ_INT(run_program(&b, &r, args, 1), PTO_OK);
+    CHECK_EQ_INT(r.task_count, 3);
+    CHECK(strcmp(r.events, "[SSS)") == 0);
+    CHECK_EQ_INT(r.tasks[0].n_after, 0);
+    CHECK_EQ_INT(r.tasks[1].n_after, 1);
+    CHECK_EQ_INT(r.tasks[1].after[0], 0);
+    CHECK_EQ_INT(r.tasks[2].n_after, 2);
+    CHECK_EQ_INT(r.tasks[2].after[0], 1);
+    CHECK_EQ_INT(r.tasks[2].after[1], 0);
+    rec_free(&r);
+    tcb_free(&b);
+}
+
+static void after_outside_manual(TestCallableBuilder *b)
+{
+    tcb_insn(b, PTO_OP_SCOPE_BEGIN);
+    PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_IN, 0, 16) };
+    PtoAffine after[] = { { .base = 0 } };
+    tcb_submit_after(b, 2, p, 1, after, 1);
+    tcb_insn(b, PTO_OP_SCOPE_END);
+}
+
+TEST(program_predecessors_outside_a_manual_scope_are_refused)
+{
+    TestCallableBuilder b;
+    program_start(&b);
+    after_outside_manual(&b);
+    uint32_t size;
+    uint8_t *c = tcb_build(&b, &size);
+    ChipCallableView v;
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    CHECK_EQ_INT(chip_callable_decode(c, &v, msg, sizeof msg), PTO_ERR_BAD_CALLABLE);
+    CHECK_CONTAINS(msg, "instruction 1 (SUBMIT) names predecessors outside a MANUAL scope");
+    free(c);
+    tcb_free(&b);
+    ChipStorageTaskArgs *args = make_args(64, 64, 64, 0);
+    check_refusal(after_outside_manual, args, 0, PTO_ERR_BAD_CALLABLE,
+                  "program instruction 1 (SUBMIT func_id 2) names predecessors outside a MANUAL scope", 0);
 }
 
 TEST(program_with_no_instructions_submits_nothing)

@@ -49,6 +49,7 @@ const char *pto_opcode_name(uint32_t opcode)
     case PTO_OP_LOOP: return "LOOP";
     case PTO_OP_END_LOOP: return "END_LOOP";
     case PTO_OP_SCOPE_BEGIN: return "SCOPE_BEGIN";
+    case PTO_OP_SCOPE_BEGIN_MANUAL: return "SCOPE_BEGIN_MANUAL";
     case PTO_OP_SCOPE_END: return "SCOPE_END";
     default: return "unknown";
     }
@@ -266,7 +267,8 @@ int chip_callable_child_of(const ChipCallableView *view, uint32_t func_id)
 
 /* The open LOOP / SCOPE_BEGIN constructs while walking a program. */
 typedef struct Nesting {
-    uint16_t opcode[PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH];
+    uint16_t opcode[PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH]; /* LOOP or SCOPE_BEGIN */
+    uint8_t manual[PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH];  /* a SCOPE_BEGIN_MANUAL */
     uint32_t insn[PTO_PROGRAM_MAX_LOOP_DEPTH + PTO_PROGRAM_MAX_SCOPE_DEPTH];
     uint32_t depth, loops, scopes;
 } Nesting;
@@ -518,12 +520,29 @@ static int check_submit(Decoder *d, const ProgramWalk *w, const PtoProgramInsn *
     if (in->head.param_count > PTO_MAX_TASK_PARAMS)
         return fail(d, "instruction %u (SUBMIT) has %u params, the limit is %u", index, in->head.param_count,
                     PTO_MAX_TASK_PARAMS);
-    uint32_t want = (uint32_t)sizeof(PtoSubmitInsn) + in->head.param_count * (uint32_t)sizeof(PtoProgramParam);
+    if (s->after_count > PTO_PROGRAM_MAX_AFTER)
+        return fail(d, "instruction %u (SUBMIT) waits for %u tasks, the limit is %u", index, s->after_count,
+                    PTO_PROGRAM_MAX_AFTER);
+    uint32_t want = chip_program_submit_size(in->head.param_count, s->after_count);
     if (in->head.size_bytes != want)
-        return fail(d, "instruction %u (SUBMIT) is %u bytes; %u params need %u", index, in->head.size_bytes,
-                    in->head.param_count, want);
+        return fail(d, "instruction %u (SUBMIT) is %u bytes; %u params and %u predecessors need %u", index,
+                    in->head.size_bytes, in->head.param_count, s->after_count, want);
     if (s->reserved != 0)
         return fail(d, "instruction %u (SUBMIT) reserved field is %u, must be 0", index, s->reserved);
+    if (s->after_count > 0) {
+        int scope = innermost_scope(&w->nest);
+        if (scope < 0 || !w->nest.manual[scope])
+            return fail(d, "instruction %u (SUBMIT) names predecessors outside a MANUAL scope: its innermost scope "
+                           "must begin with SCOPE_BEGIN_MANUAL",
+                        index);
+        for (uint32_t k = 0; k < s->after_count; k++) {
+            PtoAffine a;
+            chip_program_after(d->view, in, k, &a);
+            int rc = check_affine(d, &a, w->nest.loops, index, in->head.param_count + k, "a predecessor ordinal");
+            if (rc != PTO_OK)
+                return rc;
+        }
+    }
     if (chip_callable_child_of(d->view, s->func_id) < 0)
         return fail(d, "instruction %u submits func_id %u, which is not a child of the callable", index,
                     s->func_id);
@@ -629,9 +648,12 @@ static int check_insn(Decoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint
             return rc;
         return close_construct(d, &w->nest, PTO_OP_LOOP, index);
     case PTO_OP_SCOPE_BEGIN:
-        if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
+    case PTO_OP_SCOPE_BEGIN_MANUAL:
+        if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK ||
+            (rc = open_construct(d, &w->nest, PTO_OP_SCOPE_BEGIN, index)) != PTO_OK)
             return rc;
-        return open_construct(d, &w->nest, PTO_OP_SCOPE_BEGIN, index);
+        w->nest.manual[w->nest.depth - 1] = in->head.opcode == PTO_OP_SCOPE_BEGIN_MANUAL;
+        return PTO_OK;
     case PTO_OP_SCOPE_END:
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
             return rc;
@@ -807,6 +829,7 @@ uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align)
             break;
         }
         case PTO_OP_SCOPE_BEGIN:
+        case PTO_OP_SCOPE_BEGIN_MANUAL:
             if (scopes <= PTO_PROGRAM_MAX_SCOPE_DEPTH)
                 marks[scopes] = live;
             scopes++;
@@ -825,6 +848,14 @@ uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align)
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i, PtoProgramParam *out)
 {
     memcpy(out, view->program + insn->offset + sizeof(PtoSubmitInsn) + (size_t)i * sizeof *out, sizeof *out);
+}
+
+void chip_program_after(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t k, PtoAffine *out)
+{
+    memcpy(out,
+           view->program + insn->offset + sizeof(PtoSubmitInsn) + (size_t)insn->head.param_count * sizeof(PtoProgramParam) +
+               (size_t)k * sizeof *out,
+           sizeof *out);
 }
 
 int chip_callable_private_copy(const void *callable, uint32_t total_size, uint8_t **bytes, ChipCallableView *view)

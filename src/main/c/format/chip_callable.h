@@ -94,6 +94,15 @@ int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, Pt
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i,
                         PtoProgramParam *out);
 
+/* Predecessor ordinal k (< after_count) of a SUBMIT returned by chip_program_next. */
+void chip_program_after(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t k, PtoAffine *out);
+
+/* The bytes of a SUBMIT with these counts (both within their limits). */
+static inline uint32_t chip_program_submit_size(uint32_t param_count, uint32_t after_count)
+{
+    return (uint32_t)(sizeof(PtoSubmitInsn) + param_count * sizeof(PtoProgramParam) + after_count * sizeof(PtoAffine));
+}
+
 /* The tasks a decoded program submits in a run that succeeds: each SUBMIT
  * times the trip counts of its enclosing loops (a loop of count 0 adds
  * nothing), summed; UINT64_MAX when that does not fit 64 bits. Trip counts

@@ -52,7 +52,8 @@ typedef struct Interp {
     LoopFrame loops[PTO_PROGRAM_MAX_LOOP_DEPTH];
     int64_t vars[PTO_PROGRAM_MAX_LOOP_DEPTH];
     uint32_t loop_depth;
-    uint16_t constructs[MAX_CONSTRUCTS]; /* open LOOP / SCOPE_BEGIN, innermost last */
+    uint16_t constructs[MAX_CONSTRUCTS]; /* open LOOP / SCOPE_BEGIN (MANUAL ones too), innermost last */
+    uint8_t manual[MAX_CONSTRUCTS];      /* the construct is a SCOPE_BEGIN_MANUAL */
     uint32_t construct_depth, scope_depth;
     uint64_t submitted;
 
@@ -87,6 +88,7 @@ static uint32_t fixed_size(uint16_t opcode)
     case PTO_OP_LOOP: return sizeof(PtoLoopInsn);
     case PTO_OP_END_LOOP:
     case PTO_OP_SCOPE_BEGIN:
+    case PTO_OP_SCOPE_BEGIN_MANUAL:
     case PTO_OP_SCOPE_END: return sizeof(PtoInsnHead);
     default: return 0;
     }
@@ -111,7 +113,15 @@ static int read_insn(const Interp *in, uint32_t offset, uint32_t index, Insn *ou
         if (out->head.param_count > PTO_MAX_TASK_PARAMS)
             return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT) has %u params, the limit is %u", index,
                             out->head.param_count, PTO_MAX_TASK_PARAMS);
-        want = (uint32_t)sizeof(PtoSubmitInsn) + out->head.param_count * (uint32_t)sizeof(PtoProgramParam);
+        PtoSubmitInsn submit;
+        if (size < sizeof submit)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT) is %u bytes, less than its %zu-byte head",
+                            index, size, sizeof submit);
+        memcpy(&submit, in->program + offset, sizeof submit);
+        if (submit.after_count > PTO_PROGRAM_MAX_AFTER)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT) waits for %u tasks, the limit is %u",
+                            index, submit.after_count, PTO_PROGRAM_MAX_AFTER);
+        want = chip_program_submit_size(out->head.param_count, submit.after_count);
     } else if ((want = fixed_size(out->head.opcode)) == 0) {
         return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u has unknown opcode %u", index, out->head.opcode);
     }
@@ -286,6 +296,47 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
 
 /* ---- instructions ------------------------------------------------------------- */
 
+/* Non-zero when the innermost open scope is a MANUAL one. */
+static int in_manual_scope(const Interp *in)
+{
+    for (uint32_t k = in->construct_depth; k-- > 0;)
+        if (in->constructs[k] == PTO_OP_SCOPE_BEGIN)
+            return in->manual[k];
+    return 0;
+}
+
+/* A SUBMIT with predecessors: their ordinals evaluated now (one below 0 names
+   no task, a repeat is passed once), then submit_after. */
+static int submit_after(Interp *in, const Insn *at, const PtoTaskParam *params)
+{
+    uint32_t func_id = at->u.submit.func_id, after[PTO_PROGRAM_MAX_AFTER], n = 0;
+    if (!in_manual_scope(in))
+        return pto_fail(PTO_ERR_BAD_CALLABLE,
+                        "program instruction %u (SUBMIT func_id %u) names predecessors outside a MANUAL scope", at->index,
+                        func_id);
+    if (in->api->submit_after == NULL)
+        return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (SUBMIT func_id %u): the orchestration API has no "
+                                               "submit_after", at->index, func_id);
+    for (uint32_t k = 0; k < at->u.submit.after_count; k++) {
+        PtoAffine a;
+        memcpy(&a, in->program + at->offset + chip_program_submit_size(at->head.param_count, k), sizeof a);
+        int64_t ordinal;
+        int rc = eval_affine(in, &a, at, at->head.param_count + k, "a predecessor ordinal", &ordinal);
+        if (rc != PTO_OK)
+            return rc;
+        if (ordinal > (int64_t)UINT32_MAX)
+            return pto_fail(PTO_ERR_BAD_CALLABLE,
+                            "program instruction %u (SUBMIT func_id %u): predecessor ordinal %lld is out of range",
+                            at->index, func_id, (long long)ordinal);
+        int seen = ordinal < 0; /* below 0: no task; a repeat: dependencies are a set */
+        for (uint32_t j = 0; j < n && !seen; j++)
+            seen = after[j] == (uint32_t)ordinal;
+        if (!seen)
+            after[n++] = (uint32_t)ordinal;
+    }
+    return in->api->submit_after(in->orch, func_id, params, at->head.param_count, after, n);
+}
+
 static int exec_submit(Interp *in, const Insn *at)
 {
     PtoTaskParam params[PTO_MAX_TASK_PARAMS];
@@ -296,7 +347,9 @@ static int exec_submit(Interp *in, const Insn *at)
         if (rc != PTO_OK)
             return rc;
     }
-    int rc = in->api->submit(in->orch, at->u.submit.func_id, params, at->head.param_count);
+    int rc = at->u.submit.after_count == 0
+                 ? in->api->submit(in->orch, at->u.submit.func_id, params, at->head.param_count)
+                 : submit_after(in, at, params);
     if (rc == PTO_OK)
         in->submitted++;
     return rc;
@@ -327,12 +380,13 @@ static int exec_alloc(Interp *in, const Insn *at)
 
 static int open_construct(Interp *in, const Insn *at)
 {
-    uint16_t op = at->head.opcode;
+    uint16_t op = at->head.opcode == PTO_OP_SCOPE_BEGIN_MANUAL ? PTO_OP_SCOPE_BEGIN : at->head.opcode;
     if ((op == PTO_OP_LOOP && in->loop_depth == PTO_PROGRAM_MAX_LOOP_DEPTH) ||
         (op == PTO_OP_SCOPE_BEGIN && in->scope_depth == PTO_PROGRAM_MAX_SCOPE_DEPTH))
         return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s) nests deeper than %u", at->index,
-                        pto_opcode_name(op),
+                        pto_opcode_name(at->head.opcode),
                         op == PTO_OP_LOOP ? PTO_PROGRAM_MAX_LOOP_DEPTH : PTO_PROGRAM_MAX_SCOPE_DEPTH);
+    in->manual[in->construct_depth] = at->head.opcode == PTO_OP_SCOPE_BEGIN_MANUAL;
     in->constructs[in->construct_depth++] = op;
     return PTO_OK;
 }
@@ -410,10 +464,15 @@ static int exec_end_loop(Interp *in, const Insn *at)
 static int exec_scope(Interp *in, const Insn *at)
 {
     int rc;
-    if (at->head.opcode == PTO_OP_SCOPE_BEGIN) {
+    if (at->head.opcode != PTO_OP_SCOPE_END) {
+        int manual = at->head.opcode == PTO_OP_SCOPE_BEGIN_MANUAL;
+        if (manual && in->api->scope_begin_mode == NULL)
+            return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (SCOPE_BEGIN_MANUAL): the orchestration API "
+                                                   "has no scope_begin_mode", at->index);
         if ((rc = open_construct(in, at)) != PTO_OK)
             return rc;
-        if ((rc = in->api->scope_begin(in->orch)) != PTO_OK) {
+        rc = manual ? in->api->scope_begin_mode(in->orch, PTO_SCOPE_MANUAL) : in->api->scope_begin(in->orch);
+        if (rc != PTO_OK) {
             in->construct_depth--;
             return rc;
         }

@@ -91,6 +91,7 @@ typedef struct ChipCallableChild {
 #define PTO_PROGRAM_MAX_LOCALS 256u
 #define PTO_PROGRAM_MAX_INSNS (1u << 20)
 #define PTO_MAX_TASK_PARAMS 32u
+#define PTO_PROGRAM_MAX_AFTER 32u                /* explicit predecessors of one SUBMIT */
 
 typedef enum PtoOpcode {
     PTO_OP_SUBMIT = 1,        /* PtoSubmitInsn + param_count x PtoProgramParam */
@@ -98,7 +99,8 @@ typedef enum PtoOpcode {
     PTO_OP_LOOP = 3,          /* PtoLoopInsn: repeat until the matching END_LOOP */
     PTO_OP_END_LOOP = 4,      /* head only */
     PTO_OP_SCOPE_BEGIN = 5,   /* head only */
-    PTO_OP_SCOPE_END = 6      /* head only */
+    PTO_OP_SCOPE_END = 6,     /* head only */
+    PTO_OP_SCOPE_BEGIN_MANUAL = 7 /* head only: a MANUAL scope (pto_orchestration.h), closed by SCOPE_END */
 } PtoOpcode;
 
 typedef enum PtoParamKind {
@@ -172,10 +174,15 @@ typedef struct PtoProgramParam {
     PtoViewDim dims[PTO_VIEW_MAX_DIMS]; /* strided: dims[0..ndims); the rest zero */
 } PtoProgramParam;
 
+/* SUBMIT: param_count PtoProgramParam follow, then after_count PtoAffine: the
+   ordinals (0 = the first SUBMIT executed in the scope instance) of the tasks
+   of the innermost scope, which must be MANUAL, that this task waits for; an
+   ordinal that evaluates below 0 names no task (the first iteration of a chain). */
 typedef struct PtoSubmitInsn {
-    PtoInsnHead head;             /* opcode SUBMIT, param_count params follow */
+    PtoInsnHead head;             /* opcode SUBMIT */
     uint32_t func_id;             /* a child of the callable */
-    uint32_t reserved;            /* 0 */
+    uint16_t after_count;         /* <= PTO_PROGRAM_MAX_AFTER */
+    uint16_t reserved;            /* 0 */
 } PtoSubmitInsn;
 
 typedef struct PtoAllocInsn {
@@ -215,6 +222,7 @@ _Static_assert(offsetof(PtoProgramParam, offset) == 16, "PtoProgramParam.offset"
 _Static_assert(offsetof(PtoProgramParam, size) == 80, "PtoProgramParam.size");
 _Static_assert(offsetof(PtoProgramParam, dims) == 144, "PtoProgramParam.dims");
 _Static_assert(sizeof(PtoSubmitInsn) == 16, "PtoSubmitInsn size");
+_Static_assert(offsetof(PtoSubmitInsn, after_count) == 12, "PtoSubmitInsn.after_count");
 _Static_assert(sizeof(PtoAllocInsn) == 24, "PtoAllocInsn size");
 _Static_assert(sizeof(PtoLoopInsn) == 16, "PtoLoopInsn size");
 

@@ -137,7 +137,7 @@ public final class Program {
     public static final class Builder {
 
         /** An open LOOP or SCOPE_BEGIN. */
-        private record Open(boolean loop, int instruction, long count, int id) {
+        private record Open(boolean loop, int instruction, long count, int id, boolean manual) {
         }
 
         /** Where a local was allocated. */
@@ -168,6 +168,10 @@ public final class Program {
          *     leaves its local
          */
         public Builder submit(int funcId, Param... params) {
+            return addSubmit(funcId, List.of(), params);
+        }
+
+        private Builder addSubmit(int funcId, List<Affine> after, Param... params) {
             Objects.requireNonNull(params, "params");
             if (funcId < 0 || funcId > CallableLayouts.PTO_CALLABLE_MAX_FUNC_ID) {
                 throw new IllegalArgumentException("func_id " + funcId + " is outside 0.."
@@ -183,7 +187,7 @@ public final class Program {
                 checkParam(insn, i, list.get(i));
             }
             submits.add(new Submit(insn, funcId, list));
-            encoded.add(encodeSubmit(funcId, list));
+            encoded.add(encodeSubmit(funcId, list, after));
             taskCount = saturatingAdd(taskCount, iterations());
             return this;
         }
@@ -261,7 +265,7 @@ public final class Program {
                 throw new IllegalArgumentException("loops nest at most " + MAX_LOOP_DEPTH + " deep");
             }
             int insn = nextInstruction();
-            open.push(new Open(true, insn, count, nextOpenId++));
+            open.push(new Open(true, insn, count, nextOpenId++, false));
             loops++;
             ByteBuffer b = insn(CallableLayouts.PTO_OP_LOOP, CallableLayouts.PtoLoopInsn.SIZE);
             b.putLong(CallableLayouts.PtoLoopInsn.COUNT, count);
@@ -294,14 +298,71 @@ public final class Program {
          * @throws IllegalArgumentException for a fifth nested scope
          */
         public Builder beginScope() {
+            return beginScope(ScopeMode.AUTO);
+        }
+
+        /**
+         * Opens a scope of {@code mode}: a {@link ScopeMode#MANUAL} scope infers no
+         * dependency between its own tasks, which name their predecessors with
+         * {@link #submitAfter}.
+         *
+         * @throws IllegalArgumentException for a fifth nested scope
+         */
+        public Builder beginScope(ScopeMode mode) {
+            Objects.requireNonNull(mode, "mode");
             if (scopes == MAX_SCOPE_DEPTH) {
                 throw new IllegalArgumentException("scopes nest at most " + MAX_SCOPE_DEPTH + " deep");
             }
             int insn = nextInstruction();
-            open.push(new Open(false, insn, 0, nextOpenId++));
+            boolean manual = mode == ScopeMode.MANUAL;
+            open.push(new Open(false, insn, 0, nextOpenId++, manual));
             scopes++;
-            encoded.add(insn(CallableLayouts.PTO_OP_SCOPE_BEGIN, CallableLayouts.PtoInsnHead.SIZE).array());
+            encoded.add(insn(manual ? CallableLayouts.PTO_OP_SCOPE_BEGIN_MANUAL : CallableLayouts.PTO_OP_SCOPE_BEGIN,
+                    CallableLayouts.PtoInsnHead.SIZE).array());
             return this;
+        }
+
+        /**
+         * Appends a SUBMIT that waits for exactly the tasks of the innermost scope, which must
+         * be {@link ScopeMode#MANUAL}, whose ordinals {@code after} gives: 0 is the first task
+         * the scope submitted (in this execution of the scope), an ordinal may depend on the
+         * loops, one that evaluates below 0 names no task (the first link of a chain) and a
+         * repeated one counts once. The library refuses an ordinal that names no earlier task
+         * of the scope.
+         *
+         * @throws IllegalArgumentException outside a MANUAL scope, for more than 32 ordinals,
+         *     or as {@link #submit}
+         */
+        public Builder submitAfter(int funcId, List<Affine> after, Param... params) {
+            Objects.requireNonNull(after, "after");
+            Open scope = null;
+            for (Open o : open) { // innermost first
+                if (!o.loop()) {
+                    scope = o;
+                    break;
+                }
+            }
+            if (scope == null || !scope.manual()) {
+                throw new IllegalArgumentException("submitAfter names predecessors, which only a MANUAL scope takes"
+                        + " (beginScope(ScopeMode.MANUAL)); the innermost scope here is "
+                        + (scope == null ? "none" : "AUTO, opened at instruction " + scope.instruction()));
+            }
+            if (after.size() > CallableLayouts.PTO_PROGRAM_MAX_AFTER) {
+                throw new IllegalArgumentException("a task names at most " + CallableLayouts.PTO_PROGRAM_MAX_AFTER
+                        + " predecessors, not " + after.size());
+            }
+            for (Affine a : after) {
+                checkLoopVars("instruction " + encoded.size() + " (SUBMIT): predecessor ordinal " + a, a);
+            }
+            return addSubmit(funcId, List.copyOf(after), params);
+        }
+
+        /** {@code beginScope(mode)}, the body, {@code endScope()}. */
+        public Builder scope(ScopeMode mode, Consumer<Builder> body) {
+            Objects.requireNonNull(body, "body");
+            beginScope(mode);
+            body.accept(this);
+            return endScope();
         }
 
         /**
@@ -507,12 +568,16 @@ public final class Program {
             return b;
         }
 
-        private static byte[] encodeSubmit(int funcId, List<Param> params) {
-            int size = CallableLayouts.PtoSubmitInsn.SIZE + params.size() * CallableLayouts.PtoProgramParam.SIZE;
+        private static byte[] encodeSubmit(int funcId, List<Param> params, List<Affine> after) {
+            int afterAt = CallableLayouts.PtoSubmitInsn.SIZE + params.size() * CallableLayouts.PtoProgramParam.SIZE;
+            int size = afterAt + after.size() * CallableLayouts.PtoAffine.SIZE;
             ByteBuffer b = insn(CallableLayouts.PTO_OP_SUBMIT, size);
             b.putShort(CallableLayouts.PtoInsnHead.PARAM_COUNT, (short) params.size());
             b.putInt(CallableLayouts.PtoSubmitInsn.FUNC_ID, funcId);
-            b.putInt(CallableLayouts.PtoSubmitInsn.RESERVED, 0);
+            b.putShort(CallableLayouts.PtoSubmitInsn.AFTER_COUNT, (short) after.size());
+            for (int k = 0; k < after.size(); k++) {
+                putAffine(b, afterAt + k * CallableLayouts.PtoAffine.SIZE, after.get(k));
+            }
             int at = CallableLayouts.PtoSubmitInsn.SIZE;
             for (Param p : params) {
                 b.put(at + CallableLayouts.PtoProgramParam.KIND, (byte) p.kind().code());

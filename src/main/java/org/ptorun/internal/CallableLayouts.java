@@ -36,6 +36,8 @@ public final class CallableLayouts {
     public static final int PTO_OP_END_LOOP = 4;
     public static final int PTO_OP_SCOPE_BEGIN = 5;
     public static final int PTO_OP_SCOPE_END = 6;
+    public static final int PTO_OP_SCOPE_BEGIN_MANUAL = 7;
+    public static final int PTO_PROGRAM_MAX_AFTER = 32;
 
     /** {@code PtoParamKind} */
     public static final int PTO_PARAM_ARG_TENSOR = 0;
@@ -116,7 +118,8 @@ public final class CallableLayouts {
         public static final int SIZE = 16;
         public static final int HEAD = 0;
         public static final int FUNC_ID = 8;
-        public static final int RESERVED = 12;
+        public static final int AFTER_COUNT = 12;
+        public static final int RESERVED = 14;
 
         private PtoSubmitInsn() {
         }

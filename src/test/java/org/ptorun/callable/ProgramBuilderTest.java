@@ -13,8 +13,10 @@ import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.ptorun.internal.CallableLayouts;
 
 /**
  * The program instructions of [3/8] (ALLOC_TENSOR, LOOP/END_LOOP, SCOPE_BEGIN/END,
@@ -394,5 +396,29 @@ class ProgramBuilderTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("empty");
         assertThatThrownBy(() -> ChipCallable.builder().orchestrationLibrary(image, ""))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("entry symbol");
+    }
+
+    @Test
+    void aManualScopeTakesPredecessorOrdinalsAndNothingElseDoes() {
+        Program p = Program.builder().scope(ScopeMode.MANUAL, m -> m.loop(3, (b, i) -> b
+                .submitAfter(1, List.of(i.plus(-1)), Param.tensor(0, OUT, 0, 4)))).build();
+        ByteBuffer b = ByteBuffer.wrap(p.bytes()).order(ByteOrder.LITTLE_ENDIAN);
+        int scope = CallableLayouts.PtoProgramHeader.SIZE;
+        assertThat(b.getShort(scope)).isEqualTo((short) CallableLayouts.PTO_OP_SCOPE_BEGIN_MANUAL);
+        int submit = scope + CallableLayouts.PtoInsnHead.SIZE + CallableLayouts.PtoLoopInsn.SIZE;
+        int after = submit + CallableLayouts.PtoSubmitInsn.SIZE + CallableLayouts.PtoProgramParam.SIZE;
+        assertThat(b.getInt(submit + CallableLayouts.PtoInsnHead.SIZE_BYTES))
+                .isEqualTo(after - submit + CallableLayouts.PtoAffine.SIZE);
+        assertThat(b.getShort(submit + CallableLayouts.PtoSubmitInsn.AFTER_COUNT)).isEqualTo((short) 1);
+        assertThat(b.getLong(after + CallableLayouts.PtoAffine.BASE)).isEqualTo(-1);
+        assertThat(b.getLong(after + CallableLayouts.PtoAffine.COEF)).isEqualTo(1);
+        assertThatThrownBy(() -> Program.builder().scope(s -> s.submitAfter(1, List.of(Affine.zero()))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("only a MANUAL scope takes").hasMessageContaining("AUTO, opened at instruction 0");
+        assertThatThrownBy(() -> Program.builder().submitAfter(1, List.of()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("the innermost scope here is none");
+        assertThatThrownBy(() -> Program.builder().scope(ScopeMode.MANUAL, s -> s.submitAfter(1,
+                List.of(Affine.loopVar(0))))).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("uses loop variable i0 but only 0 loop(s) enclose it");
     }
 }
