@@ -1,5 +1,6 @@
 #include "util/tensor_view.h"
 
+#include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* A view reduced to its byte pattern: the bytes base + sum(i_l * stride[l]) +
@@ -199,4 +200,48 @@ int tensor_view_covers(const PtoTensorView *w, const PtoTensorView *a)
     if (cw.run == 0 || ca.base < cw.base || ca.base + ca.len[0] > cw.base + cw.len[0])
         return 0;
     return block_covered(&cw, &ca, 0, ca.base);
+}
+
+/* ---- task parameters ---------------------------------------------------------- */
+
+int tensor_view_param_is_tensor(const PtoTaskParam *p)
+{
+    return p->direction == PTO_ARG_IN || p->direction == PTO_ARG_OUT || p->direction == PTO_ARG_INOUT;
+}
+
+const char *tensor_view_param_check(const PtoTaskParam *p)
+{
+    if (p->view.ndims == 0)
+        return NULL;
+    uint64_t span;
+    const char *why = tensor_view_check(&p->view, &span);
+    if (why != NULL)
+        return why;
+    if (p->view.addr != p->value)
+        return "view.addr is not the parameter's value";
+    if (span != p->bytes)
+        return "bytes is not the view's byte span";
+    return NULL;
+}
+
+int tensor_view_param_kept(const PtoTaskParam *p)
+{
+    return tensor_view_param_is_tensor(p) && (p->view.ndims != 0 || p->bytes == 0);
+}
+
+PtoTensorView tensor_view_kernel_entry(const PtoTaskParam *p)
+{
+    PtoTensorView v = { 0 };
+    if (!tensor_view_param_is_tensor(p))
+        return v;
+    v.addr = p->value;
+    if (p->view.ndims == 0)
+        return v;
+    v.dtype = p->view.dtype;
+    v.ndims = p->view.ndims;
+    for (uint32_t d = 0; d < v.ndims && d < PTO_VIEW_MAX_DIMS; d++) {
+        v.shape[d] = p->view.shape[d];
+        v.strides[d] = p->view.strides[d];
+    }
+    return v;
 }

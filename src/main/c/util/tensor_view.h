@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "ptorun/pto_orchestration.h"
 #include "ptorun/pto_tensor.h"
 
 /* NULL when `v` is a valid strided view (known dtype, ndims 1..5, its span and
@@ -43,5 +44,36 @@ int tensor_view_conflict(const PtoTensorView *a, const PtoTensorView *b);
  * (distinct indices hitting the same bytes): it follows w's runs byte range
  * by byte range rather than counting bytes. */
 int tensor_view_covers(const PtoTensorView *w, const PtoTensorView *a);
+
+/* ---- task parameters -------------------------------------------------------
+   A tensor parameter's view: ndims 0 is the flat byte view [value, value +
+   bytes); ndims >= 1 a strided view with view.addr == value and bytes == its
+   span. */
+
+/* Whether p is a tensor parameter (IN, OUT, INOUT). */
+int tensor_view_param_is_tensor(const PtoTaskParam *p);
+
+/* NULL when the tensor parameter's view is well-formed (always for a flat
+   one), else a short reason (a static string). */
+const char *tensor_view_param_check(const PtoTaskParam *p);
+
+/* Whether a kernel needs p's view stored to see it (a strided view, or a flat
+   zero-byte one, which could not be told from a scalar otherwise); every
+   other parameter's view follows from (value, bytes): see
+   tensor_view_kernel_entry. */
+int tensor_view_param_kept(const PtoTaskParam *p);
+
+/* The PtoKernelContext.views entry of parameter p: zero for a scalar, {addr =
+   value, ndims 0, the rest zero} for a flat view, the view itself (dims past
+   ndims zeroed) for a strided one. */
+PtoTensorView tensor_view_kernel_entry(const PtoTaskParam *p);
+
+/* The entry a kernel gets for an argument whose view was not stored: what
+   tensor_view_kernel_entry gives for a scalar (size 0) or a flat view with
+   bytes (size > 0). */
+static inline PtoTensorView tensor_view_entry_of_arg(uint64_t arg, uint64_t size)
+{
+    return (PtoTensorView){ .addr = size > 0 ? arg : 0 };
+}
 
 #endif
