@@ -53,6 +53,7 @@ static uint8_t *view_callable(const char *entry)
     tcb_library_child(&b, 2, PTO_CORE_AIV, klib, klib_size, "fx_view_gather");
     tcb_library_child(&b, 3, PTO_CORE_AIC, klib, klib_size, "fx_flat_sum");
     tcb_library_child(&b, 4, PTO_CORE_AIV, klib, klib_size, "fx_nop");
+    tcb_library_child(&b, 5, PTO_CORE_AIV, klib, klib_size, "fx_all_strided");
     tcb_orchestration_library(&b, olib, olib_size, entry);
     uint32_t size;
     uint8_t *bytes = tcb_build(&b, &size);
@@ -81,7 +82,14 @@ static char *read_text(const char *path)
 
 /* Runs the callable on one library with the dependency graph on. */
 static void run_on(const char *variant, const char *arch, const uint8_t *callable, uint64_t seed, const char *dir,
-                   Outcome *o)
+                   Outcome *o);
+
+/* run_on with trb's rings sized to `window` task slots (its view pools: 64 views). */
+static void run_small(const char *variant, const char *arch, const uint8_t *callable, uint64_t window,
+                      const char *dir, Outcome *o);
+
+static void run_sized(const char *variant, const char *arch, const uint8_t *callable, uint64_t seed, uint64_t window,
+                      const char *dir, Outcome *o)
 {
     memset(o, 0, sizeof *o);
     o->rc = -1;
@@ -106,6 +114,8 @@ static void run_on(const char *variant, const char *arch, const uint8_t *callabl
     args->scalars[0] = seed;
     CallConfig cfg = test_config(20000);
     cfg.enable_dep_graph = 1;
+    for (int r = 0; r < PTO_TRB_RING_COUNT && window > 0; r++)
+        cfg.ring_task_window[r] = window;
     snprintf(cfg.output_prefix, sizeof cfg.output_prefix, "%s", dir);
     NativeRunDescriptor desc = { .run_id = 7, .run_epoch = 8 };
     void *storage = aligned_alloc(64, (api.size() + 63) / 64 * 64);
@@ -120,6 +130,18 @@ static void run_on(const char *variant, const char *arch, const uint8_t *callabl
     free(args);
     api.lib.destroy(ctx);
     test_unload_lib(&api.lib);
+}
+
+static void run_on(const char *variant, const char *arch, const uint8_t *callable, uint64_t seed, const char *dir,
+                   Outcome *o)
+{
+    run_sized(variant, arch, callable, seed, 0, dir, o);
+}
+
+static void run_small(const char *variant, const char *arch, const uint8_t *callable, uint64_t window,
+                      const char *dir, Outcome *o)
+{
+    run_sized(variant, arch, callable, 0, window, dir, o);
 }
 
 static int count_of(const char *text, const char *needle)
@@ -220,6 +242,32 @@ TEST(views_random_strided_views_give_the_same_graph_on_hbg_and_trb)
             }
             CHECK(count_of(h.dot, "->") > 100);
         }
+        free(h.dot);
+        free(t.dot);
+    }
+    rmdir(dir);
+    free(callable);
+}
+
+TEST(views_tasks_with_many_strided_views_wait_for_trbs_view_pool)
+{
+    uint8_t *callable = view_callable("fx_views_wide");
+    REQUIRE(callable != NULL);
+    char dir[64] = "/tmp/ptorun_views_XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    for (int a = 0; a < 2; a++) {
+        static Outcome h, t;
+        char hbg[32], trb[32];
+        snprintf(hbg, sizeof hbg, "%s_sim_hbg", ARCHES[a]);
+        snprintf(trb, sizeof trb, "%s_sim_trb", ARCHES[a]);
+        run_small(hbg, ARCHES[a], callable, 16, dir, &h);
+        run_small(trb, ARCHES[a], callable, 16, dir, &t); /* 31 views a task: two tasks fill a pool */
+        if (t.rc != PTO_OK)
+            fprintf(stderr, "%s: %s\n", trb, t.error);
+        CHECK_EQ_INT(h.rc, PTO_OK);
+        CHECK_EQ_INT(t.rc, PTO_OK);
+        CHECK(h.dot != NULL && t.dot != NULL && strcmp(h.dot, t.dot) == 0);
+        CHECK(h.dot != NULL && strstr(h.dot, "t23 [label=\"23 f5\"];") != NULL);
         free(h.dot);
         free(t.dot);
     }
