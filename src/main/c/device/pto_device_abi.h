@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DEVICE_ABI_VERSION 2u
+#define PTO_DEVICE_ABI_VERSION 3u
 
 /* Both images export `uint32_t pto_device_abi_version(void)`; a platform refuses
  * an image whose version differs from the one it was built with. */
@@ -188,6 +188,9 @@ typedef struct PtoGraphHeader {
     uint64_t fanout_offset;   /* uint32_t[fanout_total]: consumer task ids */
     uint32_t arg_total;
     uint32_t fanout_total;
+    uint64_t views_offset;    /* PtoTensorView[view_total]: the kept kernel views (PtoGraphTask.view_index) */
+    uint32_t view_total;
+    uint32_t reserved;
 } PtoGraphHeader;
 
 typedef struct PtoGraphTask {
@@ -199,7 +202,11 @@ typedef struct PtoGraphTask {
     uint32_t fanout_index;    /* first of fanout_count entries in fanout */
     uint32_t fanout_count;
     uint32_t fanin_count;     /* producers that must finish first */
-    uint32_t reserved;
+    /* 0: the kernel's views follow from args / arg_sizes (a scalar's entry zero,
+       a flat view's {addr = arg, ndims 0}); else 1 + the first of arg_count
+       entries in the views array: the PtoKernelContext.views of a task with a
+       strided (or a zero-byte flat) view, parallel to its args. */
+    uint32_t view_index;
 } PtoGraphTask;
 
 /* Scratch state of a graph run (state_dev), owned by the executor during the
@@ -215,7 +222,7 @@ _Static_assert(sizeof(PtoAicpuArgs) == 136, "PtoAicpuArgs size");
 _Static_assert(sizeof(PtoTraceHeader) == 16, "PtoTraceHeader size");
 _Static_assert(sizeof(PtoTraceRecord) == 32, "PtoTraceRecord size");
 _Static_assert(offsetof(PtoAicpuArgs, status) == 64, "PtoAicpuArgs.status");
-_Static_assert(sizeof(PtoGraphHeader) == 48, "PtoGraphHeader size");
+_Static_assert(sizeof(PtoGraphHeader) == 64, "PtoGraphHeader size");
 _Static_assert(sizeof(PtoGraphTask) == 40, "PtoGraphTask size");
 
 #endif

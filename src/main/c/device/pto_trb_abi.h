@@ -28,9 +28,10 @@
 
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
+#include "ptorun/pto_tensor.h"
 
 #define PTO_TRB_IMAGE_MAGIC 0x42525450u   /* "PTRB" */
-#define PTO_TRB_IMAGE_VERSION 1u
+#define PTO_TRB_IMAGE_VERSION 2u
 #define PTO_TRB_WORK_MAGIC 0x4B525754u    /* "TWRK" */
 #define PTO_TRB_DEP_GRAPH_MAGIC 0x47445254u /* "TRDG" */
 
@@ -49,6 +50,9 @@ typedef struct PtoTrbRingLayout {
     uint64_t slots_offset;    /* GM SM: PtoTrbSlot[task_window] */
     uint64_t nodes_offset;    /* GM SM: PtoTrbDepNode[dep_pool] */
     uint64_t heap_offset;     /* GM heap: heap_bytes */
+    uint64_t view_pool;       /* kernel views, >= pto_trb_min_view_pool(): the views of the tasks
+                                 that keep theirs (PtoTrbSlot.view_index), in submission order */
+    uint64_t views_offset;    /* GM SM: PtoTensorView[view_pool] */
 } PtoTrbRingLayout;
 
 /* The runtime image (bank 0's runtime arena). */
@@ -62,6 +66,8 @@ typedef struct PtoTrbImage {
     uint64_t ready_capacity;  /* sum of the task windows: every live task fits */
     uint64_t map_offset;      /* GM SM: PtoTrbAccess[map_entries] */
     uint64_t map_entries;
+    uint64_t map_views_offset;/* GM SM: PtoTensorView[map_views], the strided views of map entries */
+    uint64_t map_views;
     uint64_t scratch_offset;  /* GM SM: uint64_t[scratch_entries], the orchestrator's */
     uint64_t scratch_entries; /* largest dependency pool + 1 */
     PtoTrbRingLayout rings[PTO_TRB_RINGS];
@@ -131,6 +137,12 @@ typedef struct PtoTrbSlot {
     uint8_t core_type;
     uint8_t reserved;
     uint16_t release[PTO_TRB_RINGS]; /* heap release record per ring (index + 1), 0 = none */
+    uint64_t view_end;        /* the ring's view-pool position after this task's views: the
+                                 pool is free up to here once the task retires */
+    uint32_t view_index;      /* 0: the kernel's views follow from args / arg_sizes (a scalar's
+                                 entry zero, a flat view's {addr = arg, ndims 0}); else 1 + the
+                                 first of arg_count entries in the ring's view pool */
+    uint32_t reserved1;
     uint64_t args[PTO_MAX_TASK_PARAMS];
     uint64_t arg_sizes[PTO_MAX_TASK_PARAMS];
 } PtoTrbSlot;
@@ -142,20 +154,28 @@ typedef struct PtoTrbDepNode {
     uint64_t consumer;        /* ring-local ref of the consumer: (local << 2) | ring */
 } PtoTrbDepNode;
 
-/* One tensor-map entry: an access of a task to the byte range [lo, hi). */
+/* One tensor-map entry: an access of a task to a view spanning [lo, hi). */
 typedef struct PtoTrbAccess {
     uint64_t lo, hi;
     uint64_t task_id;
     uint64_t task;            /* ring-local ref: (local << 2) | ring */
     uint32_t next;            /* next entry of its list (index + 1), 0 = end */
-    uint32_t reserved;
+    uint32_t view;            /* 0: the flat view [lo, hi); else its strided view in the
+                                 map's view pool (index + 1) */
 } PtoTrbAccess;
 
-_Static_assert(sizeof(PtoTrbRingLayout) == 48, "PtoTrbRingLayout size");
-_Static_assert(sizeof(PtoTrbImage) == 96 + 4 * 48, "PtoTrbImage size");
+/* A ring's view pool holds at least two tasks' worth of views, so a task's
+   block (taken whole, never split over the pool's end) always fits an empty pool. */
+static inline uint64_t pto_trb_min_view_pool(void)
+{
+    return 2u * PTO_MAX_TASK_PARAMS;
+}
+
+_Static_assert(sizeof(PtoTrbRingLayout) == 64, "PtoTrbRingLayout size");
+_Static_assert(sizeof(PtoTrbImage) == 112 + 4 * 64, "PtoTrbImage size");
 _Static_assert(sizeof(PtoTrbKernel) == 16, "PtoTrbKernel size");
 _Static_assert(sizeof(PtoTrbDepGraph) == 40, "PtoTrbDepGraph size");
-_Static_assert(sizeof(PtoTrbSlot) == 56 + 16 * PTO_MAX_TASK_PARAMS, "PtoTrbSlot size");
+_Static_assert(sizeof(PtoTrbSlot) == 72 + 16 * PTO_MAX_TASK_PARAMS, "PtoTrbSlot size");
 _Static_assert(sizeof(PtoTrbDepNode) == 16, "PtoTrbDepNode size");
 _Static_assert(sizeof(PtoTrbAccess) == 40, "PtoTrbAccess size");
 

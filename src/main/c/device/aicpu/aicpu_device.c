@@ -7,6 +7,7 @@
 #include "device/aicpu/aicpu_device.h"
 
 #include "util/spin_wait.h"
+#include "util/tensor_view.h"
 #include "device/aicpu/aicpu_work.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_export.h"
@@ -165,9 +166,16 @@ int aicpu_idle(AicpuDevice *d, int over, uint64_t tasks_left, const PtoAicpuHook
     return 0;
 }
 
-int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,
-                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id, uint32_t func_id)
+int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes,
+                         const PtoTensorView *views, uint32_t nargs, uint32_t core_type, uint32_t core,
+                         uint32_t block_dim, uint64_t task_id, uint32_t func_id)
 {
+    PtoTensorView made[PTO_MAX_TASK_PARAMS];
+    if (views == NULL && nargs <= PTO_MAX_TASK_PARAMS) {
+        for (uint32_t i = 0; i < nargs; i++)
+            made[i] = tensor_view_entry_of_arg(args[i], arg_sizes[i]);
+        views = made;
+    }
     PtoKernelContext kc = {
         .core_type = core_type,
         .core_id = core,
@@ -175,6 +183,7 @@ int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint6
         .block_dim = block_dim,
         .task_id = task_id,
         .arg_sizes = arg_sizes,
+        .views = views,
     };
     PtoKernelFn fn = (PtoKernelFn)(uintptr_t)kernel_addr;
     PtoTraceHeader *tr = aicpu_device.trace;

@@ -16,6 +16,7 @@
 
 #include "arch/arch.h"
 #include "device/pto_device_abi.h"
+#include "ptorun/pto_tensor.h"
 
 #define AICPU_CORE_TYPES 2
 #define AICPU_LANES_PER_BLOCK (PTO_ARCH_AIC_PER_BLOCK + PTO_ARCH_AIV_PER_BLOCK)
@@ -95,8 +96,12 @@ void aicpu_park(AicpuDevice *d);
    again. */
 int aicpu_idle(AicpuDevice *d, int over, uint64_t tasks_left, const PtoAicpuHooks *hooks);
 
-/* Calls a kernel (unlocked), recording it in the run's trace buffer when there is one. */
-int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes, uint32_t nargs,
+/* Calls a kernel (unlocked), recording it in the run's trace buffer when there is one.
+   views: the kernel's views parallel to args, or NULL when they follow from
+   args and arg_sizes (util/tensor_view.h, tensor_view_entry_of_arg): then they
+   are made on this stack. */
+int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes,
+                         const PtoTensorView *views, uint32_t nargs,
                          uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id, uint32_t func_id);
 
 #endif

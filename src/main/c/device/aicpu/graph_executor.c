@@ -22,6 +22,7 @@ typedef struct GraphRun {
     const PtoGraphTask *tasks;
     const uint64_t *task_args;
     const uint64_t *task_arg_sizes;
+    const PtoTensorView *views;
     const uint32_t *fanout;
     uint32_t task_count;
 
@@ -57,6 +58,7 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
     if (!range_inside(h->tasks_offset, h->task_count, sizeof(PtoGraphTask), limit, 8) ||
         !range_inside(h->args_offset, h->arg_total, sizeof(uint64_t), limit, 8) ||
         !range_inside(h->arg_sizes_offset, h->arg_total, sizeof(uint64_t), limit, 8) ||
+        !range_inside(h->views_offset, h->view_total, sizeof(PtoTensorView), limit, 8) ||
         !range_inside(h->fanout_offset, h->fanout_total, sizeof(uint32_t), limit, 4))
         return 0;
     if (h->task_count > 0 && (args->state_dev == 0 || args->state_dev % 4 != 0 ||
@@ -66,6 +68,7 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
     g->tasks = (const PtoGraphTask *)(base + h->tasks_offset);
     g->task_args = (const uint64_t *)(base + h->args_offset);
     g->task_arg_sizes = (const uint64_t *)(base + h->arg_sizes_offset);
+    g->views = (const PtoTensorView *)(base + h->views_offset);
     g->fanout = (const uint32_t *)(base + h->fanout_offset);
     g->task_count = h->task_count;
     uint32_t *state = (uint32_t *)(uintptr_t)args->state_dev;
@@ -81,7 +84,8 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
         const PtoGraphTask *t = &g->tasks[i];
         if (t->kernel_addr == 0 || t->core_type >= AICPU_CORE_TYPES ||
             t->arg_index > h->arg_total || t->arg_count > h->arg_total - t->arg_index ||
-            t->fanout_index > h->fanout_total || t->fanout_count > h->fanout_total - t->fanout_index)
+            t->fanout_index > h->fanout_total || t->fanout_count > h->fanout_total - t->fanout_index ||
+            (t->view_index != 0 && (t->view_index - 1 > h->view_total || t->arg_count > h->view_total - (t->view_index - 1))))
             return 0;
         for (uint32_t e = 0; e < t->fanout_count; e++) {
             uint32_t c = g->fanout[t->fanout_index + e];
@@ -191,7 +195,9 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
             uint32_t granted = aicpu_request_threads(hooks, ask);
             const PtoGraphTask *t = &g->tasks[task];
             int32_t rc = aicpu_run_kernel(t->kernel_addr, &g->task_args[t->arg_index],
-                                          &g->task_arg_sizes[t->arg_index], t->arg_count, t->core_type, core,
+                                          &g->task_arg_sizes[t->arg_index],
+                                          t->view_index != 0 ? &g->views[t->view_index - 1] : NULL, t->arg_count,
+                                          t->core_type, core,
                                           d->block_dim, task, t->func_id);
             pthread_mutex_lock(&d->lock);
             aicpu_requests_granted(d, ask, granted);

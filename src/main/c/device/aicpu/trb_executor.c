@@ -46,6 +46,8 @@ static int bind_rings(TrbRun *t, const PtoTrbImage *img)
         !trb_region_fits(img->ready_offset, img->ready_capacity, 2 * sizeof(uint64_t), img->sm_bytes) ||
         img->map_entries < PTO_MAX_TASK_PARAMS || img->map_entries > UINT32_MAX - 1 ||
         !trb_region_fits(img->map_offset, img->map_entries, sizeof(PtoTrbAccess), img->sm_bytes) ||
+        img->map_views < PTO_MAX_TASK_PARAMS || img->map_views > UINT32_MAX - 1 ||
+        !trb_region_fits(img->map_views_offset, img->map_views, sizeof(PtoTensorView), img->sm_bytes) ||
         img->scratch_entries < 2 * (max_pool + 1) ||
         !trb_region_fits(img->scratch_offset, img->scratch_entries, sizeof(uint64_t), img->sm_bytes))
         return 0;
@@ -54,7 +56,8 @@ static int bind_rings(TrbRun *t, const PtoTrbImage *img)
     t->ready[PTO_CORE_AIV] = t->ready[PTO_CORE_AIC] + img->ready_capacity;
     t->deps = (uint64_t *)(sm + img->scratch_offset);
     t->deps_capacity = img->scratch_entries / 2;
-    trb_map_reset(&t->map, (PtoTrbAccess *)(sm + img->map_offset), (uint32_t)img->map_entries);
+    trb_map_reset(&t->map, (PtoTrbAccess *)(sm + img->map_offset), (uint32_t)img->map_entries,
+                  (PtoTensorView *)(sm + img->map_views_offset), (uint32_t)img->map_views);
     return 1;
 }
 

@@ -210,7 +210,7 @@ static int span_settled(TrbRun *t, const void *arg)
 {
     const Span *s = arg;
     return trb_map_overlaps(&t->map, s->cls, s->lo, s->hi, s->writes, pending_access, t) == 0 &&
-           trb_map_manual_overlaps(&t->map, s->cls, s->lo, s->hi, s->writes, pending_access, t) == 0;
+           trb_map_manual_conflicts(&t->map, s->cls, s->lo, s->hi, NULL, s->writes, pending_access, t) == 0;
 }
 
 /* The bytes of a run tensor or ring heap, once every task that writes them

@@ -12,7 +12,8 @@ int trb_region_fits(uint64_t offset, uint64_t count, uint64_t elem, uint64_t lim
 int trb_ring_bind(TrbRing *r, const PtoTrbRingLayout *l, const PtoTrbImage *img)
 {
     if (l->task_window < 4 || (l->task_window & (l->task_window - 1)) != 0 || l->dep_pool < 1 ||
-        l->dep_pool > UINT32_MAX || l->heap_bytes < PTO_TRB_HEAP_ALIGN ||
+        l->dep_pool > UINT32_MAX || l->heap_bytes < PTO_TRB_HEAP_ALIGN || l->view_pool < pto_trb_min_view_pool() ||
+        l->view_pool >= UINT32_MAX || !trb_region_fits(l->views_offset, l->view_pool, sizeof(PtoTensorView), img->sm_bytes) ||
         !trb_region_fits(l->slots_offset, l->task_window, sizeof(PtoTrbSlot), img->sm_bytes) ||
         !trb_region_fits(l->nodes_offset, l->dep_pool, sizeof(PtoTrbDepNode), img->sm_bytes) ||
         l->heap_offset % PTO_TRB_HEAP_ALIGN != 0 || l->heap_offset > img->heap_bytes ||
@@ -27,6 +28,8 @@ int trb_ring_bind(TrbRing *r, const PtoTrbRingLayout *l, const PtoTrbImage *img)
         .node_count = l->dep_pool,
         .heap = heap + l->heap_offset,
         .heap_bytes = l->heap_bytes,
+        .views = (PtoTensorView *)(sm + l->views_offset),
+        .view_pool = l->view_pool,
         .open_release = -1,
     };
     return 1;
@@ -41,10 +44,38 @@ int trb_ring_window_has_room(const TrbRing *r)
 
 void trb_ring_retire(TrbRing *r)
 {
-    uint64_t local = r->retire_local;
-    while (local < r->next_local && trb_task_state(&r->slots[local & (r->window - 1)]) == TASK_COMPLETED)
-        local++;
+    uint64_t local = r->retire_local, view_tail = r->view_tail;
+    for (; local < r->next_local; local++) {
+        const PtoTrbSlot *s = &r->slots[local & (r->window - 1)];
+        if (trb_task_state(s) != TASK_COMPLETED)
+            break;
+        view_tail = s->view_end;
+    }
+    __atomic_store_n(&r->view_tail, view_tail, __ATOMIC_RELEASE);
     __atomic_store_n(&r->retire_local, local, __ATOMIC_RELEASE);
+}
+
+/* ---- view pool ---------------------------------------------------------------------- */
+
+/* Positions a block of n views starting at `head` skips so it does not wrap. */
+static uint64_t view_skip(const TrbRing *r, uint64_t head, uint32_t n)
+{
+    uint64_t at = head % r->view_pool;
+    return at + n > r->view_pool ? r->view_pool - at : 0;
+}
+
+int trb_ring_views_fit(const TrbRing *r, uint32_t n)
+{
+    uint64_t tail = __atomic_load_n(&r->view_tail, __ATOMIC_ACQUIRE);
+    return r->view_head + view_skip(r, r->view_head, n) + n - tail <= r->view_pool;
+}
+
+uint64_t trb_ring_take_views(TrbRing *r, uint32_t n)
+{
+    r->view_head += view_skip(r, r->view_head, n);
+    uint64_t first = r->view_head % r->view_pool;
+    r->view_head += n;
+    return first;
 }
 
 /* ---- dependency pool ---------------------------------------------------------------- */

@@ -8,11 +8,15 @@
  *    edge, in the consumer's ring, freed when the producer finishes;
  *  - the heap: alloc_tensor carves the current scope's ring heap; a scope's
  *    allocations are freed when it ends and every task submitted while it was
- *    open has finished (deeper scopes on ring 3 free with their depth-3 scope).
+ *    open has finished (deeper scopes on ring 3 free with their depth-3 scope);
+ *  - the view pool: the kernel views of the tasks that keep theirs, one block
+ *    of arg_count views per such task, taken in submission order and freed as
+ *    the tasks retire (a ring buffer: a block never wraps, the pool's tail end
+ *    is skipped instead).
  *
- * A ring is guarded by aicpu_device.lock, except retire_local, which the
- * orchestrator reads unlocked (published with release ordering), and a slot's
- * `state` (below).
+ * A ring is guarded by aicpu_device.lock, except retire_local and view_tail,
+ * which the orchestrator reads unlocked (published with release ordering), and
+ * a slot's `state` (below).
  */
 #ifndef PTORUN_TRB_RINGS_H
 #define PTORUN_TRB_RINGS_H
@@ -41,6 +45,10 @@ typedef struct TrbRing {
     uint8_t *heap;
     uint64_t heap_bytes, heap_top, heap_used;
     uint64_t heap_peak;       /* the highest heap_used of the run (PtoTrbWork.heap_peak) */
+    PtoTensorView *views;
+    uint64_t view_pool;       /* views the pool holds */
+    uint64_t view_head;       /* positions taken (monotonic; index = position % view_pool) */
+    uint64_t view_tail;       /* positions freed; read unlocked by the orchestrator */
     uint64_t next_local;      /* tasks submitted to the ring */
     uint64_t retire_local;    /* oldest task not finished; read unlocked by the orchestrator */
     TrbRelease releases[TRB_RELEASE_RECORDS];
@@ -75,13 +83,18 @@ int trb_ring_bind(TrbRing *r, const PtoTrbRingLayout *l, const PtoTrbImage *img)
 /* Whether the task window has a free slot (unlocked: the orchestrator's view). */
 int trb_ring_window_has_room(const TrbRing *r);
 
-/* Advances retire_local past the leading finished tasks. */
+/* Advances retire_local past the leading finished tasks (freeing their views). */
 void trb_ring_retire(TrbRing *r);
 
 /* A dependency node: ((ring << 32) | index + 1). */
 uint64_t trb_ring_take_node(TrbRing *r, uint32_t ring);
 void trb_ring_free_node(TrbRing *r, uint64_t node_ref);
 PtoTrbDepNode *trb_ring_node(TrbRing *r, uint64_t node_ref);
+
+/* Whether a block of n (<= PTO_MAX_TASK_PARAMS) views fits the view pool now
+   (unlocked: the orchestrator's view); taking it: its first index. */
+int trb_ring_views_fit(const TrbRing *r, uint32_t n);
+uint64_t trb_ring_take_views(TrbRing *r, uint32_t n);
 
 uint64_t trb_ring_heap_addr(const TrbRing *r, uint64_t offset);
 

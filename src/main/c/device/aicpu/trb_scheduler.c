@@ -176,7 +176,8 @@ static int run_one(AicpuDevice *d, TrbRun *t, uint32_t thread_count, const PtoAi
     pthread_mutex_unlock(&d->lock);
     uint32_t granted = aicpu_request_threads(hooks, ask);
     PtoTrbSlot *s = trb_slot_of(t, ref);
-    int32_t rc = aicpu_run_kernel(s->kernel_addr, s->args, s->arg_sizes, s->arg_count, s->core_type, core,
+    const PtoTensorView *views = s->view_index != 0 ? &t->rings[ref & 3u].views[s->view_index - 1] : NULL;
+    int32_t rc = aicpu_run_kernel(s->kernel_addr, s->args, s->arg_sizes, views, s->arg_count, s->core_type, core,
                                   d->block_dim, s->task_id, s->func_id);
     pthread_mutex_lock(&d->lock);
     aicpu_requests_granted(d, ask, granted);

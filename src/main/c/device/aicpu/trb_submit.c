@@ -17,6 +17,7 @@
 #include "device/aicpu/trb_scheduler.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/sorted_search.h"
+#include "util/tensor_view.h"
 
 static int access_done(void *ctx, const PtoTrbAccess *a)
 {
@@ -34,11 +35,17 @@ static int is_tensor(uint32_t direction)
     return direction == PTO_ARG_IN || direction == PTO_ARG_OUT || direction == PTO_ARG_INOUT;
 }
 
+/* What a task needs of the tensor map: entries, and view records for its
+   strided accesses. */
+typedef struct MapNeed {
+    uint32_t entries, views;
+} MapNeed;
+
 /* Each tensor view's class (-1 for scalars and empty views). */
 static int32_t classify_params(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int32_t *cls,
-                               uint32_t *accesses)
+                               MapNeed *need)
 {
-    *accesses = 0;
+    need->entries = need->views = 0;
     for (uint32_t i = 0; i < n; i++) {
         const PtoTaskParam *p = &params[i];
         cls[i] = -1;
@@ -51,6 +58,10 @@ static int32_t classify_params(TrbRun *t, uint32_t func_id, const PtoTaskParam *
         if (hi < lo)
             return trb_api_fail(t, PTO_ERR_ORCHESTRATION,
                                 "submit (func_id %u): param %u view [0x%llx, +%llu) wraps around", func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
+        const char *bad = tensor_view_param_check(p);
+        if (bad != NULL)
+            return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit (func_id %u): param %u strided view at 0x%llx: %s",
+                                func_id, i, (unsigned long long)lo, bad);
         if (p->bytes == 0)
             continue; /* touches nothing, depends on nothing */
         if ((cls[i] = trb_map_class(&t->map, lo, hi)) < 0)
@@ -58,32 +69,38 @@ static int32_t classify_params(TrbRun *t, uint32_t func_id, const PtoTaskParam *
                                 "submit (func_id %u): param %u view [0x%llx, +%llu) is not inside one run tensor or "
                                 "ring heap",
                                 func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
-        (*accesses)++;
+        need->entries++;
+        need->views += p->view.ndims != 0;
     }
     return PTO_OK;
 }
 
+static int map_fits(const TrbTensorMap *m, const MapNeed *need)
+{
+    return trb_map_room(m) >= need->entries && trb_map_view_room(m) >= need->views;
+}
+
 static int map_has_room(TrbRun *t, const void *arg)
 {
-    uint32_t need = *(const uint32_t *)arg;
-    if (trb_map_room(&t->map) < need)
+    const MapNeed *need = arg;
+    if (!map_fits(&t->map, need))
         trb_map_reclaim(&t->map, access_done, t);
-    return trb_map_room(&t->map) >= need;
+    return map_fits(&t->map, need);
 }
 
 /* Room for a task's accesses in the tensor map: entries of finished tasks are
    dropped when it is full (not while a dependency graph is collected: its
    edges to finished tasks must stay exact). */
-static int32_t ensure_map_room(AicpuDevice *d, TrbRun *t, uint32_t need, uint32_t func_id)
+static int32_t ensure_map_room(AicpuDevice *d, TrbRun *t, const MapNeed *need, uint32_t func_id)
 {
-    if (trb_map_room(&t->map) >= need)
+    if (map_fits(&t->map, need))
         return PTO_OK;
     if (t->graph != NULL)
         return trb_api_fail(t, PTO_ERR_CAPACITY,
-                            "submit (func_id %u): the tensor map's %u entries are full and a dependency graph is being "
-                            "collected, which keeps every entry",
-                            func_id, t->map.capacity);
-    return trb_orch_await(d, t, map_has_room, &need);
+                            "submit (func_id %u): the tensor map's %u entries (%u strided views) are full and a "
+                            "dependency graph is being collected, which keeps every entry",
+                            func_id, t->map.capacity, t->map.view_capacity);
+    return trb_orch_await(d, t, map_has_room, need);
 }
 
 static int window_has_room(TrbRun *t, const void *arg)
@@ -94,6 +111,32 @@ static int window_has_room(TrbRun *t, const void *arg)
 static int32_t ensure_window(AicpuDevice *d, TrbRun *t, uint32_t ring)
 {
     return trb_orch_await(d, t, window_has_room, &ring);
+}
+
+/* A task keeping its views takes a block of its ring's view pool, freed when it retires. */
+typedef struct ViewNeed {
+    uint32_t ring, count;
+} ViewNeed;
+
+static int views_have_room(TrbRun *t, const void *arg)
+{
+    const ViewNeed *v = arg;
+    return trb_ring_views_fit(&t->rings[v->ring], v->count);
+}
+
+static int32_t ensure_views(AicpuDevice *d, TrbRun *t, uint32_t ring, uint32_t count)
+{
+    ViewNeed need = { ring, count };
+    return count == 0 ? PTO_OK : trb_orch_await(d, t, views_have_room, &need);
+}
+
+/* Views to keep: all n when any parameter's view cannot be told from (value, bytes). */
+static uint32_t kept_views(const PtoTaskParam *params, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (tensor_view_param_kept(&params[i]))
+            return n;
+    return 0;
 }
 
 typedef struct DepCollector {
@@ -193,8 +236,9 @@ static int32_t collect_deps(TrbRun *t, const char *fn, uint32_t func_id, uint32_
     for (uint32_t i = 0; i < n; i++) {
         if (cls[i] < 0)
             continue;
-        int rc = trb_map_overlaps(&t->map, cls[i], params[i].value, params[i].value + params[i].bytes,
-                                  params[i].direction != PTO_ARG_IN, add_dep, &c);
+        int rc = trb_map_conflicts(&t->map, cls[i], params[i].value, params[i].value + params[i].bytes,
+                                   params[i].view.ndims != 0 ? &params[i].view : NULL,
+                                   params[i].direction != PTO_ARG_IN, add_dep, &c);
         if (rc != 0)
             return rc;
     }
@@ -238,7 +282,7 @@ static int nodes_available(TrbRun *t, const void *arg)
 /* With the lock held: the task takes its slot and its dependency nodes and
    becomes ready when no producer is left running. */
 static int32_t wire_task(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint32_t ring, const PtoTaskParam *params,
-                         uint32_t n, uint32_t *ask)
+                         uint32_t n, uint32_t views, uint32_t *ask)
 {
     *ask = 0;
     int32_t rc = trb_orch_wait(d, t, nodes_available, &ring);
@@ -260,6 +304,14 @@ static int32_t wire_task(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint3
         s->args[i] = params[i].value;
         s->arg_sizes[i] = params[i].direction == PTO_ARG_SCALAR ? 0 : params[i].bytes;
     }
+    s->view_index = 0;
+    if (views > 0) { /* room ensured before (ensure_views): only this thread takes views */
+        uint64_t first = trb_ring_take_views(r, views);
+        for (uint32_t i = 0; i < n; i++)
+            r->views[first + i] = tensor_view_kernel_entry(&params[i]);
+        s->view_index = (uint32_t)first + 1;
+    }
+    s->view_end = r->view_head;
     uint32_t fanin = 0;
     for (uint32_t i = 0; i < t->dep_count; i++) {
         uint64_t producer = t->deps[2 * i + 1];
@@ -300,11 +352,13 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
     if (params == NULL && n > 0)
         return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s (func_id %u): NULL params", fn, func_id);
     int32_t cls[PTO_MAX_TASK_PARAMS];
-    uint32_t accesses;
+    MapNeed need;
     uint32_t ring = trb_ring_of_depth(t->depth);
     uint64_t task_id = t->submitted;
-    if ((rc = classify_params(t, func_id, params, n, cls, &accesses)) != PTO_OK ||
-        (rc = ensure_map_room(d, t, accesses, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
+    uint32_t views = 0;
+    if ((rc = classify_params(t, func_id, params, n, cls, &need)) != PTO_OK ||
+        (rc = ensure_map_room(d, t, &need, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
+        (rc = ensure_views(d, t, ring, views = kept_views(params, n))) != PTO_OK ||
         (rc = collect_deps(t, fn, func_id, ring, params, n, cls, after)) != PTO_OK ||
         (rc = record_dep_graph(t, task_id, func_id)) != PTO_OK)
         return rc;
@@ -313,15 +367,16 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
         if (cls[i] < 0)
             continue;
         uint64_t lo = params[i].value, hi = lo + params[i].bytes;
+        const PtoTensorView *view = params[i].view.ndims != 0 ? &params[i].view : NULL;
         int writes = params[i].direction != PTO_ARG_IN;
         if (t->manual_depth != 0)
-            trb_map_record_manual(&t->map, cls[i], lo, hi, writes, task_id, ref);
+            trb_map_record_manual(&t->map, cls[i], lo, hi, view, writes, task_id, ref);
         else
-            trb_map_record(&t->map, cls[i], lo, hi, writes, task_id, ref);
+            trb_map_record(&t->map, cls[i], lo, hi, view, writes, task_id, ref);
     }
     uint32_t ask;
     pthread_mutex_lock(&d->lock);
-    rc = wire_task(d, t, k, ring, params, n, &ask);
+    rc = wire_task(d, t, k, ring, params, n, views, &ask);
     pthread_mutex_unlock(&d->lock);
     trb_sched_request(d, t, ask);
     return rc;

@@ -2,14 +2,21 @@
 
 #include <stddef.h>
 #include "util/sorted_search.h"
+#include "util/tensor_view.h"
 
-void trb_map_reset(TrbTensorMap *m, PtoTrbAccess *pool, uint32_t capacity)
+void trb_map_reset(TrbTensorMap *m, PtoTrbAccess *pool, uint32_t capacity, PtoTensorView *views,
+                   uint32_t view_capacity)
 {
     m->pool = pool;
     m->capacity = capacity;
     m->fresh = 0;
     m->free_head = 0;
     m->used = 0;
+    m->views = views;
+    m->view_capacity = view_capacity;
+    m->view_fresh = 0;
+    m->view_free_head = 0;
+    m->views_used = 0;
     m->class_count = 0;
 }
 
@@ -71,9 +78,30 @@ static uint32_t take_entry(TrbTensorMap *m)
     return ref;
 }
 
+static uint32_t take_view(TrbTensorMap *m, const PtoTensorView *v)
+{
+    uint32_t ref;
+    if (m->view_free_head != 0) {
+        ref = m->view_free_head;
+        m->view_free_head = (uint32_t)m->views[ref - 1].addr;
+    } else {
+        ref = ++m->view_fresh;
+    }
+    m->views_used++;
+    m->views[ref - 1] = *v;
+    return ref;
+}
+
 static void give_entry(TrbTensorMap *m, uint32_t ref)
 {
-    entry(m, ref)->next = m->free_head;
+    PtoTrbAccess *a = entry(m, ref);
+    if (a->view != 0) {
+        m->views[a->view - 1].addr = m->view_free_head;
+        m->view_free_head = a->view;
+        m->views_used--;
+        a->view = 0;
+    }
+    a->next = m->free_head;
     m->free_head = ref;
     m->used--;
 }
@@ -83,11 +111,33 @@ static int overlaps(const PtoTrbAccess *a, uint64_t lo, uint64_t hi)
     return a->lo < hi && lo < a->hi;
 }
 
-static int visit_list(const TrbTensorMap *m, uint32_t head, uint64_t lo, uint64_t hi, TrbAccessVisit visit, void *ctx)
+/* An entry's view (its flat view when it kept none). */
+static PtoTensorView access_view(const TrbTensorMap *m, const PtoTrbAccess *a)
+{
+    return a->view != 0 ? m->views[a->view - 1] : tensor_view_flat(a->lo, a->hi - a->lo);
+}
+
+/* Whether an entry whose span overlaps [lo, hi) shares a byte with the view
+   spanning it (NULL: flat): only strided views can miss. */
+static int shares_a_byte(const TrbTensorMap *m, const PtoTrbAccess *a, uint64_t lo, uint64_t hi,
+                         const PtoTensorView *view)
+{
+    if (view == NULL && a->view == 0)
+        return 1;
+    PtoTensorView av = access_view(m, a), flat;
+    if (view == NULL) {
+        flat = tensor_view_flat(lo, hi - lo);
+        view = &flat;
+    }
+    return tensor_view_conflict(&av, view);
+}
+
+static int visit_list(const TrbTensorMap *m, uint32_t head, uint64_t lo, uint64_t hi, const PtoTensorView *view,
+                      TrbAccessVisit visit, void *ctx)
 {
     for (uint32_t ref = head; ref != 0;) {
         const PtoTrbAccess *a = entry(m, ref);
-        if (overlaps(a, lo, hi)) {
+        if (overlaps(a, lo, hi) && shares_a_byte(m, a, lo, hi, view)) {
             int rc = visit(ctx, a);
             if (rc != 0)
                 return rc;
@@ -97,18 +147,24 @@ static int visit_list(const TrbTensorMap *m, uint32_t head, uint64_t lo, uint64_
     return 0;
 }
 
-int trb_map_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, TrbAccessVisit visit,
-                     void *ctx)
+int trb_map_conflicts(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, const PtoTensorView *view,
+                      int writes, TrbAccessVisit visit, void *ctx)
 {
     const TrbClass *c = &m->classes[cls];
-    int rc = visit_list(m, c->writers, lo, hi, visit, ctx);
+    int rc = visit_list(m, c->writers, lo, hi, view, visit, ctx);
     if (rc == 0 && writes)
-        rc = visit_list(m, c->readers, lo, hi, visit, ctx);
+        rc = visit_list(m, c->readers, lo, hi, view, visit, ctx);
     return rc;
 }
 
+int trb_map_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, TrbAccessVisit visit,
+                     void *ctx)
+{
+    return trb_map_conflicts(m, cls, lo, hi, NULL, writes, visit, ctx);
+}
+
 /* Unlinks and frees the entries of a list for which drop(a) holds. */
-typedef int (*DropTest)(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx);
+typedef int (*DropTest)(const TrbTensorMap *m, const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx);
 
 static uint32_t drop_from(TrbTensorMap *m, uint32_t *head, DropTest drop, const void *arg, TrbAccessDone done,
                           void *ctx)
@@ -118,7 +174,7 @@ static uint32_t drop_from(TrbTensorMap *m, uint32_t *head, DropTest drop, const 
     while (*link != 0) {
         uint32_t ref = *link;
         PtoTrbAccess *a = entry(m, ref);
-        if (drop(a, arg, done, ctx)) {
+        if (drop(m, a, arg, done, ctx)) {
             *link = a->next;
             give_entry(m, ref);
             dropped++;
@@ -131,52 +187,62 @@ static uint32_t drop_from(TrbTensorMap *m, uint32_t *head, DropTest drop, const 
 
 typedef struct Range {
     uint64_t lo, hi;
+    const PtoTensorView *view; /* NULL: the flat [lo, hi) */
 } Range;
 
-static int covered_by(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
+/* Whether the write r holds every byte of the entry: its span first, then,
+   for a strided write, its bytes. */
+static int covered_by(const TrbTensorMap *m, const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
 {
     (void)done, (void)ctx;
     const Range *r = arg;
-    return a->lo >= r->lo && a->hi <= r->hi;
+    if (a->lo < r->lo || a->hi > r->hi)
+        return 0;
+    if (r->view == NULL)
+        return 1;
+    PtoTensorView av = access_view(m, a);
+    return tensor_view_covers(r->view, &av);
 }
 
-static int overlapping(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
+static int overlapping(const TrbTensorMap *m, const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
 {
-    (void)done, (void)ctx;
+    (void)m, (void)done, (void)ctx;
     const Range *r = arg;
     return overlaps(a, r->lo, r->hi);
 }
 
-static int finished(const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
+static int finished(const TrbTensorMap *m, const PtoTrbAccess *a, const void *arg, TrbAccessDone done, void *ctx)
 {
-    (void)arg;
+    (void)m, (void)arg;
     return done(ctx, a);
 }
 
-void trb_map_record(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
-                    uint64_t task)
+void trb_map_record(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, const PtoTensorView *view, int writes,
+                    uint64_t task_id, uint64_t task)
 {
     TrbClass *c = &m->classes[cls];
     if (writes) {
-        Range r = { lo, hi };
+        Range r = { lo, hi, view };
         drop_from(m, &c->writers, covered_by, &r, NULL, NULL);
         drop_from(m, &c->readers, covered_by, &r, NULL, NULL);
     }
     uint32_t ref = take_entry(m);
     uint32_t *head = writes ? &c->writers : &c->readers;
-    *entry(m, ref) = (PtoTrbAccess){ .lo = lo, .hi = hi, .task_id = task_id, .task = task, .next = *head };
+    *entry(m, ref) = (PtoTrbAccess){ .lo = lo, .hi = hi, .task_id = task_id, .task = task, .next = *head,
+                                     .view = view != NULL ? take_view(m, view) : 0 };
     *head = ref;
 }
 
 /* ---- MANUAL scopes -------------------------------------------------------------- */
 
-void trb_map_record_manual(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, uint64_t task_id,
-                           uint64_t task)
+void trb_map_record_manual(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, const PtoTensorView *view,
+                           int writes, uint64_t task_id, uint64_t task)
 {
     TrbClass *c = &m->classes[cls];
     uint32_t ref = take_entry(m);
     uint32_t *head = writes ? &c->manual_writers : &c->manual_readers;
-    *entry(m, ref) = (PtoTrbAccess){ .lo = lo, .hi = hi, .task_id = task_id, .task = task, .next = *head };
+    *entry(m, ref) = (PtoTrbAccess){ .lo = lo, .hi = hi, .task_id = task_id, .task = task, .next = *head,
+                                     .view = view != NULL ? take_view(m, view) : 0 };
     *head = ref;
 }
 
@@ -198,7 +264,9 @@ void trb_map_commit_manual(TrbTensorMap *m)
     for (uint32_t i = 0; i < m->class_count; i++) {
         TrbClass *c = &m->classes[i];
         for (uint32_t ref = c->manual_writers; ref != 0; ref = entry(m, ref)->next) {
-            Range r = { entry(m, ref)->lo, entry(m, ref)->hi };
+            const PtoTrbAccess *a = entry(m, ref);
+            PtoTensorView v = access_view(m, a);
+            Range r = { a->lo, a->hi, a->view != 0 ? &v : NULL };
             drop_from(m, &c->writers, covered_by, &r, NULL, NULL);
             drop_from(m, &c->readers, covered_by, &r, NULL, NULL);
         }
@@ -207,13 +275,13 @@ void trb_map_commit_manual(TrbTensorMap *m)
     }
 }
 
-int trb_map_manual_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes,
-                            TrbAccessVisit visit, void *ctx)
+int trb_map_manual_conflicts(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, const PtoTensorView *view,
+                             int writes, TrbAccessVisit visit, void *ctx)
 {
     const TrbClass *c = &m->classes[cls];
-    int rc = visit_list(m, c->manual_writers, lo, hi, visit, ctx);
+    int rc = visit_list(m, c->manual_writers, lo, hi, view, visit, ctx);
     if (rc == 0 && writes)
-        rc = visit_list(m, c->manual_readers, lo, hi, visit, ctx);
+        rc = visit_list(m, c->manual_readers, lo, hi, view, visit, ctx);
     return rc;
 }
 
@@ -233,7 +301,7 @@ uint32_t trb_map_reclaim(TrbTensorMap *m, TrbAccessDone done, void *ctx)
 
 void trb_map_purge(TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi)
 {
-    Range r = { lo, hi };
+    Range r = { lo, hi, NULL };
     TrbClass *c = &m->classes[cls];
     uint32_t *lists[] = { &c->writers, &c->readers, &c->manual_writers, &c->manual_readers };
     for (int l = 0; l < 4; l++)

@@ -17,8 +17,11 @@ typedef struct PtoKernelContext {
     /* Byte size of each argument's view (0 for scalars), parallel to `args`, so a
      * kernel can refuse a view too small for its work instead of overrunning it. */
     const uint64_t *arg_sizes;
-    /* The view of each tensor argument, parallel to `args` (a scalar's entry is
-     * zero); args[i] == views[i].addr for tensors. */
+    /* The view of each argument, parallel to `args`, on both runtimes: a
+     * scalar's entry is all zero; a flat view's (submitted with ndims 0) is
+     * {addr = args[i], ndims 0, the rest zero}, its bytes arg_sizes[i]; a
+     * strided view's is the view as submitted (dims past ndims zero).
+     * args[i] == views[i].addr for tensors. */
     const PtoTensorView *views;
 } PtoKernelContext;
 

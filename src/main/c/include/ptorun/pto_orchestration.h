@@ -1,8 +1,8 @@
 /*
  * The orchestration API, one for both runtimes and for user orchestration
  * libraries: an orchestration submits tasks whose dependencies the runtime
- * infers from overlapping byte ranges (read-after-write, write-after-read,
- * write-after-write, in submission order).
+ * infers from the bytes their views share (read-after-write, write-after-read,
+ * write-after-write, in submission order; docs/orchestration.md).
  */
 #ifndef PTORUN_PTO_ORCHESTRATION_H
 #define PTORUN_PTO_ORCHESTRATION_H
@@ -16,10 +16,18 @@ typedef struct PtoTaskParam {
     uint32_t direction;       /* PtoArgDirection */
     uint32_t reserved;        /* 0 */
     uint64_t value;           /* tensors: device address of the view; scalars: raw bits */
-    uint64_t bytes;           /* tensors: byte size of the view; scalars: 0 */
-    /* tensors: the view itself (value == view.addr). ndims 0 stands for the
-       1-D byte view [value, value + bytes): what an orchestration that builds
-       flat views writes by leaving this field zero. */
+    uint64_t bytes;           /* tensors: the view's byte span (below); scalars: 0 */
+    /* tensors: the view itself.
+       view.ndims == 0: the flat 1-D byte view [value, value + bytes), what an
+       orchestration that builds flat views writes by leaving this field zero;
+       the rest of `view` is ignored.
+       view.ndims 1..5: a strided view (pto_tensor.h) with view.addr == value
+       and bytes == its byte span: the offset of its last byte + 1 from addr
+       (esz * (1 + sum((shape[d] - 1) * strides[d])), esz the dtype's bytes),
+       0 when any extent is 0 (an empty view, which conflicts with nothing).
+       A view breaking this is PTO_ERR_ORCHESTRATION at submit. Two views
+       conflict when they share a byte; kernels get the view in
+       PtoKernelContext.views. */
     PtoTensorView view;
 } PtoTaskParam;
 

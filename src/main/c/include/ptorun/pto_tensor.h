@@ -23,7 +23,8 @@
 typedef struct PtoTensorView {
     uint64_t addr;                        /* device address of element (0, …, 0) */
     uint32_t dtype;                       /* PtoDataType (pto_runtime_c_api.h) */
-    uint32_t ndims;                       /* 1..PTO_VIEW_MAX_DIMS; 0 only for a scalar parameter */
+    uint32_t ndims;                       /* 1..PTO_VIEW_MAX_DIMS; 0: no strided view (a scalar, or a
+                                             flat byte view: PtoTaskParam, PtoKernelContext) */
     uint64_t shape[PTO_VIEW_MAX_DIMS];    /* extent per dim, outermost first; unused dims 0 */
     uint64_t strides[PTO_VIEW_MAX_DIMS];  /* element stride per dim; unused dims 0 */
 } PtoTensorView;

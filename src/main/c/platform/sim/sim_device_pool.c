@@ -25,6 +25,7 @@ struct SimDevicePool {
     pthread_t *threads;
     uint32_t thread_count;
     uint32_t idle;                /* threads parked on work_cond */
+    uint32_t busy;                /* threads inside a participation */
     int stopping;
 
     /* the current launch */
@@ -89,7 +90,9 @@ static void *device_thread(void *arg)
         p->pending--;
         uint32_t index = lowest_free_index(p->running_mask);
         p->running_mask |= 1u << index;
+        p->busy++;
         participate(p, index);
+        p->busy--;
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -102,7 +105,12 @@ void sim_device_pool_run_first(SimDevicePool *p)
     pthread_mutex_unlock(&p->lock);
 }
 
-/* PtoAicpuHooks.request_threads: grants what idle threads and free indices allow. */
+/* PtoAicpuHooks.request_threads: grants what free threads and free indices
+   allow. A free thread is any not inside a participation: parked, or not
+   parked yet (just started, or back from a participation and waiting for the
+   lock) — every one of them looks at `pending` before it parks, so counting
+   only the parked ones would refuse a thread that is about to be free and
+   leave a ready task without one (a fresh pool under load). */
 static uint32_t request_threads(void *ctx, uint32_t n)
 {
     SimDevicePool *p = ctx;
@@ -111,7 +119,8 @@ static uint32_t request_threads(void *ctx, uint32_t n)
     if (!p->closed) {
         uint32_t running = (uint32_t)__builtin_popcount(p->running_mask);
         uint32_t free_indices = p->participations - running - p->pending;
-        uint32_t idle = p->idle > p->pending ? p->idle - p->pending : 0;
+        uint32_t free_threads = p->thread_count - p->busy;
+        uint32_t idle = free_threads > p->pending ? free_threads - p->pending : 0;
         granted = n < free_indices ? n : free_indices;
         granted = granted < idle ? granted : idle;
         p->pending += granted;

@@ -5,6 +5,7 @@
 
 #include "util/last_error.h"
 #include "util/sorted_search.h"
+#include "util/tensor_view.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -80,6 +81,7 @@ void hbg_graph_destroy(HbgGraph *g)
     free(g->tasks);
     free(g->args);
     free(g->arg_sizes);
+    free(g->views);
     free(g->edges);
     free(g->dep_mark);
     free(g->fill);
@@ -91,6 +93,7 @@ void hbg_graph_reset(HbgGraph *g)
 {
     g->task_count = 0;
     g->arg_count = 0;
+    g->view_count = 0;
     g->edge_count = 0;
     g->dep_count = 0;
     g->class_count = 0;
@@ -184,13 +187,31 @@ static uint32_t first_from(const HbgAccessList *list, uint64_t at)
     return PTO_SORTED_FIRST(list->items, list->count, lo, at, 0);
 }
 
-/* Every access in `list` overlapping [lo, hi) becomes a producer of `task`. */
-static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
+/* A recorded access's view (its flat view when it kept none). */
+static PtoTensorView access_view(const HbgGraph *g, const HbgAccess *a)
+{
+    return a->view != 0 ? g->views[a->view - 1] : tensor_view_flat(a->lo, a->hi - a->lo);
+}
+
+/* Whether an access whose span overlaps the view's shares a byte with it:
+   only a strided view (of either) can miss. */
+static int shares_a_byte(const HbgGraph *g, const HbgAccess *a, const PtoTensorView *view, int flat)
+{
+    if (flat && a->view == 0)
+        return 1;
+    PtoTensorView av = access_view(g, a);
+    return tensor_view_conflict(&av, view);
+}
+
+/* Every access in `list` sharing a byte with the view ([lo, hi) its span, flat
+   when it is a flat parameter's) becomes a producer of `task`. */
+static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t lo, uint64_t hi,
+                              const PtoTensorView *view, int flat, uint32_t task)
 {
     uint64_t from = lo > list->max_len ? lo - list->max_len : 0;
     for (uint32_t i = first_from(list, from); i < list->count && list->items[i].lo < hi; i++) {
         const HbgAccess *a = &list->items[i];
-        if (lo < a->hi) {
+        if (lo < a->hi && shares_a_byte(g, a, view, flat)) {
             int rc = add_dep(g, a->task, task);
             if (rc != PTO_OK)
                 return rc;
@@ -199,12 +220,23 @@ static int depend_on_overlaps(HbgGraph *g, const HbgAccessList *list, uint64_t l
     return PTO_OK;
 }
 
-/* Removes the accesses lying inside [lo, hi): a write there supersedes them. */
-static void drop_covered(HbgAccessList *list, uint64_t lo, uint64_t hi)
+/* Whether a write holds every byte of an access lying inside its span: a flat
+   write always does. */
+static int write_covers(const HbgGraph *g, const HbgAccess *a, const PtoTensorView *view, int flat)
+{
+    if (flat)
+        return 1;
+    PtoTensorView av = access_view(g, a);
+    return tensor_view_covers(view, &av);
+}
+
+/* Removes the accesses the write (span [lo, hi)) covers: it supersedes them. */
+static void drop_covered(const HbgGraph *g, HbgAccessList *list, uint64_t lo, uint64_t hi, const PtoTensorView *view,
+                         int flat)
 {
     uint32_t begin = first_from(list, lo), out = begin, i = begin;
     for (; i < list->count && list->items[i].lo < hi; i++)
-        if (list->items[i].hi > hi)
+        if (list->items[i].hi > hi || !write_covers(g, &list->items[i], view, flat))
             list->items[out++] = list->items[i];
     if (out == i)
         return;
@@ -216,7 +248,7 @@ static void drop_covered(HbgAccessList *list, uint64_t lo, uint64_t hi)
 
 /* Inserts in lo order (after equal los: the order among them does not matter,
  * dependencies are sets). Submissions usually go up the addresses: an append. */
-static int record_access(HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task)
+static int record_access(HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t task, uint32_t view)
 {
     int rc = RESERVE(list->items, list->cap, (uint64_t)list->count + 1);
     if (rc != PTO_OK)
@@ -226,16 +258,11 @@ static int record_access(HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t
         at = first_from(list, lo + 1);
         memmove(&list->items[at + 1], &list->items[at], (size_t)(list->count - at) * sizeof *list->items);
     }
-    list->items[at] = (HbgAccess){ lo, hi, task };
+    list->items[at] = (HbgAccess){ lo, hi, task, view };
     list->count++;
     if (hi - lo > list->max_len)
         list->max_len = hi - lo;
     return PTO_OK;
-}
-
-static int is_tensor(uint32_t direction)
-{
-    return direction == PTO_ARG_IN || direction == PTO_ARG_OUT || direction == PTO_ARG_INOUT;
 }
 
 /* Finds each tensor view's class and collects the task's producers. */
@@ -247,38 +274,47 @@ static int collect_deps(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uin
         cls[i] = -1;
         if (p->direction == PTO_ARG_SCALAR)
             continue;
-        if (!is_tensor(p->direction))
+        if (!tensor_view_param_is_tensor(p))
             return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u has invalid direction %u", i, p->direction);
         uint64_t lo = p->value, hi = p->value + p->bytes;
         if (hi < lo)
             return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u view [0x%llx, +%llu) wraps around", i,
                             (unsigned long long)lo, (unsigned long long)p->bytes);
+        const char *bad = tensor_view_param_check(p);
+        if (bad != NULL)
+            return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u strided view at 0x%llx: %s", i,
+                            (unsigned long long)lo, bad);
         if (p->bytes == 0)
             continue; /* touches nothing, depends on nothing */
         if ((cls[i] = find_class(g, lo, hi)) < 0)
             return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u view [0x%llx, +%llu) is not inside one run tensor",
                             i, (unsigned long long)lo, (unsigned long long)p->bytes);
         HbgAliasClass *c = &g->classes[cls[i]];
-        rc = depend_on_overlaps(g, &c->writers, lo, hi, task);
+        int flat = p->view.ndims == 0;
+        PtoTensorView v = flat ? tensor_view_flat(lo, p->bytes) : p->view;
+        rc = depend_on_overlaps(g, &c->writers, lo, hi, &v, flat, task);
         if (rc == PTO_OK && p->direction != PTO_ARG_IN)
-            rc = depend_on_overlaps(g, &c->readers, lo, hi, task);
+            rc = depend_on_overlaps(g, &c->readers, lo, hi, &v, flat, task);
     }
     return rc;
 }
 
 /* A write supersedes the accesses it covers, reuse orderings included (it is
    ordered after them, and so is every later task conflicting with them). */
-static void drop_covered_by_write(HbgAliasClass *c, uint64_t lo, uint64_t hi)
+static void drop_covered_by_write(const HbgGraph *g, HbgAliasClass *c, uint64_t lo, uint64_t hi,
+                                  const PtoTensorView *view, int flat)
 {
-    drop_covered(&c->writers, lo, hi);
-    drop_covered(&c->readers, lo, hi);
-    drop_covered(&c->freed_writers, lo, hi);
-    drop_covered(&c->freed_readers, lo, hi);
+    drop_covered(g, &c->writers, lo, hi, view, flat);
+    drop_covered(g, &c->readers, lo, hi, view, flat);
+    drop_covered(g, &c->freed_writers, lo, hi, view, flat);
+    drop_covered(g, &c->freed_readers, lo, hi, view, flat);
 }
 
 /* Records the task's accesses once its producers are known: inside a MANUAL
-   scope apart, dropping nothing (hbg_graph_manual_end). */
-static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, const int32_t *cls)
+   scope apart, dropping nothing (hbg_graph_manual_end); a strided view's access
+   names its copy among the task's kept views (first at view_base). */
+static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, const int32_t *cls,
+                       uint32_t view_base)
 {
     for (uint32_t i = 0; i < n; i++) {
         if (cls[i] < 0)
@@ -286,14 +322,16 @@ static int record_task(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint
         HbgAliasClass *c = &g->classes[cls[i]];
         uint64_t lo = params[i].value, hi = lo + params[i].bytes;
         int writes = params[i].direction != PTO_ARG_IN;
+        int flat = params[i].view.ndims == 0;
+        uint32_t view = flat ? 0 : view_base + i + 1;
         int rc;
         if (g->manual) {
-            rc = record_access(writes ? &c->manual_writers : &c->manual_readers, lo, hi, task);
+            rc = record_access(writes ? &c->manual_writers : &c->manual_readers, lo, hi, task, view);
         } else if (!writes) {
-            rc = record_access(&c->readers, lo, hi, task);
+            rc = record_access(&c->readers, lo, hi, task, view);
         } else {
-            drop_covered_by_write(c, lo, hi);
-            rc = record_access(&c->writers, lo, hi, task);
+            drop_covered_by_write(g, c, lo, hi, flat ? NULL : &g->views[view - 1], flat);
+            rc = record_access(&c->writers, lo, hi, task, view);
         }
         if (rc != PTO_OK)
             return rc;
@@ -332,9 +370,11 @@ static int add_reuse(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32
             continue;
         HbgAliasClass *c = &g->classes[cls[i]];
         uint64_t lo = params[i].value, hi = lo + params[i].bytes;
-        rc = depend_on_overlaps(g, &c->freed_writers, lo, hi, task);
+        int flat = params[i].view.ndims == 0;
+        PtoTensorView v = flat ? tensor_view_flat(lo, params[i].bytes) : params[i].view;
+        rc = depend_on_overlaps(g, &c->freed_writers, lo, hi, &v, flat, task);
         if (rc == PTO_OK && params[i].direction != PTO_ARG_IN)
-            rc = depend_on_overlaps(g, &c->freed_readers, lo, hi, task);
+            rc = depend_on_overlaps(g, &c->freed_readers, lo, hi, &v, flat, task);
     }
     return rc;
 }
@@ -347,9 +387,13 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
     if (g->task_count == HBG_MAX_TASKS)
         return pto_fail(PTO_ERR_CAPACITY, "submit: an hbg run holds at most %u tasks", HBG_MAX_TASKS);
     uint32_t t = g->task_count;
+    int keep_views = 0;
+    for (uint32_t i = 0; i < n; i++)
+        keep_views |= tensor_view_param_kept(&params[i]);
     int rc;
     if ((rc = reserve_tasks(g, (uint64_t)t + 1)) != PTO_OK ||
-        (rc = reserve_args(g, (uint64_t)g->arg_count + n)) != PTO_OK)
+        (rc = reserve_args(g, (uint64_t)g->arg_count + n)) != PTO_OK ||
+        (keep_views && (rc = RESERVE(g->views, g->view_cap, (uint64_t)g->view_count + n)) != PTO_OK))
         return rc;
 
     int32_t cls[PTO_MAX_TASK_PARAMS];
@@ -360,10 +404,16 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
         return rc;
     sort_deps(g);
     uint32_t dependencies = g->dep_count;
+    /* a task keeping views keeps every parameter's entry: the kernel gets them as one array */
+    uint32_t view_base = g->view_count;
+    for (uint32_t i = 0; keep_views && i < n; i++)
+        g->views[view_base + i] = tensor_view_kernel_entry(&params[i]);
     if ((rc = add_reuse(g, params, n, t, cls)) != PTO_OK ||
         (rc = RESERVE(g->edges, g->edge_cap, 2 * ((uint64_t)g->edge_count + g->dep_count))) != PTO_OK ||
-        (rc = record_task(g, params, n, t, cls)) != PTO_OK)
+        (rc = record_task(g, params, n, t, cls, view_base)) != PTO_OK)
         return rc;
+    if (keep_views)
+        g->view_count += n;
 
     for (uint32_t i = 0; i < g->dep_count; i++) {
         g->edges[2 * g->edge_count] = g->deps[i] | (i < dependencies ? 0 : HBG_EDGE_REUSE);
@@ -383,6 +433,7 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
         .arg_count = n,
         .fanout_count = 0,
         .fanin_count = g->dep_count,
+        .view_index = keep_views ? view_base + 1 : 0,
     };
     g->arg_count += n;
     g->task_count++;
@@ -407,7 +458,7 @@ static int join(HbgAccessList *to, HbgAccessList *from)
 {
     int rc = RESERVE(to->items, to->cap, (uint64_t)to->count + from->count);
     for (uint32_t i = 0; i < from->count && rc == PTO_OK; i++)
-        rc = record_access(to, from->items[i].lo, from->items[i].hi, from->items[i].task);
+        rc = record_access(to, from->items[i].lo, from->items[i].hi, from->items[i].task, from->items[i].view);
     from->count = 0;
     from->max_len = 0;
     return rc;
@@ -421,8 +472,11 @@ int hbg_graph_manual_end(HbgGraph *g)
         HbgAliasClass *c = &g->classes[k];
         /* first the earlier accesses the scope's writes cover (each write was
            ordered after them), then the scope's own, none dropping another */
-        for (uint32_t i = 0; i < c->manual_writers.count; i++)
-            drop_covered_by_write(c, c->manual_writers.items[i].lo, c->manual_writers.items[i].hi);
+        for (uint32_t i = 0; i < c->manual_writers.count; i++) {
+            const HbgAccess *a = &c->manual_writers.items[i];
+            PtoTensorView v = access_view(g, a);
+            drop_covered_by_write(g, c, a->lo, a->hi, &v, a->view == 0);
+        }
         int w = join(&c->writers, &c->manual_writers), r = join(&c->readers, &c->manual_readers);
         if (rc == PTO_OK)
             rc = w != PTO_OK ? w : r;
@@ -443,7 +497,7 @@ static int move_overlapping(HbgAccessList *from, HbgAccessList *to, uint64_t lo,
     for (i = begin; i < from->count && from->items[i].lo < hi; i++) {
         HbgAccess a = from->items[i];
         if (a.hi > lo)
-            record_access(to, a.lo, a.hi, a.task); /* reserved: cannot fail */
+            record_access(to, a.lo, a.hi, a.task, a.view); /* reserved: cannot fail */
         else
             from->items[out++] = a;
     }
@@ -471,7 +525,7 @@ int hbg_graph_reuse(HbgGraph *g, uint64_t lo, uint64_t hi)
 /* ---- the work image ---------------------------------------------------------------- */
 
 typedef struct ImageLayout {
-    size_t tasks, args, arg_sizes, fanout, total;
+    size_t tasks, args, arg_sizes, views, fanout, total;
 } ImageLayout;
 
 static ImageLayout layout_of(const HbgGraph *g)
@@ -480,7 +534,8 @@ static ImageLayout layout_of(const HbgGraph *g)
     l.tasks = ALIGN8(sizeof(PtoGraphHeader));
     l.args = l.tasks + (size_t)g->task_count * sizeof(PtoGraphTask);
     l.arg_sizes = l.args + (size_t)g->arg_count * sizeof(uint64_t);
-    l.fanout = l.arg_sizes + (size_t)g->arg_count * sizeof(uint64_t);
+    l.views = l.arg_sizes + (size_t)g->arg_count * sizeof(uint64_t);
+    l.fanout = l.views + (size_t)g->view_count * sizeof(PtoTensorView);
     l.total = ALIGN8(l.fanout + (size_t)g->edge_count * sizeof(uint32_t));
     return l;
 }
@@ -502,6 +557,8 @@ void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
         .fanout_offset = l.fanout,
         .arg_total = g->arg_count,
         .fanout_total = g->edge_count,
+        .views_offset = l.views,
+        .view_total = g->view_count,
     };
     memset(dst, 0, l.tasks);
     memcpy(dst, &h, sizeof h);
@@ -523,6 +580,8 @@ void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
         memcpy(dst + l.args, g->args, (size_t)g->arg_count * sizeof(uint64_t));
         memcpy(dst + l.arg_sizes, g->arg_sizes, (size_t)g->arg_count * sizeof(uint64_t));
     }
+    if (g->view_count > 0)
+        memcpy(dst + l.views, g->views, (size_t)g->view_count * sizeof(PtoTensorView));
     size_t end = l.fanout + (size_t)g->edge_count * sizeof(uint32_t);
     memset(dst + end, 0, l.total - end);
 }

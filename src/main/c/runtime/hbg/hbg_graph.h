@@ -3,14 +3,16 @@
  * order, their kernel arguments, and the dependencies between them, then
  * written out as the device's graph work image (device/pto_device_abi.h).
  *
- * Dependencies (design/device-model.md): a task depends on every earlier task
- * whose tensor view overlaps one of its own byte ranges where at least one of
- * the two writes (RAW, WAR, WAW). Ranges are compared only within an alias
+ * Dependencies (docs/orchestration.md): a task depends on every earlier task
+ * whose tensor view shares a byte with one of its own where at least one of
+ * the two writes (RAW, WAR, WAW). The views' byte spans find the candidates;
+ * util/tensor_view.h decides whether a candidate whose view or the task's is
+ * strided really shares a byte. Spans are compared only within an alias
  * class: a maximal set of run tensors whose device ranges overlap, so views of
  * unrelated buffers are never compared. A recorded access that a later write
- * covers completely is dropped: every later conflict with it is also a
- * conflict with that write, which is ordered after it, so the order stays
- * exact while the lists stay short.
+ * covers completely (every byte of it) is dropped: every later conflict with
+ * it is also a conflict with that write, which is ordered after it, so the
+ * order stays exact while the lists stay short.
  *
  * Everything is grow-only and reused run after run: no allocation per run once
  * its slot scratch has seen its largest run.
@@ -27,8 +29,9 @@
 #define HBG_MAX_TASKS (1u << 22)
 
 typedef struct HbgAccess {
-    uint64_t lo, hi;          /* [lo, hi) device bytes */
+    uint64_t lo, hi;          /* [lo, hi) device bytes: the view's span */
     uint32_t task;
+    uint32_t view;            /* 0: the flat view [lo, hi); else 1 + its index in HbgGraph.views */
 } HbgAccess;
 
 /* Sorted by lo; max_len bounds hi - lo over the items, so the items that can
@@ -59,6 +62,8 @@ typedef struct HbgGraph {
     uint32_t task_count, task_cap;
     uint64_t *args, *arg_sizes;
     uint32_t arg_count, arg_cap;
+    PtoTensorView *views;     /* the kernel views of the tasks that keep theirs (PtoGraphTask.view_index) */
+    uint32_t view_count, view_cap;
     uint32_t *edges;          /* (producer, consumer) pairs, consumers ascending */
     uint32_t edge_count, edge_cap;
     uint32_t *dep_mark;       /* per task: 1 + the last consumer that recorded it */

@@ -65,8 +65,13 @@ static int lay_out(const TrbSizing *s, PtoTrbImage *img)
         l->task_window = s->task_window[r];
         l->heap_bytes = s->heap[r];
         l->dep_pool = s->dep_pool[r];
+        /* two kernel views per task slot: a task keeping its views takes one per
+           parameter, so a window of strided tasks waits for the pool (back-pressure)
+           instead of every slot carrying 32 views (3 KiB) it rarely uses */
+        l->view_pool = 2 * l->task_window > pto_trb_min_view_pool() ? 2 * l->task_window : pto_trb_min_view_pool();
         if (!reserve(&sm, l->task_window, sizeof(PtoTrbSlot), &l->slots_offset) ||
             !reserve(&sm, l->dep_pool, sizeof(PtoTrbDepNode), &l->nodes_offset) ||
+            !reserve(&sm, l->view_pool, sizeof(PtoTensorView), &l->views_offset) ||
             !reserve(&heap, l->heap_bytes, 1, &l->heap_offset))
             return 0;
         windows += l->task_window;
@@ -79,8 +84,11 @@ static int lay_out(const TrbSizing *s, PtoTrbImage *img)
     if (img->map_entries > UINT32_MAX - 1)
         img->map_entries = UINT32_MAX - 1;
     img->scratch_entries = 2 * (max_pool + 1);
+    /* flat accesses need no view record: one per four entries for strided ones */
+    img->map_views = img->map_entries / 4;
     if (!reserve(&sm, 2 * img->ready_capacity, sizeof(uint64_t), &img->ready_offset) ||
         !reserve(&sm, img->map_entries, sizeof(PtoTrbAccess), &img->map_offset) ||
+        !reserve(&sm, img->map_views, sizeof(PtoTensorView), &img->map_views_offset) ||
         !reserve(&sm, img->scratch_entries, sizeof(uint64_t), &img->scratch_offset))
         return 0;
     img->sm_bytes = sm;
