@@ -11,6 +11,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.examples.PipelinedBatch;
+import org.ptorun.examples.TiledMatmul;
 import org.ptorun.examples.UserKernel;
 import org.ptorun.examples.VectorService;
 
@@ -71,5 +72,39 @@ class ExamplesTest {
         } else {
             assertThat(overlapped).as("trb cannot prepare while a run executes").isZero();
         }
+    }
+
+    /** TiledMatmul against a sequential Java reference (the kernel's order: acc = C; acc += a·b over k). */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void theTiledMatmulCoversAnySizeWithShortLastTiles(Variant variant) {
+        int m = 11;
+        int n = 37;
+        int k = 10;
+        float[] a = new float[m * k];
+        float[] b = new float[k * n];
+        float[] c = new float[m * n];
+        java.util.Random random = new java.util.Random(7);
+        for (int x = 0; x < a.length; x++) {
+            a[x] = random.nextFloat() - 0.5f;
+        }
+        for (int x = 0; x < b.length; x++) {
+            b[x] = random.nextFloat() - 0.5f;
+        }
+        for (int x = 0; x < c.length; x++) {
+            c[x] = random.nextFloat();
+        }
+        float[] expected = c.clone();
+        for (int i = 0; i < m; i++) {
+            for (int j = 0; j < n; j++) {
+                float acc = expected[i * n + j];
+                for (int l = 0; l < k; l++) {
+                    acc = acc + a[i * k + l] * b[l * n + j];
+                }
+                expected[i * n + j] = acc;
+            }
+        }
+        TiledMatmul.run(variant, m, n, k, 4, a, b, c);
+        assertThat(c).containsExactly(expected);
     }
 }
