@@ -21,6 +21,7 @@
     X(vexp)                    \
     X(vrelu)                   \
     X(reduce_sum)              \
+    X(reduce_max)              \
     X(softmax_rows)            \
     X(gemm_tile)               \
     X(tile_add)
@@ -37,6 +38,11 @@
 #define PTO_KERNEL_ERR_MISALIGNED 4     /* an f32 view whose address is not 4-byte aligned */
 #define PTO_KERNEL_ERR_BAD_SCALAR 5     /* a scalar parameter is out of range (0 columns, sizes that overflow) */
 #define PTO_KERNEL_ERR_CORE_TYPE 6      /* the kernel runs on the other core type (gemm_tile: AIC only) */
+#define PTO_KERNEL_ERR_DTYPE 7          /* a strided view's dtype the kernel does not take, or dtypes that disagree */
+#define PTO_KERNEL_ERR_SHAPE 8          /* strided views whose shapes disagree, or not the dims the form needs */
+#define PTO_KERNEL_ERR_VIEW_KIND 9      /* flat and strided tensor parameters in one task */
+#define PTO_KERNEL_ERR_BAD_VIEW 10      /* a malformed strided view: > 5 dims, addr != arg, span overflowing */
+#define PTO_KERNEL_ERR_OUTPUT_OVERLAP 11 /* an output view whose distinct indices reach the same element */
 
 /* What a built-in kernel's refusal code means, for the runtimes' failure messages. */
 static inline const char *pto_kernel_code_meaning(int32_t code)
@@ -48,6 +54,11 @@ static inline const char *pto_kernel_code_meaning(int32_t code)
     case PTO_KERNEL_ERR_MISALIGNED: return "a view is misaligned";
     case PTO_KERNEL_ERR_BAD_SCALAR: return "a scalar parameter is out of range";
     case PTO_KERNEL_ERR_CORE_TYPE: return "the kernel cannot run on this core type";
+    case PTO_KERNEL_ERR_DTYPE: return "a view's dtype is not one the kernel takes";
+    case PTO_KERNEL_ERR_SHAPE: return "the views' shapes do not fit the kernel";
+    case PTO_KERNEL_ERR_VIEW_KIND: return "flat and strided views in one task";
+    case PTO_KERNEL_ERR_BAD_VIEW: return "a malformed view descriptor";
+    case PTO_KERNEL_ERR_OUTPUT_OVERLAP: return "an output view reaches one element through distinct indices";
     default: return "kernel-specific code";
     }
 }

@@ -444,11 +444,20 @@ public final class ChipCallable {
                             + " but the signature has " + scalars + " scalars");
                 }
             }
-            child.kernel().parameters().ifPresent(expected -> checkAgainstKernel(insn, s, child.kernel(), expected));
+            child.kernel().parameterForms().ifPresent(forms -> checkAgainstKernel(insn, s, child.kernel(), forms));
         }
 
-        private static void checkAgainstKernel(String insn, Program.Submit s, Kernel kernel, List<Direction> expected) {
+        /** A SUBMIT must fit one of the kernel's forms: the one with its parameter count. */
+        private static void checkAgainstKernel(String insn, Program.Submit s, Kernel kernel,
+                List<List<Direction>> forms) {
             List<Param> params = s.params();
+            List<Direction> expected = forms.get(0);
+            for (List<Direction> form : forms) {
+                if (form.size() == params.size()) {
+                    expected = form;
+                    break;
+                }
+            }
             if (params.size() != expected.size()) {
                 throw new IllegalArgumentException(insn + ": kernel " + kernel.name() + " takes "
                         + expected.size() + " parameters " + expected + ", not " + params.size());

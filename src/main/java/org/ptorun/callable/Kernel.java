@@ -31,6 +31,7 @@ import org.ptorun.internal.CallableLayouts;
  *   <li>{@code vadds, vmuls (IN a, OUT c, SCALAR s)} — c = a + s, c = a * s</li>
  *   <li>{@code vexp, vrelu (IN a, OUT c)} — c = (float) exp((double) a), c = max(a, 0)</li>
  *   <li>{@code reduce_sum(IN a, OUT c)} — c[0] = a[0] + a[1] + … left to right</li>
+ *   <li>{@code reduce_max(IN a, OUT c)} — c[0] = the maximum of a, as {@code Math.max}</li>
  *   <li>{@code softmax_rows(IN a, OUT c, SCALAR cols)} — each row of {@code cols} floats</li>
  *   <li>{@code gemm_tile(IN A, IN B, INOUT C, SCALAR M, SCALAR K, SCALAR N)} — AIC:
  *       C[M×N] += A[M×K]·B[K×N], row-major</li>
@@ -38,6 +39,12 @@ import org.ptorun.internal.CallableLayouts;
  * </ul>
  * Scalars of f32 kernels are f32 bits in the low 32 bits ({@link Param#scalarF32});
  * counts (cols, M, K, N) are plain integers ({@link Param#scalar(long)}).
+ *
+ * <p>On strided tensor views (docs/kernels.md, "Strided views") some built-ins take
+ * another parameter list, their second form ({@link #parameterForms()}):
+ * {@code reduce_sum, reduce_max(IN a, OUT c, SCALAR dim)}, {@code softmax_rows(IN a, OUT c)}
+ * and {@code gemm_tile(IN A, IN B, INOUT C)}; the AICore image refuses a form given the
+ * other kind of views.
  */
 public final class Kernel {
 
@@ -46,8 +53,12 @@ public final class Kernel {
     private static final Direction INOUT = Direction.INOUT;
     private static final Direction SCALAR = Direction.SCALAR;
 
-    /** A built-in's parameter list and core type. */
-    private record Builtin(List<Direction> parameters, CoreType coreType) {
+    /** A built-in's parameter lists (the flat-view form first) and core type. */
+    private record Builtin(List<List<Direction>> forms, CoreType coreType) {
+        /** A built-in with one form. */
+        static Builtin single(List<Direction> parameters, CoreType coreType) {
+            return new Builtin(List.of(parameters), coreType);
+        }
     }
 
     /** Every built-in of the AICore image (device/pto_builtin_kernels.h), in its order. */
@@ -58,34 +69,36 @@ public final class Kernel {
         List<Direction> unary = List.of(IN, OUT);
         List<Direction> withScalar = List.of(IN, OUT, SCALAR);
         Map<String, Builtin> m = new LinkedHashMap<>();
-        m.put("noop", new Builtin(List.of(), CoreType.AIV));
-        m.put("vcopy", new Builtin(unary, CoreType.AIV));
-        m.put("vfill", new Builtin(List.of(OUT, SCALAR), CoreType.AIV));
-        m.put("vadd", new Builtin(binary, CoreType.AIV));
-        m.put("vadds", new Builtin(withScalar, CoreType.AIV));
-        m.put("vmul", new Builtin(binary, CoreType.AIV));
-        m.put("vmuls", new Builtin(withScalar, CoreType.AIV));
-        m.put("vsub", new Builtin(binary, CoreType.AIV));
-        m.put("vdiv", new Builtin(binary, CoreType.AIV));
-        m.put("vmax", new Builtin(binary, CoreType.AIV));
-        m.put("vexp", new Builtin(unary, CoreType.AIV));
-        m.put("vrelu", new Builtin(unary, CoreType.AIV));
-        m.put("reduce_sum", new Builtin(unary, CoreType.AIV));
-        m.put("softmax_rows", new Builtin(withScalar, CoreType.AIV));
-        m.put("gemm_tile", new Builtin(List.of(IN, IN, INOUT, SCALAR, SCALAR, SCALAR), CoreType.AIC));
-        m.put("tile_add", new Builtin(List.of(IN, INOUT), CoreType.AIV));
+        m.put("noop", Builtin.single(List.of(), CoreType.AIV));
+        m.put("vcopy", Builtin.single(unary, CoreType.AIV));
+        m.put("vfill", Builtin.single(List.of(OUT, SCALAR), CoreType.AIV));
+        m.put("vadd", Builtin.single(binary, CoreType.AIV));
+        m.put("vadds", Builtin.single(withScalar, CoreType.AIV));
+        m.put("vmul", Builtin.single(binary, CoreType.AIV));
+        m.put("vmuls", Builtin.single(withScalar, CoreType.AIV));
+        m.put("vsub", Builtin.single(binary, CoreType.AIV));
+        m.put("vdiv", Builtin.single(binary, CoreType.AIV));
+        m.put("vmax", Builtin.single(binary, CoreType.AIV));
+        m.put("vexp", Builtin.single(unary, CoreType.AIV));
+        m.put("vrelu", Builtin.single(unary, CoreType.AIV));
+        m.put("reduce_sum", new Builtin(List.of(unary, withScalar), CoreType.AIV));
+        m.put("reduce_max", new Builtin(List.of(unary, withScalar), CoreType.AIV));
+        m.put("softmax_rows", new Builtin(List.of(withScalar, unary), CoreType.AIV));
+        m.put("gemm_tile", new Builtin(List.of(List.of(IN, IN, INOUT, SCALAR, SCALAR, SCALAR), List.of(IN, IN, INOUT)),
+                CoreType.AIC));
+        m.put("tile_add", Builtin.single(List.of(IN, INOUT), CoreType.AIV));
         return java.util.Collections.unmodifiableMap(m);
     }
 
     private final String name;
-    private final List<Direction> parameters;
+    private final List<List<Direction>> forms;
     private final CoreType coreType;
     private final byte[] image;
     private final String origin;
 
-    private Kernel(String name, List<Direction> parameters, CoreType coreType, byte[] image, String origin) {
+    private Kernel(String name, List<List<Direction>> forms, CoreType coreType, byte[] image, String origin) {
         this.name = name;
-        this.parameters = parameters;
+        this.forms = forms;
         this.coreType = coreType;
         this.image = image;
         this.origin = origin;
@@ -106,7 +119,7 @@ public final class Kernel {
         checkName(name, "kernel name");
         Builtin known = BUILTINS.get(name);
         return known == null ? new Kernel(name, null, null, null, null)
-                : new Kernel(name, known.parameters(), known.coreType(), null, null);
+                : new Kernel(name, known.forms(), known.coreType(), null, null);
     }
 
     /**
@@ -155,7 +168,7 @@ public final class Kernel {
             throw new IllegalArgumentException("a task takes at most " + CallableLayouts.PTO_MAX_TASK_PARAMS
                     + " parameters, not " + parameterList.length);
         }
-        return new Kernel(name, List.of(parameterList), core, image, origin);
+        return new Kernel(name, List.of(List.of(parameterList)), core, image, origin);
     }
 
     /** Reads a library image whole; refuses what cannot travel in a callable. */
@@ -251,6 +264,14 @@ public final class Kernel {
         return builtin("reduce_sum");
     }
 
+    /**
+     * {@code reduce_max(IN a, OUT c)}: c[0] = the maximum of a as {@code Math.max}; on strided
+     * views also {@code reduce_max(IN a, OUT c, SCALAR dim)}: the maxima along {@code dim}.
+     */
+    public static Kernel reduceMax() {
+        return builtin("reduce_max");
+    }
+
     /** {@code softmax_rows(IN a, OUT c, SCALAR cols)}: the softmax of each row of {@code cols} floats. */
     public static Kernel softmaxRows() {
         return builtin("softmax_rows");
@@ -285,9 +306,17 @@ public final class Kernel {
         return image;
     }
 
-    /** The kernel's parameter directions in task order, when known. */
+    /** The kernel's parameter directions in task order, when known: its flat-view form. */
     public Optional<List<Direction>> parameters() {
-        return Optional.ofNullable(parameters);
+        return forms == null ? Optional.empty() : Optional.of(forms.get(0));
+    }
+
+    /**
+     * Every parameter list the kernel accepts, when known: the flat-view form first, then a
+     * built-in's strided-view form if it has another (docs/kernels.md, "Strided views").
+     */
+    public Optional<List<List<Direction>>> parameterForms() {
+        return Optional.ofNullable(forms);
     }
 
     /** The core type the kernel runs on, when known. */
@@ -301,7 +330,7 @@ public final class Kernel {
             return false;
         }
         Kernel k = (Kernel) o;
-        return k.name.equals(name) && Arrays.equals(k.image, image) && Objects.equals(k.parameters, parameters)
+        return k.name.equals(name) && Arrays.equals(k.image, image) && Objects.equals(k.forms, forms)
                 && k.coreType == coreType;
     }
 
@@ -312,7 +341,7 @@ public final class Kernel {
 
     @Override
     public String toString() {
-        String signature = parameters == null ? "" : parameters.toString();
+        String signature = forms == null ? "" : forms.size() == 1 ? forms.get(0).toString() : forms.toString();
         return image == null ? "Kernel[builtin " + name + signature + "]"
                 : "Kernel[library " + origin + " symbol " + name + signature + "]";
     }

@@ -282,12 +282,20 @@ class ProgramBuilderTest {
     @Test
     void theFullBuiltInSetCarriesItsParameterListsAndCoreTypes() {
         assertThat(Kernel.builtinNames()).containsExactly("noop", "vcopy", "vfill", "vadd", "vadds", "vmul", "vmuls",
-                "vsub", "vdiv", "vmax", "vexp", "vrelu", "reduce_sum", "softmax_rows", "gemm_tile", "tile_add");
+                "vsub", "vdiv", "vmax", "vexp", "vrelu", "reduce_sum", "reduce_max", "softmax_rows", "gemm_tile", "tile_add");
         assertThat(Kernel.gemmTile().coreType()).contains(CoreType.AIC);
         assertThat(Kernel.gemmTile().parameters()).contains(java.util.List.of(IN, IN, INOUT, SCALAR, SCALAR, SCALAR));
         assertThat(Kernel.tileAdd().parameters()).contains(java.util.List.of(IN, INOUT));
         assertThat(Kernel.softmaxRows().parameters()).contains(java.util.List.of(IN, OUT, SCALAR));
         assertThat(Kernel.reduceSum().parameters()).contains(java.util.List.of(IN, OUT));
+        assertThat(Kernel.reduceMax().parameters()).contains(java.util.List.of(IN, OUT));
+        assertThat(Kernel.reduceMax().parameterForms())
+                .contains(java.util.List.of(java.util.List.of(IN, OUT), java.util.List.of(IN, OUT, SCALAR)));
+        assertThat(Kernel.gemmTile().parameterForms()).contains(java.util.List.of(
+                java.util.List.of(IN, IN, INOUT, SCALAR, SCALAR, SCALAR), java.util.List.of(IN, IN, INOUT)));
+        assertThat(Kernel.softmaxRows().parameterForms())
+                .contains(java.util.List.of(java.util.List.of(IN, OUT, SCALAR), java.util.List.of(IN, OUT)));
+        assertThat(Kernel.vadd().parameterForms()).contains(java.util.List.of(java.util.List.of(IN, IN, OUT)));
         for (Kernel k : new Kernel[] {Kernel.vsub(), Kernel.vdiv(), Kernel.vmax()}) {
             assertThat(k.parameters()).contains(java.util.List.of(IN, IN, OUT));
             assertThat(k.coreType()).contains(CoreType.AIV);
