@@ -22,7 +22,6 @@ import org.ptorun.internal.CallableLayouts;
  * });
  * View t = a.transpose(0, 1);                              // its 37 x 11 transpose, no copy
  * }</pre>
- * }</pre>
  *
  * <p>The tensor is declared with a shape (and row-major strides, unless given): each
  * dimension keeps that shape as its <em>bound</em>, so a slice can never overhang into the
