@@ -59,6 +59,26 @@ int32_t kernel_check_f32_view(uint64_t addr, uint64_t bytes)
     return PTO_KERNEL_OK;
 }
 
+int32_t kernel_check_unary_f32(const uint64_t *args, const uint64_t *sizes)
+{
+    int32_t rc;
+    if ((rc = kernel_check_f32_view(args[1], sizes[1])) != PTO_KERNEL_OK)
+        return rc;
+    if (sizes[0] < sizes[1])
+        return PTO_KERNEL_ERR_VIEW_TOO_SMALL;
+    if (args[0] % _Alignof(float) != 0)
+        return PTO_KERNEL_ERR_MISALIGNED;
+    return PTO_KERNEL_OK;
+}
+
+int32_t kernel_in_out_kind(uint32_t nargs, const PtoKernelContext *k, int *strided)
+{
+    static const uint32_t idx[2] = { 0, 1 };
+    if (nargs != 2 && nargs != 3)
+        return PTO_KERNEL_ERR_PARAM_COUNT;
+    return kernel_view_kind(k, idx, 2, strided);
+}
+
 int32_t kernel_view_kind(const PtoKernelContext *k, const uint32_t *idx, uint32_t count, int *strided)
 {
     /* No views at all is how every runtime called kernels before views existed:

@@ -65,6 +65,14 @@ int32_t kernel_check_f32_view(uint64_t addr, uint64_t bytes);
 
 /* Whether the tensor parameters `idx[0..count)` are all flat (*strided = 0) or
    all strided (*strided = 1); a mix is PTO_KERNEL_ERR_VIEW_KIND. */
+/* The flat checks of an f32 map (IN args[0], OUT args[1]): the output a whole
+   number of aligned f32, the input at least as large and aligned. */
+int32_t kernel_check_unary_f32(const uint64_t *args, const uint64_t *sizes);
+
+/* For a kernel of (IN a, OUT c [, SCALAR]): 2 or 3 params, and whether its two
+   tensors are strided (kernel_view_kind). */
+int32_t kernel_in_out_kind(uint32_t nargs, const PtoKernelContext *k, int *strided);
+
 int32_t kernel_view_kind(const PtoKernelContext *k, const uint32_t *idx, uint32_t count, int *strided);
 
 /* Checks strided parameter i and fills *t: a well-formed descriptor

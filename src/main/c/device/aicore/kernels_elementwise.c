@@ -23,19 +23,6 @@ static int32_t check_binary(const uint64_t *args, const uint64_t *sizes)
     return PTO_KERNEL_OK;
 }
 
-/* Checks an elementwise map's views (input args[0], output args[1]): the input
-   at least as large as the output. */
-static int32_t check_unary(const uint64_t *args, const uint64_t *sizes)
-{
-    int32_t rc;
-    if ((rc = kernel_check_f32_view(args[1], sizes[1])) != PTO_KERNEL_OK)
-        return rc;
-    if (sizes[0] < sizes[1])
-        return PTO_KERNEL_ERR_VIEW_TOO_SMALL;
-    if (args[0] % _Alignof(float) != 0)
-        return PTO_KERNEL_ERR_MISALIGNED;
-    return PTO_KERNEL_OK;
-}
 
 /* ---- strided views ------------------------------------------------------------ */
 
@@ -243,7 +230,7 @@ KERNEL_SIGNATURE(vfill)
         int32_t rc = ew_try_strided(args, nargs, k, &spec, &handled);  \
         if (handled)                                                   \
             return rc;                                                 \
-        if ((rc = check_unary(args, k->arg_sizes)) != PTO_KERNEL_OK)   \
+        if ((rc = kernel_check_unary_f32(args, k->arg_sizes)) != PTO_KERNEL_OK)   \
             return rc;                                                 \
         const float *a = (const float *)(uintptr_t)args[0];            \
         float *c = (float *)(uintptr_t)args[1];                        \

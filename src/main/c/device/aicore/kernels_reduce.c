@@ -128,11 +128,8 @@ static int32_t reduce_strided(const uint64_t *args, uint32_t nargs, const PtoKer
 /* reduce_sum / reduce_max (IN a, OUT c [, SCALAR dim]). */
 static int32_t reduce(const uint64_t *args, uint32_t nargs, const PtoKernelContext *k, int is_max)
 {
-    if (nargs != 2 && nargs != 3)
-        return PTO_KERNEL_ERR_PARAM_COUNT;
-    static const uint32_t idx[2] = { 0, 1 };
     int strided;
-    int32_t rc = kernel_view_kind(k, idx, 2, &strided);
+    int32_t rc = kernel_in_out_kind(nargs, k, &strided);
     if (rc != PTO_KERNEL_OK)
         return rc;
     if (strided)
@@ -206,11 +203,8 @@ static int32_t softmax_strided(const uint64_t *args, const PtoKernelContext *k)
    strided: the rows are the last dim. */
 KERNEL_SIGNATURE(softmax_rows)
 {
-    if (nargs != 2 && nargs != 3)
-        return PTO_KERNEL_ERR_PARAM_COUNT;
-    static const uint32_t idx[2] = { 0, 1 };
     int strided;
-    int32_t rc = kernel_view_kind(k, idx, 2, &strided);
+    int32_t rc = kernel_in_out_kind(nargs, k, &strided);
     if (rc != PTO_KERNEL_OK)
         return rc;
     /* Flat views need the cols scalar; strided ones carry their rows: each
@@ -220,12 +214,8 @@ KERNEL_SIGNATURE(softmax_rows)
     if (strided)
         return softmax_strided(args, k);
     const uint64_t *sizes = k->arg_sizes;
-    if ((rc = kernel_check_f32_view(args[1], sizes[1])) != PTO_KERNEL_OK)
+    if ((rc = kernel_check_unary_f32(args, sizes)) != PTO_KERNEL_OK)
         return rc;
-    if (sizes[0] < sizes[1])
-        return PTO_KERNEL_ERR_VIEW_TOO_SMALL;
-    if (args[0] % _Alignof(float) != 0)
-        return PTO_KERNEL_ERR_MISALIGNED;
     uint64_t cols = args[2], row_bytes;
     if (cols == 0 || __builtin_mul_overflow(cols, (uint64_t)sizeof(float), &row_bytes))
         return PTO_KERNEL_ERR_BAD_SCALAR;

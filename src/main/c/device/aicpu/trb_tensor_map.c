@@ -147,14 +147,21 @@ static int visit_list(const TrbTensorMap *m, uint32_t head, uint64_t lo, uint64_
     return 0;
 }
 
+/* The writers a view conflicts with, and the readers too when it writes. */
+static int visit_conflicts(const TrbTensorMap *m, uint32_t writers, uint32_t readers, uint64_t lo, uint64_t hi,
+                           const PtoTensorView *view, int writes, TrbAccessVisit visit, void *ctx)
+{
+    int rc = visit_list(m, writers, lo, hi, view, visit, ctx);
+    if (rc == 0 && writes)
+        rc = visit_list(m, readers, lo, hi, view, visit, ctx);
+    return rc;
+}
+
 int trb_map_conflicts(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, const PtoTensorView *view,
                       int writes, TrbAccessVisit visit, void *ctx)
 {
     const TrbClass *c = &m->classes[cls];
-    int rc = visit_list(m, c->writers, lo, hi, view, visit, ctx);
-    if (rc == 0 && writes)
-        rc = visit_list(m, c->readers, lo, hi, view, visit, ctx);
-    return rc;
+    return visit_conflicts(m, c->writers, c->readers, lo, hi, view, writes, visit, ctx);
 }
 
 int trb_map_overlaps(const TrbTensorMap *m, int32_t cls, uint64_t lo, uint64_t hi, int writes, TrbAccessVisit visit,
@@ -279,10 +286,7 @@ int trb_map_manual_conflicts(const TrbTensorMap *m, int32_t cls, uint64_t lo, ui
                              int writes, TrbAccessVisit visit, void *ctx)
 {
     const TrbClass *c = &m->classes[cls];
-    int rc = visit_list(m, c->manual_writers, lo, hi, view, visit, ctx);
-    if (rc == 0 && writes)
-        rc = visit_list(m, c->manual_readers, lo, hi, view, visit, ctx);
-    return rc;
+    return visit_conflicts(m, c->manual_writers, c->manual_readers, lo, hi, view, writes, visit, ctx);
 }
 
 /* ---- forgetting ------------------------------------------------------------------- */
