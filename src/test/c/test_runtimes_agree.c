@@ -16,25 +16,6 @@
 enum { TILE = 32, TILES = 3, N = TILE * TILES };
 enum { FN_VMUL = 1, FN_VADD = 2, FN_VCOPY = 3, FN_TILE_ADD = 4, FN_VFILL = 5, FN_VADDS = 6 };
 
-typedef struct Api {
-    LoadedLib lib;
-    int (*init)(void *, int, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t,
-                const CallConfig *);
-    int (*register_)(void *, int32_t, const void *);
-    int (*run)(void *, void *, int32_t, const void *, const CallConfig *, const NativeRunDescriptor *);
-    size_t (*size)(void);
-} Api;
-
-static int load_api(const char *variant, Api *api)
-{
-    if (test_load_lib(variant, &api->lib) != 0)
-        return -1;
-    *(void **)&api->init = dlsym(api->lib.handle, "simpler_init");
-    *(void **)&api->register_ = dlsym(api->lib.handle, "simpler_register_callable");
-    *(void **)&api->run = dlsym(api->lib.handle, "simpler_run");
-    *(void **)&api->size = dlsym(api->lib.handle, "get_runtime_size");
-    return api->init && api->register_ && api->run && api->size ? 0 : -1;
-}
 
 static PtoProgramParam tile(uint32_t arg, uint8_t dir, uint32_t tiles)
 {
@@ -110,8 +91,8 @@ static char *read_text(const char *path)
 static char *run_on(const char *variant, const char *arch, const uint8_t *callable, const char *dir, int tiny,
                     float *acc, float *out)
 {
-    Api api;
-    if (load_api(variant, &api) != 0)
+    TestRunApi api;
+    if (test_load_run_api(variant, &api) != 0)
         return NULL;
     const DeviceImages *img = test_images_of(arch);
     void *ctx = api.lib.create();
@@ -199,8 +180,8 @@ TEST(trb_prewarm_at_init_builds_the_image_the_first_run_uses)
     const char *variants[] = { "a2a3_sim_trb", "a5_sim_trb", "a2a3_sim_hbg" };
     const char *arches[] = { "a2a3", "a5", "a2a3" };
     for (int v = 0; v < 3; v++) {
-        Api api;
-        CHECK(load_api(variants[v], &api) == 0);
+        TestRunApi api;
+        CHECK(test_load_run_api(variants[v], &api) == 0);
         const DeviceImages *img = test_images_of(arches[v]);
         void *ctx = api.lib.create();
         CallConfig prewarm = test_config(0);

@@ -46,3 +46,14 @@ void test_unload_lib(LoadedLib *lib)
 {
     dlclose(lib->handle);
 }
+
+int test_load_run_api(const char *variant, TestRunApi *api)
+{
+    if (test_load_lib(variant, &api->lib) != 0)
+        return -1;
+    *(void **)&api->init = dlsym(api->lib.handle, "simpler_init");
+    *(void **)&api->register_ = dlsym(api->lib.handle, "simpler_register_callable");
+    *(void **)&api->run = dlsym(api->lib.handle, "simpler_run");
+    *(void **)&api->size = dlsym(api->lib.handle, "get_runtime_size");
+    return api->init && api->register_ && api->run && api->size ? 0 : -1;
+}

@@ -22,6 +22,19 @@ typedef struct LoadedLib {
 int test_load_lib(const char *name, LoadedLib *out);
 void test_unload_lib(LoadedLib *lib);
 
+/* The blocking run path of one library: its contract plus init, register and run. */
+typedef struct TestRunApi {
+    LoadedLib lib;
+    int (*init)(void *, int, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t,
+                const CallConfig *);
+    int (*register_)(void *, int32_t, const void *);
+    int (*run)(void *, void *, int32_t, const void *, const CallConfig *, const NativeRunDescriptor *);
+    size_t (*size)(void);
+} TestRunApi;
+
+/* test_load_lib plus simpler_init, simpler_register_callable, simpler_run and get_runtime_size; -1 if one is missing. */
+int test_load_run_api(const char *variant, TestRunApi *api);
+
 extern const char *const TEST_SIM_VARIANTS[4];
 extern const char *const TEST_ALL_VARIANTS[8];
 

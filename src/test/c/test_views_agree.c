@@ -18,25 +18,6 @@
 
 enum { ROWS = 8, COLS = 64, TILE = 16, TILE_ELEMS = ROWS * TILE };
 
-typedef struct Api {
-    LoadedLib lib;
-    int (*init)(void *, int, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t,
-                const CallConfig *);
-    int (*register_)(void *, int32_t, const void *);
-    int (*run)(void *, void *, int32_t, const void *, const CallConfig *, const NativeRunDescriptor *);
-    size_t (*size)(void);
-} Api;
-
-static int load_api(const char *variant, Api *api)
-{
-    if (test_load_lib(variant, &api->lib) != 0)
-        return -1;
-    *(void **)&api->init = dlsym(api->lib.handle, "simpler_init");
-    *(void **)&api->register_ = dlsym(api->lib.handle, "simpler_register_callable");
-    *(void **)&api->run = dlsym(api->lib.handle, "simpler_run");
-    *(void **)&api->size = dlsym(api->lib.handle, "get_runtime_size");
-    return api->init && api->register_ && api->run && api->size ? 0 : -1;
-}
 
 /* The callable running `entry` of the view orchestration library over its kernels. */
 static uint8_t *view_callable(const char *entry)
@@ -94,8 +75,8 @@ static void run_sized(const char *variant, const char *arch, const uint8_t *call
     int graph = dir != NULL;
     memset(o, 0, sizeof *o);
     o->rc = -1;
-    Api api;
-    if (load_api(variant, &api) != 0) {
+    TestRunApi api;
+    if (test_load_run_api(variant, &api) != 0) {
         CHECK(!"the library loads");
         return;
     }
