@@ -64,8 +64,8 @@ static inline PtoTensorView kv_2d(const void *base, uint32_t dtype, uint64_t row
 
 static inline uint64_t kv_count(const PtoTensorView *v)
 {
-    uint64_t n = 1;
-    for (uint32_t d = 0; d < v->ndims; d++)
+    uint64_t n = 1; /* a view of over 5 dims (a refusal's input) counts its first 5 */
+    for (uint32_t d = 0; d < v->ndims && d < PTO_VIEW_MAX_DIMS; d++)
         n *= v->shape[d];
     return n;
 }
@@ -76,7 +76,7 @@ static inline uint64_t kv_span(const PtoTensorView *v)
     if (kv_count(v) == 0)
         return 0;
     uint64_t last = 0;
-    for (uint32_t d = 0; d < v->ndims; d++)
+    for (uint32_t d = 0; d < v->ndims && d < PTO_VIEW_MAX_DIMS; d++)
         last += (v->shape[d] - 1) * v->strides[d];
     return (last + 1) * pto_dtype_bytes(v->dtype);
 }
