@@ -730,6 +730,7 @@ TEST(program_strided_tiles_with_clamped_tails_cover_a_matrix_exactly)
         CHECK_EQ_INT(covered[e], 1);
     rec_free(&r);
     tcb_free(&b);
+    free(args);
 }
 
 TEST(program_selected_dims_and_transposed_views_reach_the_task)
@@ -766,6 +767,7 @@ TEST(program_selected_dims_and_transposed_views_reach_the_task)
     }
     rec_free(&r);
     tcb_free(&b);
+    free(args);
 }
 
 TEST(program_a_loop_over_a_scope_allocates_its_locals_in_every_iteration)
@@ -790,6 +792,7 @@ TEST(program_a_loop_over_a_scope_allocates_its_locals_in_every_iteration)
     CHECK_EQ_INT(r.alloc_count, 3);
     rec_free(&r);
     tcb_free(&b);
+    free(args);
 }
 
 TEST(program_manual_scopes_pass_each_tasks_predecessor_ordinals)
@@ -819,6 +822,7 @@ TEST(program_manual_scopes_pass_each_tasks_predecessor_ordinals)
     CHECK_EQ_INT(r.tasks[2].after[1], 0);
     rec_free(&r);
     tcb_free(&b);
+    free(args);
 }
 
 static void after_outside_manual(TestCallableBuilder *b)
@@ -846,6 +850,7 @@ TEST(program_predecessors_outside_a_manual_scope_are_refused)
     ChipStorageTaskArgs *args = make_args(64, 64, 64, 0);
     check_refusal(after_outside_manual, args, 0, PTO_ERR_BAD_CALLABLE,
                   "program instruction 1 (SUBMIT func_id 2) names predecessors outside a MANUAL scope", 0);
+    free(args);
 }
 
 TEST(program_with_no_instructions_submits_nothing)
