@@ -536,6 +536,14 @@ static void tiles_overhanging_a_row(TestCallableBuilder *b)
     tcb_insn(b, PTO_OP_END_LOOP);
     tcb_insn(b, PTO_OP_END_LOOP);
 }
+static void overhang_in_a_long_loop(TestCallableBuilder *b)
+{
+    tcb_loop(b, 1u << 20); /* beyond the iterations registration enumerates: ranges prove it */
+    PtoProgramParam p[] = { tcb_view2(PTO_PARAM_ARG_TENSOR, 0, PTO_ARG_IN, PTO_DTYPE_F32, 11, 37, 0, 32, 1, 8) };
+    p[0].dims[0].offset.coef[0] = 0;
+    tcb_submit(b, 1, p, 1);
+    tcb_insn(b, PTO_OP_END_LOOP);
+}
 static void strided_local_past_alloc(TestCallableBuilder *b)
 {
     b->local_count = 1;
@@ -621,6 +629,8 @@ TEST(decoder_checks_program_nesting_and_locals)
         { strided_local_past_alloc, 0,
           "instruction 3 param 0 (OUT local tensor 0): its last element ends at byte 64 of a 60-byte tensor at "
           "outside any loop" },
+        { overhang_in_a_long_loop, 0, "instruction 3 param 0: dim 1 reaches element 40 of its bound of 37 in some "
+                                      "iteration" },
         { strided_bad_dtype, 0, "instruction 2 param 0: dtype 77 is not a PtoDataType" },
         { strided_selected_with_extent, 0, "instruction 2 param 0: dim 0 is SELECTED (extent 1) but carries an extent" },
         { strided_clamp_inverted, 0, "instruction 2 param 0: dim 1 has a malformed clamp" },

@@ -220,13 +220,14 @@ static void expect_program(const ChipCallableView *v)
         FUZZ_CHECK(in.head.size_bytes >= sizeof(PtoInsnHead) && in.head.size_bytes % 8 == 0 &&
                        (uint64_t)in.offset + in.head.size_bytes <= v->program_size,
                    "insn %u [%u, +%u) in a %u-byte program", count, in.offset, in.head.size_bytes, v->program_size);
-        FUZZ_CHECK(in.head.opcode >= PTO_OP_SUBMIT && in.head.opcode <= PTO_OP_SCOPE_END, "insn %u opcode %u", count,
-                   in.head.opcode);
+        FUZZ_CHECK(in.head.opcode >= PTO_OP_SUBMIT && in.head.opcode <= PTO_OP_SCOPE_BEGIN_MANUAL, "insn %u opcode %u",
+                   count, in.head.opcode);
         opcodes |= 1u << in.head.opcode;
         if (in.head.opcode == PTO_OP_SUBMIT) {
-            FUZZ_CHECK(in.head.param_count <= PTO_MAX_TASK_PARAMS &&
-                           in.head.size_bytes == sizeof(PtoSubmitInsn) + in.head.param_count * sizeof(PtoProgramParam),
-                       "SUBMIT %u: %u params in %u bytes", count, in.head.param_count, in.head.size_bytes);
+            FUZZ_CHECK(in.head.param_count <= PTO_MAX_TASK_PARAMS && in.u.submit.after_count <= PTO_PROGRAM_MAX_AFTER &&
+                           in.head.size_bytes == chip_program_submit_size(in.head.param_count, in.u.submit.after_count),
+                       "SUBMIT %u: %u params, %u predecessors in %u bytes", count, in.head.param_count,
+                       in.u.submit.after_count, in.head.size_bytes);
             FUZZ_CHECK(chip_callable_child_of(v, in.u.submit.func_id) >= 0, "SUBMIT %u of func_id %u", count,
                        in.u.submit.func_id);
             for (uint32_t i = 0; i < in.head.param_count; i++) {
@@ -298,7 +299,10 @@ static void run_program(const ChipCallableView *v)
     pto_clear_error();
     int rc = pto_program_orchestrate(&fuzz_orch_api, &orch, args, v->program, v->program_size, v->signature,
                                      v->header.signature_length);
-    FUZZ_CHECK(rc == PTO_OK || (rc == PTO_ERR_CAPACITY && orch.budget_hit),
+    /* what registration cannot know: a run's predecessor ordinals, the views it could not prove */
+    FUZZ_CHECK(rc == PTO_OK || (rc == PTO_ERR_CAPACITY && orch.budget_hit) ||
+                   (rc == PTO_ERR_INVALID_ARGUMENT && orch.after_refused) ||
+                   (rc == PTO_ERR_BAD_CALLABLE && v->views_unproved > 0),
                "registration accepted the program, the interpreter returned %d: %s", rc, pto_last_error());
     FUZZ_CHECK(rc != PTO_OK || orch.scope_depth == 0, "the run ended with %u scopes open", orch.scope_depth);
     FUZZ_CHECK(orch.submitted <= v->submit_count || (v->opcodes_used & (1u << PTO_OP_LOOP)) != 0,

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
+#include "util/tensor_view.h"
 #include "fuzz_common.h"
 
 void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCallableView *view,
@@ -46,10 +47,13 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
         const PtoTaskParam *p = &params[i];
         FUZZ_CHECK(p->direction <= PTO_ARG_INOUT, "param %u has direction %u", i, p->direction);
         FUZZ_CHECK(p->reserved == 0, "param %u reserved %u", i, p->reserved);
-        if (p->direction == PTO_ARG_SCALAR)
+        if (p->direction == PTO_ARG_SCALAR) {
             FUZZ_CHECK(p->bytes == 0, "scalar param %u carries %llu bytes", i, (unsigned long long)p->bytes);
-        else
-            FUZZ_CHECK(view_is_known(o, p->value, p->bytes),
+            continue;
+        }
+        const char *bad = tensor_view_param_check(p);
+        FUZZ_CHECK(bad == NULL, "param %u (func_id %u): a malformed view: %s", i, func_id, bad);
+        FUZZ_CHECK(view_is_known(o, p->value, p->bytes),
                        "param %u (func_id %u) view [0x%llx, +%llu) lies in no argument tensor and no local", i,
                        func_id, (unsigned long long)p->value, (unsigned long long)p->bytes);
     }
@@ -65,9 +69,8 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
 static uint64_t fake_alloc_tensor(void *orch, uint64_t bytes)
 {
     FuzzOrch *o = orch;
-    /* each local id is allocated at most once per run */
-    FUZZ_CHECK(o->local_count < PTO_PROGRAM_MAX_LOCALS, "more than %u alloc_tensor calls in one run",
-               PTO_PROGRAM_MAX_LOCALS);
+    /* each local id is live at most once: a scope's end frees what it allocated */
+    FUZZ_CHECK(o->local_count < PTO_PROGRAM_MAX_LOCALS, "more than %u live locals", PTO_PROGRAM_MAX_LOCALS);
     if (bytes > o->alloc_limit) {
         o->alloc_refused = 1;
         pto_fail(PTO_ERR_OUT_OF_MEMORY, "fuzz: %llu bytes refused", (unsigned long long)bytes);
@@ -80,20 +83,50 @@ static uint64_t fake_alloc_tensor(void *orch, uint64_t bytes)
     return r->addr;
 }
 
-static int fake_scope_begin(void *orch)
+static int fake_scope_begin_mode(void *orch, uint32_t mode)
 {
     FuzzOrch *o = orch;
+    FUZZ_CHECK(mode == PTO_SCOPE_AUTO || mode == PTO_SCOPE_MANUAL, "scope_begin_mode %u", mode);
     o->scope_depth++;
     FUZZ_CHECK(o->scope_depth <= PTO_PROGRAM_MAX_SCOPE_DEPTH, "scopes nested %u deep", o->scope_depth);
+    o->scope_locals[o->scope_depth] = o->local_count;
+    o->scope_first[o->scope_depth] = o->submitted;
+    o->scope_manual[o->scope_depth] = mode == PTO_SCOPE_MANUAL;
     return PTO_OK;
+}
+
+static int fake_scope_begin(void *orch)
+{
+    return fake_scope_begin_mode(orch, PTO_SCOPE_AUTO);
 }
 
 static int fake_scope_end(void *orch)
 {
     FuzzOrch *o = orch;
     FUZZ_CHECK(o->scope_depth > 0, "scope_end without an open scope%s", "");
+    o->local_count = o->scope_locals[o->scope_depth];
     o->scope_depth--;
     return PTO_OK;
+}
+
+/* As a runtime: the predecessors must be earlier tasks of the innermost scope,
+   which the interpreter only calls this in when it is MANUAL. */
+static int fake_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                             const uint32_t *after, uint32_t n_after)
+{
+    FuzzOrch *o = orch;
+    FUZZ_CHECK(o->scope_depth > 0 && o->scope_manual[o->scope_depth], "submit_after outside a MANUAL scope%s", "");
+    FUZZ_CHECK(n_after <= PTO_PROGRAM_MAX_AFTER && (n_after == 0 || after != NULL), "submit_after of %u", n_after);
+    uint64_t earlier = o->submitted - o->scope_first[o->scope_depth];
+    for (uint32_t i = 0; i < n_after; i++) {
+        for (uint32_t j = 0; j < i; j++)
+            FUZZ_CHECK(after[j] != after[i], "ordinal %u passed twice", after[i]);
+        if (after[i] >= earlier) {
+            o->after_refused = 1;
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "fuzz: after[%u] = %u is not an earlier submit", i, after[i]);
+        }
+    }
+    return fake_submit(orch, func_id, params, n);
 }
 
 static int fake_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
@@ -117,4 +150,6 @@ const PtoOrchApi fuzz_orch_api = {
     .scope_end = fake_scope_end,
     .read_tensor = fake_read_tensor,
     .write_tensor = fake_write_tensor,
+    .scope_begin_mode = fake_scope_begin_mode,
+    .submit_after = fake_submit_after,
 };

@@ -38,9 +38,14 @@ typedef struct FuzzOrch {
     uint64_t submitted;
     int budget_hit;                   /* submit returned PTO_ERR_CAPACITY */
     int alloc_refused;                /* alloc_tensor returned 0 */
-    uint32_t local_count;
+    int after_refused;                /* submit_after named no earlier task of its scope */
+    uint32_t local_count;             /* live locals: a scope's end frees those allocated in it */
     FuzzRange locals[PTO_PROGRAM_MAX_LOCALS];
     uint32_t scope_depth;
+    /* per open scope (1..scope_depth): live locals and tasks submitted when it began, MANUAL or not */
+    uint32_t scope_locals[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    uint64_t scope_first[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    uint8_t scope_manual[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
 } FuzzOrch;
 
 /* The api table over a FuzzOrch passed as `orch`. */

@@ -63,8 +63,8 @@ static Outcome run_once(const ChipStorageTaskArgs *args, const uint8_t *program,
         FUZZ_CHECK(strncmp(msg, "program", 7) == 0, "a refusal not naming the program: %s", msg);
         break;
     case PTO_ERR_INVALID_ARGUMENT:
-        FUZZ_CHECK(args->scalar_count > PTO_MAX_SCALAR_ARGS, "INVALID_ARGUMENT for %d scalars: %s",
-                   args->scalar_count, msg);
+        FUZZ_CHECK(args->scalar_count > PTO_MAX_SCALAR_ARGS || orch.after_refused,
+                   "INVALID_ARGUMENT for %d scalars: %s", args->scalar_count, msg);
         break;
     case PTO_ERR_OUT_OF_MEMORY:
         FUZZ_CHECK(orch.alloc_refused && strstr(msg, "ALLOC_TENSOR") != NULL, "OUT_OF_MEMORY: %s", msg);

@@ -387,6 +387,55 @@ static int check_view_range(Decoder *d, const ProgramWalk *w, const PtoProgramPa
     return PTO_OK;
 }
 
+/* Beyond VIEW_PROOF_ITERATIONS: what value ranges over all iterations prove
+   exactly (affine_range applies a single expression's clamp exactly). A
+   negative origin, offset or extent, a selected index past its bound, and an
+   unclamped offset + extent past its bound (one affine expression: its largest
+   value is exact) are refused. What clamps on a sum hide, and a local's bytes,
+   are left to the interpreter: the view counts in views_unproved. */
+static int check_view_ranges(Decoder *d, const ProgramWalk *w, const PtoProgramParam *p, uint32_t insn, uint32_t i)
+{
+    int64_t lo, hi;
+    if (affine_range(w, &p->offset, NULL, &lo, &hi) < 0)
+        return fail(d, "instruction %u param %u: the view origin leaves the 64-bit range in some iteration", insn, i);
+    if (lo < 0)
+        return fail(d, "instruction %u param %u: the view origin reaches element %lld in some iteration", insn, i,
+                    (long long)lo);
+    int unproved = p->kind == PTO_PARAM_LOCAL_TENSOR;
+    __int128 reach = hi; /* the last element, at most, once every dim is inside its bound */
+    for (uint32_t k = 0; k < p->ndims; k++) {
+        if (p->dims[k].bound > 0)
+            reach += (__int128)(p->dims[k].bound - 1) * p->dims[k].stride;
+        const PtoViewDim *dim = &p->dims[k];
+        int selected = (dim->flags & PTO_VIEW_DIM_SELECTED) != 0;
+        int64_t off_lo, off_hi, ext_lo = 1, ext_hi = 1, end_lo, end_hi;
+        if (affine_range(w, &dim->offset, NULL, &off_lo, &off_hi) < 0 ||
+            (!selected && affine_range(w, &dim->extent, NULL, &ext_lo, &ext_hi) < 0))
+            return fail(d, "instruction %u param %u: dim %u's offset or extent leaves the 64-bit range in some "
+                           "iteration", insn, i, k);
+        if (off_lo < 0 || ext_lo < 0)
+            return fail(d, "instruction %u param %u: dim %u's %s reaches %lld in some iteration", insn, i, k,
+                        off_lo < 0 ? "offset" : "extent", (long long)(off_lo < 0 ? off_lo : ext_lo));
+        if (selected || (dim->offset.clamp == 0 && dim->extent.clamp == 0)) {
+            if (selected) {
+                end_hi = off_hi + 1;
+            } else if (affine_range(w, &dim->offset, &dim->extent, &end_lo, &end_hi) < 0) {
+                return fail(d, "instruction %u param %u: dim %u's end leaves the 64-bit range in some iteration", insn,
+                            i, k);
+            }
+            if (end_hi > dim->bound)
+                return fail(d, "instruction %u param %u: dim %u reaches element %lld of its bound of %lld in some "
+                               "iteration", insn, i, k, (long long)end_hi, (long long)dim->bound);
+        } else {
+            unproved = 1;
+        }
+    }
+    if ((reach + 1) * pto_dtype_bytes(p->dtype) > INT64_MAX)
+        unproved = 1; /* it may leave int64: the interpreter checks */
+    d->view->views_unproved += unproved;
+    return PTO_OK;
+}
+
 /* Iterations of a SUBMIT up to which registration proves a strided view for
    every loop value; beyond, the interpreter checks each one as it submits it. */
 #define VIEW_PROOF_ITERATIONS (1u << 16)
@@ -410,8 +459,9 @@ static int check_strided_view(Decoder *d, const ProgramWalk *w, const PtoProgram
     uint64_t iterations = 1;
     for (uint32_t k = 0; k < w->nest.loops; k++)
         if (__builtin_mul_overflow(iterations, w->loop_count[k], &iterations) || iterations > VIEW_PROOF_ITERATIONS)
-            return PTO_OK;
-    uint64_t bytes = p->kind == PTO_PARAM_LOCAL_TENSOR ? w->local_bytes[p->index] : UINT64_MAX;
+            return check_view_ranges(d, w, p, insn, i);
+    /* an argument tensor's bytes are the run's: its view must at least stay in int64, as a flat view's values do */
+    uint64_t bytes = p->kind == PTO_PARAM_LOCAL_TENSOR ? w->local_bytes[p->index] : (uint64_t)INT64_MAX;
     int64_t vars[PTO_PROGRAM_MAX_LOOP_DEPTH] = { 0 };
     for (uint64_t n = 0; n < iterations; n++) {
         PtoTensorView view;

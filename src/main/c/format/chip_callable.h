@@ -34,6 +34,8 @@ typedef struct ChipCallableView {
     PtoProgramHeader program_header;
     uint32_t opcodes_used;        /* bit (1u << opcode) for every opcode the program uses */
     uint32_t submit_count;        /* SUBMIT instructions in the program text */
+    uint32_t views_unproved;      /* strided views of SUBMITs run over 65 536 times that registration could
+                                     not prove for every iteration: the interpreter checks each */
     /* func_ids in ascending order and the child each belongs to */
     uint32_t sorted_func_ids[PTO_CALLABLE_MAX_CHILDREN];
     uint8_t sorted_child[PTO_CALLABLE_MAX_CHILDREN];

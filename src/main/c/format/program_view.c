@@ -126,12 +126,16 @@ int pto_view_param_resolve(const PtoProgramParam *p, const int64_t *vars, uint32
     }
     uint32_t esize = pto_dtype_bytes(p->dtype);
     __int128 first_byte = first * esize, end_byte = (last + 1) * esize;
-    if (!empty && end_byte > (__int128)tensor_bytes)
+    if (!empty && end_byte > (__int128)tensor_bytes) {
+        if (end_byte > (__int128)INT64_MAX)
+            return why_fail(why, why_size, "its last element ends past byte 2^63 of a %llu-byte tensor",
+                            (unsigned long long)tensor_bytes);
         return why_fail(why, why_size, "its last element ends at byte %lld of a %llu-byte tensor", (long long)end_byte,
                         (unsigned long long)tensor_bytes);
+    }
     if (first_byte > (__int128)tensor_bytes)
-        return why_fail(why, why_size, "its origin lies at byte %lld of a %llu-byte tensor", (long long)first_byte,
-                        (unsigned long long)tensor_bytes);
+        return why_fail(why, why_size, "its origin lies past byte %llu of a %llu-byte tensor",
+                        (unsigned long long)tensor_bytes, (unsigned long long)tensor_bytes);
     if ((__int128)tensor_addr + first_byte > (__int128)UINT64_MAX)
         return why_fail(why, why_size, "its address wraps around");
     view->addr = tensor_addr + (uint64_t)first_byte;

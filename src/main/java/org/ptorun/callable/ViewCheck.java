@@ -36,6 +36,7 @@ final class ViewCheck {
             iterations = iterations > MAX_ITERATIONS / c ? MAX_ITERATIONS + 1 : iterations * c;
         }
         if (iterations > MAX_ITERATIONS) {
+            checkRanges(where, v, counts);
             return;
         }
         long[] vars = new long[counts.length];
@@ -55,6 +56,39 @@ final class ViewCheck {
                 }
                 vars[k] = 0;
             }
+        }
+    }
+
+    /**
+     * Beyond {@link #MAX_ITERATIONS}: what the values' ranges over all iterations prove
+     * exactly, as registration does — a negative origin, offset or extent, a selected index
+     * past its bound, an unclamped offset + extent past its bound. The rest is the library's
+     * check at run time.
+     */
+    private static void checkRanges(String where, View v, long[] counts) {
+        try {
+            if (v.origin().range(counts)[0] < 0) {
+                throw new IllegalArgumentException(where + " (" + v + "): the view origin can be negative");
+            }
+            for (int k = 0; k < v.dims().size(); k++) {
+                View.Dim d = v.dims().get(k);
+                long[] off = d.offset().range(counts);
+                long[] ext = d.selected() ? new long[] {1, 1} : d.extent().range(counts);
+                if (off[0] < 0 || ext[0] < 0) {
+                    throw new IllegalArgumentException(where + " (" + v + "): dim " + k + "'s offset or extent can be"
+                            + " negative");
+                }
+                long end = d.selected() ? Math.addExact(off[1], 1)
+                        : !d.offset().isClamped() && !d.extent().isClamped() ? d.offset().plus(d.extent()).range(counts)[1]
+                        : Long.MIN_VALUE;
+                if (end > d.bound()) {
+                    throw new IllegalArgumentException(where + " (" + v + "): dim " + k + " reaches element " + end
+                            + " of its " + d.bound() + " in some iteration");
+                }
+            }
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(where + " (" + v + "): an offset or extent overflows a signed 64-bit"
+                    + " value over its loops' ranges");
         }
     }
 

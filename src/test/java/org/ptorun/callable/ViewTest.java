@@ -83,6 +83,10 @@ class ViewTest {
                 p.submit(COPY, Param.out(View.local(0, DType.F32, 4, 5).slice(0, i.times(2), Affine.of(2))))))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("its last element ends at byte 80 of local tensor 0, which has 64 bytes at i0=1");
+        assertThatThrownBy(() -> Program.builder().loop(1L << 21, (p, i) -> p.submit(COPY,
+                Param.in(x.slice(1, 32, 8))))) // beyond the iterations it enumerates: ranges prove it
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("dim 1 reaches element 40 of its 37 in some iteration");
         assertThatThrownBy(() -> Program.builder().loop(2, (p, i) -> p.submit(COPY,
                 Param.in(x.slice(0, Affine.loopVar(1), Affine.of(1))))))
                 .isInstanceOf(IllegalArgumentException.class)
