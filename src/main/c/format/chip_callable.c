@@ -321,16 +321,20 @@ static int scope_open(const Nesting *n, uint32_t insn)
    when a value leaves int64. */
 static int affine_range(const ProgramWalk *w, const PtoAffine *a, const PtoAffine *b, int64_t *lo, int64_t *hi)
 {
+    if (never_runs(w))
+        return 0;
     __int128 min = (__int128)a->base + (b != NULL ? b->base : 0), max = min;
     for (uint32_t d = 0; d < w->nest.loops; d++) {
-        if (w->loop_count[d] == 0)
-            return 0;
+        /* |coef| <= 2^64 and count - 1 < 2^63: each term fits, and a sum is
+           checked against int64 before the next term is added */
         __int128 coef = (__int128)a->coef[d] + (b != NULL ? b->coef[d] : 0);
         __int128 end = coef * (__int128)(w->loop_count[d] - 1);
         if (end < 0)
             min += end;
         else
             max += end;
+        if (min < INT64_MIN || max > INT64_MAX)
+            return -1;
     }
     if (min < INT64_MIN || max > INT64_MAX)
         return -1;
@@ -404,7 +408,7 @@ static int check_view_ranges(Decoder *d, const ProgramWalk *w, const PtoProgramP
     int unproved = p->kind == PTO_PARAM_LOCAL_TENSOR;
     __int128 reach = hi; /* the last element, at most, once every dim is inside its bound */
     for (uint32_t k = 0; k < p->ndims; k++) {
-        if (p->dims[k].bound > 0)
+        if (p->dims[k].bound > 0 && reach <= PTO_VIEW_REACH_LIMIT)
             reach += (__int128)(p->dims[k].bound - 1) * p->dims[k].stride;
         const PtoViewDim *dim = &p->dims[k];
         int selected = (dim->flags & PTO_VIEW_DIM_SELECTED) != 0;
@@ -430,7 +434,7 @@ static int check_view_ranges(Decoder *d, const ProgramWalk *w, const PtoProgramP
             unproved = 1;
         }
     }
-    if ((reach + 1) * pto_dtype_bytes(p->dtype) > INT64_MAX)
+    if (reach > PTO_VIEW_REACH_LIMIT || (reach + 1) * pto_dtype_bytes(p->dtype) > INT64_MAX)
         unproved = 1; /* it may leave int64: the interpreter checks */
     d->view->views_unproved += unproved;
     return PTO_OK;

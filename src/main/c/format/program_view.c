@@ -113,6 +113,9 @@ int pto_view_param_resolve(const PtoProgramParam *p, const int64_t *vars, uint32
             empty = 1;
         else
             last += ((__int128)off + ext - 1) * dim->stride;
+        /* each term is below 2^126: checked after each, the sums never overflow */
+        if (first > PTO_VIEW_REACH_LIMIT || last > PTO_VIEW_REACH_LIMIT)
+            return why_fail(why, why_size, "it reaches past element 2^100 of its tensor");
         if (!selected) {
             view->shape[view->ndims] = (uint64_t)ext;
             view->strides[view->ndims] = (uint64_t)dim->stride;

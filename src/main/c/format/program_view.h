@@ -15,6 +15,10 @@
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_tensor.h"
 
+/* Elements beyond which a view's reach is refused (or left unproved): far past
+   any tensor, low enough that sums of int64 products never overflow 128 bits. */
+#define PTO_VIEW_REACH_LIMIT (((__int128)1) << 100)
+
 /* The value of `a` with loop variable d = vars[d] (d < depth; a coefficient of
    a deeper variable must be 0), clamped. 0, or -1 when a step overflows int64. */
 int pto_affine_eval(const PtoAffine *a, const int64_t *vars, uint32_t depth, int64_t *out);
