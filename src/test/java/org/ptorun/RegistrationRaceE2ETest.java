@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -125,12 +126,20 @@ class RegistrationRaceE2ETest {
             AtomicInteger wrong = new AtomicInteger();
             AtomicInteger registrations = new AtomicInteger();
             AtomicLong runIds = new AtomicLong();
+            // halfway, both runners wait (no run outstanding) until a registration landed: at
+            // least one lands between runs whatever the scheduling; the rest race freely
+            CountDownLatch halfway = new CountDownLatch(2);
+            CountDownLatch registeredHalfway = new CountDownLatch(1);
             List<Future<?>> runners = new ArrayList<>();
             for (int t = 0; t < 2; t++) {
                 long seed = 31L * t + variant.hashCode();
                 runners.add(threads.submit(() -> {
                     SplittableRandom r = new SplittableRandom(seed);
                     for (int i = 0; i < RUNS_PER_THREAD; i++) {
+                        if (i == RUNS_PER_THREAD / 2) {
+                            halfway.countDown();
+                            assertThat(registeredHalfway.await(1, TimeUnit.MINUTES)).as("a registration halfway").isTrue();
+                        }
                         if (!runOnce(chip, pool, r, runIds)) {
                             wrong.incrementAndGet();
                         }
@@ -141,10 +150,18 @@ class RegistrationRaceE2ETest {
             Future<?> registrar = threads.submit(() -> {
                 SplittableRandom r = new SplittableRandom(variant.hashCode());
                 while (!runnersDone.get()) {
+                    boolean quiet = halfway.getCount() == 0 && registeredHalfway.getCount() == 1;
                     try {
                         chip.registerCallable(ID, r.nextBoolean() ? PLUS_ONE : TIMES_TWO);
                         registrations.incrementAndGet();
+                        if (quiet) {
+                            registeredHalfway.countDown();
+                        }
                     } catch (ChipBusyException outstanding) {
+                        if (quiet) {
+                            throw new AssertionError("refused while both runners wait with no run outstanding",
+                                    outstanding);
+                        }
                         Thread.yield(); // a run holds a reservation: try in the next gap
                     }
                 }
