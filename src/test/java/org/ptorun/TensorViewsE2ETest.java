@@ -266,6 +266,60 @@ class TensorViewsE2ETest {
         return committed;
     }
 
+    // ---- other dtypes ------------------------------------------------------------------------------
+
+    /**
+     * i32 arithmetic on strided column tiles (wrapping like Java {@code int}) and an f16
+     * transposing copy (element by element, bits unchanged): the dtypes the built-ins take
+     * besides f32 (docs/kernels.md).
+     */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void i32TilesAddLikeJavaIntsAndF16ViewsCopyTransposed(Variant variant) {
+        int rows = 5;
+        int cols = 7;
+        View a = View.arg(0, DType.I32, rows, cols);
+        View b = View.arg(1, DType.I32, rows, cols);
+        View c = View.arg(2, DType.I32, rows, cols);
+        View x = View.arg(3, DType.F16, rows, cols);
+        View y = View.arg(4, DType.F16, cols, rows);
+        Program program = Program.builder()
+                .loop(ceil(cols, 3), (p, j) -> p.submit(1,
+                        Param.in(a.slice(1, j.times(3), tail(cols, 3, 0))),
+                        Param.in(b.slice(1, j.times(3), tail(cols, 3, 0))),
+                        Param.out(c.slice(1, j.times(3), tail(cols, 3, 0)))))
+                .submit(2, Param.in(x.transpose(0, 1)), Param.out(y))
+                .build();
+        ChipCallable callable = ChipCallable.builder()
+                .signature(Direction.IN, Direction.IN, Direction.OUT, Direction.IN, Direction.OUT)
+                .child(1, CoreType.AIV, Kernel.vadd()).child(2, CoreType.AIV, Kernel.vcopy())
+                .program(program).build();
+        java.util.SplittableRandom r = new java.util.SplittableRandom(51);
+        int[] av = new int[rows * cols];
+        int[] bv = new int[rows * cols];
+        short[] xv = new short[rows * cols];
+        for (int e = 0; e < av.length; e++) {
+            av[e] = r.nextInt();
+            bv[e] = e % 2 == 0 ? Integer.MAX_VALUE : r.nextInt();
+            xv[e] = (short) r.nextInt(1 << 16);
+        }
+        int[] cv = new int[rows * cols];
+        short[] yv = new short[rows * cols];
+        try (ChipWorker chip = open(variant)) {
+            chip.registerCallable(ID, callable);
+            chip.run(ID, TaskArgs.of(Tensor.of(av), Tensor.of(bv), Tensor.of(cv), Tensor.of(xv), Tensor.of(yv)),
+                    CallConfig.DEFAULT);
+        }
+        for (int e = 0; e < av.length; e++) {
+            assertThat(cv[e]).as("c[%d]", e).isEqualTo(av[e] + bv[e]);
+        }
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) {
+                assertThat(yv[j * rows + i]).as("y[%d][%d]", j, i).isEqualTo(xv[i * cols + j]);
+            }
+        }
+    }
+
     // ---- column tiles ----------------------------------------------------------------------------------
 
     @ParameterizedTest
