@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/chip_callable.h"
+
 #define ALIGN8(x) (((x) + 7u) & ~7u)
 
 void tcb_init(TestCallableBuilder *b)
@@ -223,4 +225,36 @@ ChipCallableChild *tcb_children(uint8_t *callable)
 uint8_t *tcb_program(uint8_t *callable)
 {
     return callable + tcb_header(callable)->orchestration.offset;
+}
+
+/* signature IN a, IN b, OUT c, SCALAR s; children 1 = vadd, 2 = vadds;
+   c = a + b; c = c + s */
+void tcb_base_program(TestCallableBuilder *b)
+{
+    tcb_init(b);
+    const uint8_t sig[] = { PTO_ARG_IN, PTO_ARG_IN, PTO_ARG_OUT, PTO_ARG_SCALAR };
+    tcb_signature(b, sig, sizeof sig);
+    tcb_child(b, 1, PTO_CORE_AIV, "vadd");
+    tcb_child(b, 2, PTO_CORE_AIV, "vadds");
+    PtoProgramParam add[] = { tcb_tensor(0, PTO_ARG_IN, 0, 64), tcb_tensor(1, PTO_ARG_IN, 0, 64),
+                              tcb_tensor(2, PTO_ARG_OUT, 0, 64) };
+    tcb_submit(b, 1, add, 3);
+    PtoProgramParam adds[] = { tcb_tensor(2, PTO_ARG_IN, 0, 64), tcb_tensor(2, PTO_ARG_OUT, 0, 64),
+                               tcb_scalar_arg(0) };
+    tcb_submit(b, 2, adds, 3);
+}
+
+uint8_t *tcb_base_callable(uint32_t *size)
+{
+    TestCallableBuilder b;
+    tcb_base_program(&b);
+    uint8_t *c = tcb_build(&b, size);
+    tcb_free(&b);
+    return c;
+}
+
+int tcb_decode(const void *c, char *msg)
+{
+    ChipCallableView v;
+    return chip_callable_decode(c, &v, msg, CHIP_CALLABLE_MESSAGE_BYTES);
 }

@@ -75,4 +75,12 @@ ChipCallableHeader *tcb_header(uint8_t *callable);
 ChipCallableChild *tcb_children(uint8_t *callable);
 uint8_t *tcb_program(uint8_t *callable);   /* the PtoProgramHeader */
 
+/* The decoder tests' base: signature IN a, IN b, OUT c, SCALAR s; children
+   1 = vadd, 2 = vadds; SUBMIT 1 (c = a + b), SUBMIT 2 (c = c + s). */
+void tcb_base_program(TestCallableBuilder *b);
+/* It built (malloc'ed, *size bytes). */
+uint8_t *tcb_base_callable(uint32_t *size);
+/* chip_callable_decode into a scratch view; the message in msg (CHIP_CALLABLE_MESSAGE_BYTES). */
+int tcb_decode(const void *c, char *msg);
+
 #endif
