@@ -9,10 +9,12 @@
  * SUBMIT      -> api->submit(func_id, params) with every tensor view resolved to
  *                a device address (argument tensor i: args->tensors[i].addr +
  *                offset; local tensor j: the address alloc_tensor returned)
- *                and checked against its tensor's bytes at run time
- * ALLOC_TENSOR-> api->alloc_tensor(bytes), once per local id
+ *                and checked against its tensor's bytes at run time; with
+ *                predecessor ordinals, api->submit_after
+ * ALLOC_TENSOR-> api->alloc_tensor(bytes) whenever the local is not allocated
  * LOOP/END    -> iterate with the loop variable of that depth
  * SCOPE_BEGIN -> api->scope_begin / SCOPE_END -> api->scope_end
+ * SCOPE_BEGIN_MANUAL -> api->scope_begin_mode(PTO_SCOPE_MANUAL)
  *
  * The program must have passed registration's validation (chip_callable.h
  * decoder); the interpreter still checks everything that depends on the run
@@ -24,13 +26,15 @@
  *  - loop variables by nesting depth (0 = outermost); PtoAffine = base +
  *    sum(coef[d] * var[d]) over the enclosing loops only; LOOP count 0 skips
  *    the body; counts above INT64_MAX are refused;
- *  - a view is [offset, offset + size) bytes from its tensor's addr, bounded by
- *    the tensor's size (argument tensors) or the ALLOC_TENSOR bytes (locals);
- *  - each local id is allocated once per run, the first time its ALLOC_TENSOR
- *    executes; later executions (in a loop) reuse it. A SUBMIT using a local
- *    before that is refused. A local lives until the end of the innermost
- *    scope around its ALLOC_TENSOR (trb frees that scope's heap): a use after
- *    it, or its ALLOC_TENSOR running again after it, is refused.
+ *  - a flat view is [offset, offset + size) bytes from its tensor's addr, a
+ *    strided view its dims' elements (format/program_view.h); either bounded
+ *    by the tensor's size (argument tensors) or the ALLOC_TENSOR bytes (locals);
+ *  - a local is allocated when its ALLOC_TENSOR executes while it is not
+ *    allocated; later executions (in a loop inside its scope) reuse it. A
+ *    SUBMIT using a local before that is refused. A local lives until the end
+ *    of the innermost scope around its ALLOC_TENSOR (both runtimes free it
+ *    there): a use after it is refused, its ALLOC_TENSOR running again (a loop
+ *    around the scope) allocates it anew.
  *    alloc_tensor returning 0 fails the run with PTO_ERR_OUT_OF_MEMORY, the
  *    api's message prefixed by the instruction;
  *  - SCALAR_AFFINE passes the value as the raw bits of a signed 64-bit integer;

@@ -187,7 +187,7 @@ typedef struct PtoSubmitInsn {
 
 typedef struct PtoAllocInsn {
     PtoInsnHead head;
-    uint32_t local_id;            /* < local_count, each allocated once */
+    uint32_t local_id;            /* < local_count; one ALLOC_TENSOR per local in the text */
     uint32_t reserved;
     uint64_t bytes;
 } PtoAllocInsn;

@@ -21,11 +21,11 @@ import org.ptorun.internal.CallableLayouts;
  *
  * <ul>
  *   <li>{@code SUBMIT func_id params…} — one task per execution;</li>
- *   <li>{@code ALLOC_TENSOR local bytes} — a local (intermediate) tensor of the run. Each
- *       local id is allocated once per run, the first time its ALLOC_TENSOR executes;
- *       later executions (inside a loop) reuse it. A local allocated inside a scope is
- *       freed when that scope ends (trb) and must not be used after it, so a scope
- *       that allocates may not be repeated by a loop around it;</li>
+ *   <li>{@code ALLOC_TENSOR local bytes} — a local (intermediate) tensor, allocated when
+ *       its ALLOC_TENSOR executes while the local is not allocated; later executions in
+ *       a loop inside its scope reuse it. A local allocated inside a scope is freed when
+ *       that scope ends and must not be used after it; a loop around the scope allocates
+ *       it again in every iteration, so the loop runs in one iteration's memory;</li>
  *   <li>{@code LOOP count … END_LOOP} — the body {@code count} times, with the loop
  *       variable of that nesting depth running {@code 0..count-1} (0 iterations skip
  *       the body); offsets, sizes and scalars may be {@link Affine} in the variables
