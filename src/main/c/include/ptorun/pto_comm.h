@@ -10,9 +10,22 @@
  * Signal blocks are the only memory device-side code uses to meet: each rank
  * of a domain owns one block of PTO_COMM_SIGNAL_WORDS 32-bit words, zeroed
  * when the domain is created, shared by no other domain, process-shared (a
- * futex word on sim). Peers only ever increase a word (monotonic counters), so
- * a collective called again needs no reset. A device-side wait spins at most
- * the bounded spin, then parks, and gives up after timeout_ms.
+ * futex word on sim and under the emulated driver). Its words:
+ *
+ *   PTO_COMM_SIG_DOORBELL  bumped by a peer after it changed anything the owner
+ *                          may wait for; the owner parks on it (the only word
+ *                          anyone parks on)
+ *   PTO_COMM_SIG_BROKEN    0, or 1 + the domain rank whose failure broke the
+ *                          domain: every later wait of every rank fails at once
+ *   PTO_COMM_SIG_PID       the owner's process id while it takes part, or
+ *                          PTO_COMM_PID_GONE once it left (comm_destroy) or was
+ *                          lost; a peer whose process no longer exists is lost
+ *   PTO_COMM_SIG_COUNTERS  the first of the collectives' counters
+ *
+ * Counters only ever increase (monotonic), so a collective called again needs
+ * no reset. A device-side wait spins at most the bounded spin, then parks on
+ * its own doorbell, checks the broken word and its peers' liveness on every
+ * wake, and gives up after timeout_ms (util/comm_signal.h).
  */
 #ifndef PTORUN_PTO_COMM_H
 #define PTORUN_PTO_COMM_H
@@ -23,6 +36,12 @@
 #define PTO_COMM_MAX_RANKS 16u
 #define PTO_COMM_SIGNAL_WORDS 64u
 #define PTO_COMM_CTX_MAGIC 0x4D4D4350u      /* "PCMM" */
+
+#define PTO_COMM_SIG_DOORBELL 0u
+#define PTO_COMM_SIG_BROKEN 1u
+#define PTO_COMM_SIG_PID 2u
+#define PTO_COMM_SIG_COUNTERS 8u
+#define PTO_COMM_PID_GONE 0xFFFFFFFFu
 
 typedef struct PtoCommDeviceContext {
     uint32_t magic;                          /* PTO_COMM_CTX_MAGIC */
