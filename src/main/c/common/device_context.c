@@ -180,6 +180,9 @@ static int begin_finalize(DeviceContext *dc, const char *fn, int *was_initialize
     unsigned outstanding = run_ownership_outstanding(&dc->ownership);
     if (outstanding != 0) {
         rc = pto_fail(PTO_ERR_BUSY, "%s: %u native run(s) outstanding; finalize them first", fn, outstanding);
+    } else if (dc->comm_groups != 0) {
+        rc = pto_fail(PTO_ERR_BUSY, "%s: %u comm group(s) alive over this context; comm_destroy them first", fn,
+                      dc->comm_groups);
     } else if (dc->state == DEVICE_INITIALIZING || dc->state == DEVICE_FINALIZING) {
         rc = pto_fail(PTO_ERR_BUSY, "%s: the device context is %s on another thread", fn, state_name(dc->state));
     } else if (dc->state == DEVICE_INITIALIZED) {
@@ -334,4 +337,28 @@ unsigned device_context_outstanding_runs(DeviceContext *dc)
     unsigned n = run_ownership_outstanding(&dc->ownership);
     pthread_mutex_unlock(&dc->lock);
     return n;
+}
+
+int device_context_comm_join(DeviceContext *dc, const char *fn)
+{
+    pthread_mutex_lock(&dc->lock);
+    DeviceState s = dc->state;
+    if (s == DEVICE_INITIALIZED)
+        dc->comm_groups++;
+    pthread_mutex_unlock(&dc->lock);
+    return s == DEVICE_INITIALIZED ? PTO_OK
+                                   : pto_fail(PTO_ERR_WRONG_PHASE, "%s: the device context is %s", fn, state_name(s));
+}
+
+int device_context_comm_leave(DeviceContext *dc, const char *fn)
+{
+    pthread_mutex_lock(&dc->lock);
+    unsigned outstanding = run_ownership_outstanding(&dc->ownership);
+    if (outstanding == 0)
+        dc->comm_groups--;
+    pthread_mutex_unlock(&dc->lock);
+    return outstanding == 0 ? PTO_OK
+                            : pto_fail(PTO_ERR_BUSY, "%s: %u native run(s) outstanding on the device context, and a "
+                                                     "run may use the group's windows; finalize them first",
+                                       fn, outstanding);
 }

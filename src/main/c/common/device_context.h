@@ -37,6 +37,7 @@ typedef struct DeviceContext {
        holding the slot's reservation has it lent (runtime.h) */
     RuntimeSlotScratch *slot_scratch[PTO_PIPELINE_MAX_DEPTH];
     Executor executor;                 /* threads run only while INITIALIZED */
+    unsigned comm_groups;              /* live comm handles over this context (common/comm.c) */
 } DeviceContext;
 
 DeviceContext *device_context_create(void);
@@ -77,5 +78,12 @@ void device_context_release_claim(DeviceContext *dc, const void *run);
 void device_context_release(DeviceContext *dc, const void *run);
 
 unsigned device_context_outstanding_runs(DeviceContext *dc);
+
+/* Comm handles pin the context: finalize and destroy are refused
+ * (PTO_ERR_BUSY) while one is alive. join fails with PTO_ERR_WRONG_PHASE unless
+ * initialized; leave refuses (PTO_ERR_BUSY, message naming fn) while a run is
+ * outstanding, since a run may use the group's windows. */
+int device_context_comm_join(DeviceContext *dc, const char *fn);
+int device_context_comm_leave(DeviceContext *dc, const char *fn);
 
 #endif

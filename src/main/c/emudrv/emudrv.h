@@ -7,6 +7,8 @@
  *   emudrv_stream.c  streams: in-order queues run by the device's engine
  *                    threads; launches run on the device's participation threads
  *   emudrv_fault.c   fault injection and the driver's own accounting
+ *   emudrv_comm.c    communication groups: the shared-memory group of
+ *                    util/comm_shm.h behind the driver ABI's comm entries
  *
  * Locks: g_registry_lock (emudrv_device.c) guards the handle registry and the
  * `users` counts; each device's `lock` guards its streams, queues and threads.
@@ -112,6 +114,7 @@ struct PtoDrvDevice {
     pthread_cond_t launch_cond;      /* launch progress, image busy, hang release */
 
     AllocTable memory;
+    AllocTable windows;              /* comm windows this device addresses (emudrv_comm.c); not its memory */
     LibraryCache images;
 
     /* dev->lock */
@@ -134,7 +137,7 @@ struct PtoDrvDevice {
 /* ---- emudrv_fault.c ---- */
 typedef struct EmuCounters {
     atomic_uint_fast64_t devices_open, memory_committed, allocations, streams, images, host_registrations,
-        threads;
+        threads, comm_ranks, comm_window_sets;
 } EmuCounters;
 extern EmuCounters emu_counters;
 
@@ -159,6 +162,29 @@ void emu_stream_destroyed(PtoDrvDevice *dev);
 /* A call's first step on a stream: a use of it, DEVICE_LOST when its device is
  * lost (or the injected fault makes it so). */
 int emu_stream_enter(PtoDrvStream *s);
+
+/* Non-zero when [addr, +n) is the device's memory or a comm window it addresses. */
+int emu_device_addresses(PtoDrvDevice *dev, uint64_t addr, size_t n);
+/* A use of a live device (as every call on it takes), DEVICE_LOST when it is lost. */
+int emu_device_enter(PtoDrvDevice *dev);
+void emu_device_exit(PtoDrvDevice *dev);
+
+/* ---- emudrv_comm.c ---- */
+int emu_comm_join(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms,
+                  PtoDrvComm **out);
+int emu_comm_leave(PtoDrvComm *comm);
+int emu_comm_barrier(PtoDrvComm *comm);
+int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                          PtoDrvWindows **out);
+int emu_comm_window_free(PtoDrvComm *comm, PtoDrvWindows *windows);
+int emu_comm_window_addrs(PtoDrvWindows *windows, size_t i, uint64_t *window, uint64_t *signals);
+const char *emu_comm_last_message(void);
+/* The device is being reset or closed: its ranks leave their groups. */
+void emu_comm_forget_device(PtoDrvDevice *dev);
+/* PTO_EMU_FAULT_PEER_LOST for a call on `dev`: when the device takes part in a
+ * group and the fault hits, its ranks are marked lost, the device is lost, and
+ * this returns 1 (the call then fails with PTO_DRV_ERR_DEVICE_LOST). */
+int emu_comm_fault_hit(PtoDrvDevice *dev);
 
 /* ---- emudrv_stream.c ---- */
 int emu_stream_create(PtoDrvDevice *dev, PtoDrvStream **out);

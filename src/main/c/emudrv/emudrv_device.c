@@ -157,6 +157,22 @@ static int device_enter(PtoDrvDevice *dev)
     return PTO_DRV_OK;
 }
 
+int emu_device_enter(PtoDrvDevice *dev)
+{
+    return device_enter(dev);
+}
+
+void emu_device_exit(PtoDrvDevice *dev)
+{
+    device_release(dev);
+}
+
+int emu_device_addresses(PtoDrvDevice *dev, uint64_t addr, size_t n)
+{
+    return alloc_table_contains(&dev->memory, (uintptr_t)addr, n) ||
+           alloc_table_contains(&dev->windows, (uintptr_t)addr, n);
+}
+
 int emu_stream_enter(PtoDrvStream *s)
 {
     int rc = emu_stream_acquire(s);
@@ -213,8 +229,10 @@ static int open_device(int device_id, PtoDrvDevice **out)
     /* a capacity of 0 in the environment means no limit */
     if (alloc_table_init(&dev->memory, pto_env_size(EMU_MEMORY_ENV, EMU_DEFAULT_MEMORY)) != PTO_OK)
         goto fail_launch_cond;
-    if (library_cache_init(&dev->images, "device image") != PTO_OK)
+    if (alloc_table_init(&dev->windows, 0) != PTO_OK)
         goto fail_memory;
+    if (library_cache_init(&dev->images, "device image") != PTO_OK)
+        goto fail_windows;
     pthread_condattr_destroy(&attr);
 
     pthread_mutex_lock(&g_registry_lock);
@@ -225,6 +243,8 @@ static int open_device(int device_id, PtoDrvDevice **out)
     *out = dev;
     return PTO_DRV_OK;
 
+fail_windows:
+    alloc_table_destroy(&dev->windows);
 fail_memory:
     alloc_table_destroy(&dev->memory);
 fail_launch_cond:
@@ -332,8 +352,10 @@ static int close_device(PtoDrvDevice *dev)
         pthread_cond_wait(&g_registry_cond, &g_registry_lock);
     pthread_mutex_unlock(&g_registry_lock);
 
+    emu_comm_forget_device(dev);
     device_teardown(dev);
     library_cache_destroy(&dev->images);
+    alloc_table_destroy(&dev->windows);
     alloc_table_destroy(&dev->memory);
     free(dev->views);
     pthread_cond_destroy(&dev->launch_cond);
@@ -360,6 +382,7 @@ static int reset_device(PtoDrvDevice *dev)
         pthread_cond_wait(&g_registry_cond, &g_registry_lock);
     pthread_mutex_unlock(&g_registry_lock);
 
+    emu_comm_forget_device(dev);
     device_teardown(dev);
     atomic_store(&dev->lost, 0);
 
@@ -440,7 +463,7 @@ static int copy_enter(PtoDrvDevice *dev, uint64_t dev_addr, const void *host, si
     int rc = device_enter(dev);
     if (rc != PTO_DRV_OK)
         return rc;
-    if ((host == NULL && n > 0) || !alloc_table_contains(&dev->memory, (uintptr_t)dev_addr, n))
+    if ((host == NULL && n > 0) || !emu_device_addresses(dev, dev_addr, n))
         rc = PTO_DRV_ERR_INVALID;
     else if (fault != PTO_EMU_FAULT_NONE && n > 0 && emu_fault_hit(fault))
         rc = PTO_DRV_ERR_COPY;
@@ -493,7 +516,7 @@ static int host_register(PtoDrvDevice *dev, uint64_t dev_addr, size_t n, void **
     int rc = device_enter(dev);
     if (rc != PTO_DRV_OK)
         return rc;
-    if (host_view == NULL || n == 0 || !alloc_table_contains(&dev->memory, (uintptr_t)dev_addr, n)) {
+    if (host_view == NULL || n == 0 || !emu_device_addresses(dev, dev_addr, n)) {
         rc = PTO_DRV_ERR_INVALID;
         goto out;
     }
@@ -671,6 +694,7 @@ static const char *error_string(int code)
     case PTO_DRV_ERR_TIMEOUT: return "stream not done within the timeout";
     case PTO_DRV_ERR_DEVICE_LOST: return "device lost (reset required)";
     case PTO_DRV_ERR_UNSUPPORTED: return "not supported by this device";
+    case PTO_DRV_ERR_PEER_LOST: return "a peer rank is gone or the comm group broke";
     default: return "unknown driver error";
     }
 }
@@ -701,6 +725,13 @@ static const PtoDriverApi emudrv_api = {
     .stream_query = emu_stream_query,
     .stream_synchronize = emu_stream_synchronize,
     .error_string = error_string,
+    .comm_join = emu_comm_join,
+    .comm_leave = emu_comm_leave,
+    .comm_barrier = emu_comm_barrier,
+    .comm_window_alloc = emu_comm_window_alloc,
+    .comm_window_free = emu_comm_window_free,
+    .comm_window_addrs = emu_comm_window_addrs,
+    .comm_last_message = emu_comm_last_message,
 };
 
 PTO_EXPORT const PtoDriverApi *pto_driver_api(void)

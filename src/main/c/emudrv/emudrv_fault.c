@@ -10,7 +10,7 @@
 #include "emudrv/emudrv.h"
 #include "ptorun/pto_export.h"
 
-#define FAULT_KINDS (PTO_EMU_FAULT_DEVICE_LOST + 1)
+#define FAULT_KINDS (PTO_EMU_FAULT_PEER_LOST + 1)
 
 EmuCounters emu_counters;
 
@@ -40,7 +40,7 @@ int emu_fault_hit(PtoEmuFault kind)
 
 PTO_EXPORT int ptorun_emudrv_inject(int kind, int after_n_calls)
 {
-    if (kind < PTO_EMU_FAULT_NONE || kind > PTO_EMU_FAULT_DEVICE_LOST || after_n_calls < 0)
+    if (kind < PTO_EMU_FAULT_NONE || kind > PTO_EMU_FAULT_PEER_LOST || after_n_calls < 0)
         return -1;
     pthread_mutex_lock(&fault_lock);
     if (kind == PTO_EMU_FAULT_NONE) {
@@ -68,4 +68,6 @@ PTO_EXPORT void ptorun_emudrv_stats(PtoEmuStats *out)
     out->images = atomic_load(&emu_counters.images);
     out->host_registrations = atomic_load(&emu_counters.host_registrations);
     out->threads = atomic_load(&emu_counters.threads);
+    out->comm_ranks = atomic_load(&emu_counters.comm_ranks);
+    out->comm_window_sets = atomic_load(&emu_counters.comm_window_sets);
 }

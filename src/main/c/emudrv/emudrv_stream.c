@@ -125,7 +125,7 @@ static int execute_transfer(PtoDrvDevice *dev, EmuOp *op)
 {
     if (op->skip)
         return op->fail;
-    if (!alloc_table_contains(&dev->memory, (uintptr_t)op->dev_addr, op->n))
+    if (!emu_device_addresses(dev, op->dev_addr, op->n))
         return PTO_DRV_ERR_STREAM;
     void *dev_mem = (void *)(uintptr_t)op->dev_addr;
     switch (op->kind) {
@@ -417,7 +417,7 @@ static int enqueue_transfer(PtoDrvStream *s, EmuOpKind kind, uint64_t dev_addr, 
         return rc;
     PtoDrvDevice *dev = s->dev;
     if ((kind != EMU_OP_MEMSET && host == NULL && n > 0) ||
-        !alloc_table_contains(&dev->memory, (uintptr_t)dev_addr, n)) {
+        !emu_device_addresses(s->dev, dev_addr, n)) {
         emu_stream_release(s);
         return PTO_DRV_ERR_INVALID;
     }
@@ -483,6 +483,10 @@ int emu_launch(PtoDrvStream *s, PtoDrvImage *image, const char *entry, uint64_t 
     if (rc != PTO_DRV_OK)
         return rc;
     PtoDrvDevice *dev = s->dev;
+    if (emu_comm_fault_hit(dev)) {
+        emu_stream_release(s);
+        return PTO_DRV_ERR_DEVICE_LOST;
+    }
     if (emu_image_acquire(image, dev) != PTO_DRV_OK) {
         emu_stream_release(s);
         return PTO_DRV_ERR_INVALID;

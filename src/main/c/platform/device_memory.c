@@ -36,10 +36,26 @@ void runner_free(Runner *r, uint64_t dev)
 
 int runner_check_inside(Runner *r, const char *fn, uint64_t dev, size_t n)
 {
-    if (!alloc_table_contains(&runner_core(r)->memory, (uintptr_t)dev, n))
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: [0x%llx, +%zu) is not inside one live allocation of this context",
+    RunnerCore *c = runner_core(r);
+    if (!alloc_table_contains(&c->memory, (uintptr_t)dev, n) && !alloc_table_contains(&c->windows, (uintptr_t)dev, n))
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: [0x%llx, +%zu) is not inside one live allocation (or communication "
+                                                  "window) of this context",
                         fn, (unsigned long long)dev, n);
     return PTO_OK;
+}
+
+int runner_add_window(Runner *r, uint64_t dev, size_t n)
+{
+    RunnerCore *c = runner_core(r);
+    if (alloc_table_reserve(&c->windows, n) != PTO_OK || alloc_table_insert(&c->windows, (uintptr_t)dev, n) != PTO_OK)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm: the window table cannot grow");
+    return PTO_OK;
+}
+
+void runner_remove_window(Runner *r, uint64_t dev)
+{
+    size_t size;
+    (void)alloc_table_remove(&runner_core(r)->windows, (uintptr_t)dev, &size);
 }
 
 size_t runner_committed_bytes(Runner *r)

@@ -76,6 +76,11 @@ void *runner_register_device_memory_to_host(void *runner, void *dev, size_t n);
 int runner_unregister_device_memory_from_host(void *runner, void *dev);
 int runner_device_memset(void *runner, void *dev, int value, size_t n);
 size_t runner_committed_bytes(Runner *r);
+/* Communication windows (common/comm.c): ranges this device addresses that it
+ * did not allocate (a peer's window, mapped by the group). Copies and
+ * child_memory tensors may use them; committed memory omits them. */
+int runner_add_window(Runner *r, uint64_t dev, size_t n);
+void runner_remove_window(Runner *r, uint64_t dev);
 
 /* ---- per-slot and per-bank resources: HostApi entries (platform/device_resources.c) */
 int runner_get_retained_temp_buffer(void *runner, uint32_t slot, void **dev, size_t *size);

@@ -14,6 +14,8 @@ int runner_core_init(RunnerCore *c, size_t capacity)
     memset(c, 0, sizeof *c);
     if (alloc_table_init(&c->memory, capacity) != PTO_OK)
         goto fail_table;
+    if (alloc_table_init(&c->windows, 0) != PTO_OK)
+        goto fail_windows;
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         goto fail_lock;
     if (library_cache_init(&c->host_libraries, "orchestration library") != PTO_OK)
@@ -24,6 +26,8 @@ int runner_core_init(RunnerCore *c, size_t capacity)
 fail_libraries:
     pthread_mutex_destroy(&c->lock);
 fail_lock:
+    alloc_table_destroy(&c->windows);
+fail_windows:
     alloc_table_destroy(&c->memory);
 fail_table:
     return PTO_ERR_OUT_OF_MEMORY;
@@ -31,6 +35,7 @@ fail_table:
 
 void runner_core_destroy(RunnerCore *c)
 {
+    alloc_table_destroy(&c->windows);
     alloc_table_destroy(&c->memory);
     device_resources_forget(&c->resources); /* host records kept without an initialized device */
     library_cache_destroy(&c->host_libraries);

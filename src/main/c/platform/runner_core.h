@@ -31,6 +31,8 @@ typedef struct RunnerCore {
     int initialized;           /* written under the lock */
     int device_id;
     AllocTable memory;         /* live device allocations (own lock: copies check without the runner's) */
+    AllocTable windows;        /* communication windows this device addresses (common/comm.c): copies
+                                  and child_memory tensors may use them; committed memory omits them */
     DeviceResources resources; /* slots, banks, prebuilt cache, uploads */
     LibraryCache host_libraries;
 } RunnerCore;
@@ -67,7 +69,8 @@ void *runner_grow(void *array, size_t *cap, size_t count, size_t elem_size, size
 
 /* Caller holds the lock: PTO_ERR_WRONG_PHASE (message names fn) unless the device is up. */
 int runner_check_up(Runner *r, const char *fn);
-/* PTO_ERR_INVALID_ARGUMENT unless [dev, +n) lies inside one live allocation. */
+/* PTO_ERR_INVALID_ARGUMENT unless [dev, +n) lies inside one live allocation
+ * or one communication window. */
 int runner_check_inside(Runner *r, const char *fn, uint64_t dev, size_t n);
 /* Records "<entry>: NULL runner or pointer" and returns PTO_ERR_INVALID_ARGUMENT. */
 int runner_refuse_null(const char *entry);

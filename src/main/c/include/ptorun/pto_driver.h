@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DRIVER_ABI_VERSION 1u
+#define PTO_DRIVER_ABI_VERSION 2u
 #define PTO_DRIVER_API_SYMBOL "pto_driver_api"
 
 typedef enum PtoDriverError {
@@ -42,12 +42,16 @@ typedef enum PtoDriverError {
     PTO_DRV_ERR_STREAM = -5,            /* an operation on the stream failed (stream in error state) */
     PTO_DRV_ERR_TIMEOUT = -6,           /* stream_synchronize: not done within the timeout */
     PTO_DRV_ERR_DEVICE_LOST = -7,       /* the device is gone until reset_device */
-    PTO_DRV_ERR_UNSUPPORTED = -8        /* e.g. host_register on a device without host mapping */
+    PTO_DRV_ERR_UNSUPPORTED = -8,       /* e.g. host_register on a device without host mapping */
+    PTO_DRV_ERR_PEER_LOST = -9          /* comm: a peer rank is gone (its process, its device), or the
+                                           group broke; comm_last_message names the rank */
 } PtoDriverError;
 
 typedef struct PtoDrvDevice PtoDrvDevice;
 typedef struct PtoDrvStream PtoDrvStream;
 typedef struct PtoDrvImage PtoDrvImage;
+typedef struct PtoDrvComm PtoDrvComm;
+typedef struct PtoDrvWindows PtoDrvWindows;
 
 typedef struct PtoDriverApi {
     uint32_t abi_version;               /* PTO_DRIVER_ABI_VERSION */
@@ -97,6 +101,35 @@ typedef struct PtoDriverApi {
     int (*stream_synchronize)(PtoDrvStream *s, uint32_t timeout_ms); /* OK, TIMEOUT, or the stream's error */
 
     const char *(*error_string)(int code);           /* static text for a PtoDriverError */
+
+    /* Communication (ABI 2; docs/communication.md). A comm is one rank of a group of
+       devices that meet at barriers and address each other's windows: peer-accessible
+       device memory exported by its owner and imported by every peer. A hardware
+       backend maps these onto its collective library (docs/driver.md); the emulated
+       driver keeps windows in POSIX shared memory so ranks may live in other processes.
+       Group calls on one comm are made by one thread at a time. */
+
+    /* Joins rank `rank` of `nranks` on `dev`; ranks meet through the file at
+       rootinfo_path (written by rank 0, read by the others). Collective: returns once
+       every rank joined, or PTO_DRV_ERR_TIMEOUT after timeout_ms (> 0), which also
+       bounds every later wait of the comm. */
+    int (*comm_join)(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms,
+                     PtoDrvComm **out);
+    int (*comm_leave)(PtoDrvComm *comm);             /* releases its windows; peers see it gone */
+    int (*comm_barrier)(PtoDrvComm *comm);           /* TIMEOUT, PEER_LOST (a rank gone or the group broken) */
+    /* Collective over the group ranks ranks[0..count) (this rank among them, every member
+       passing the same list and key): each member exports a window of `bytes` (0: signal
+       block only) plus a zeroed signal block of PTO_COMM_SIGNAL_WORDS words (ptorun/pto_comm.h),
+       and imports every other member's. OUT_OF_MEMORY on any member fails it on all. */
+    int (*comm_window_alloc)(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                             PtoDrvWindows **out);
+    int (*comm_window_free)(PtoDrvComm *comm, PtoDrvWindows *windows); /* local: this rank's view */
+    /* Member i's window and signal block as device addresses of this rank's device:
+       kernels on it and memcpy_* / memset_d on the comm's device reach them. */
+    int (*comm_window_addrs)(PtoDrvWindows *windows, size_t i, uint64_t *window, uint64_t *signals);
+    /* The calling thread's message for its last failed comm call ("" when none): the
+       rank a TIMEOUT or PEER_LOST names. */
+    const char *(*comm_last_message)(void);
 } PtoDriverApi;
 
 typedef const PtoDriverApi *(*PtoDriverApiFn)(void);

@@ -20,7 +20,9 @@ typedef enum PtoEmuFault {
     PTO_EMU_FAULT_STREAM = 5,       /* the next launch executes and then puts its stream in error */
     PTO_EMU_FAULT_HANG = 6,         /* the next AICPU launch hangs until its stream is synchronized past
                                        its timeout, destroyed, or the device is reset */
-    PTO_EMU_FAULT_DEVICE_LOST = 7   /* the device is lost: every call fails until reset_device */
+    PTO_EMU_FAULT_DEVICE_LOST = 7,  /* the device is lost: every call fails until reset_device */
+    PTO_EMU_FAULT_PEER_LOST = 8     /* the next comm call or launch on a device that takes part in a comm
+                                       group loses the device and its ranks: its peers see them gone */
 } PtoEmuFault;
 
 /* Arms one fault: the (after_n_calls + 1)-th call that can suffer `kind` (process-wide,
@@ -36,6 +38,8 @@ typedef struct PtoEmuStats {
     uint64_t images;                /* loaded images */
     uint64_t host_registrations;    /* live host views */
     uint64_t threads;               /* driver threads alive */
+    uint64_t comm_ranks;            /* live comm ranks (comm_join without comm_leave) */
+    uint64_t comm_window_sets;      /* live window allocations (comm_window_alloc without free) */
 } PtoEmuStats;
 
 /* The driver's own accounting, for leak checks. */

@@ -285,6 +285,26 @@ PTO_EXPORT int supports_concurrent_native_prepare_ctx(void *ctx);
 PTO_EXPORT uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank);
 PTO_EXPORT uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot);
 
+/* communication group (docs/communication.md): one handle per rank; the device-side
+ * descriptor the *_ctx_out values point to is PtoCommDeviceContext (ptorun/pto_comm.h).
+ * Collective calls (comm_init, comm_alloc_windows, comm_derive_context,
+ * comm_alloc_domain_windows, comm_barrier) are made by every member, in the same order.
+ * One thread at a time per handle is not required: calls on a handle are serialized.
+ * comm_init returns NULL on failure (simpler_last_error says why). */
+PTO_EXPORT void *comm_init(void *ctx, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms);
+PTO_EXPORT int comm_alloc_windows(void *comm, size_t win_size, uint64_t *device_ctx_out);
+PTO_EXPORT int comm_get_local_window_base(void *comm, uint64_t *base_out);
+PTO_EXPORT int comm_get_window_size(void *comm, size_t *size_out);
+PTO_EXPORT int comm_derive_context(void *comm, const uint32_t *rank_ids, size_t rank_count, uint32_t domain_rank,
+                                   size_t window_offset, size_t window_size, uint64_t *device_ctx_out);
+PTO_EXPORT int comm_alloc_domain_windows(void *comm, uint64_t allocation_id, const uint32_t *rank_ids,
+                                         size_t rank_count, uint32_t domain_rank, size_t window_size,
+                                         uint64_t *device_ctx_out, uint64_t *local_window_base_out);
+PTO_EXPORT int comm_release_domain_windows(void *comm, uint64_t allocation_id, size_t rank_count,
+                                           uint32_t domain_rank);
+PTO_EXPORT int comm_barrier(void *comm);
+PTO_EXPORT int comm_destroy(void *comm);
+
 /* native log: native code never prints; it records (level, text) in a bounded ring
  * of this library that the caller drains. Both leave simpler_last_error alone.
  * ptorun_log_pending: records waiting (an atomic load, cheap to call after every call).

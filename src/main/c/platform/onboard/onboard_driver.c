@@ -22,7 +22,8 @@ static const struct {
     ENTRY(image_symbol), ENTRY(mem_alloc), ENTRY(mem_free), ENTRY(memcpy_h2d), ENTRY(memcpy_d2h), ENTRY(memset_d),
     ENTRY(memcpy_h2d_async), ENTRY(memcpy_d2h_async), ENTRY(memset_d_async), ENTRY(host_register),
     ENTRY(host_unregister), ENTRY(stream_create), ENTRY(stream_destroy), ENTRY(launch), ENTRY(stream_query),
-    ENTRY(stream_synchronize), ENTRY(error_string),
+    ENTRY(stream_synchronize), ENTRY(error_string), ENTRY(comm_join), ENTRY(comm_leave), ENTRY(comm_barrier),
+    ENTRY(comm_window_alloc), ENTRY(comm_window_free), ENTRY(comm_window_addrs), ENTRY(comm_last_message),
 };
 #undef ENTRY
 

@@ -1,0 +1,528 @@
+/* The exported communication group (docs/communication.md): argument checks,
+ * the handle registry, the domains of a rank and their device-side
+ * descriptors. The platform half (platform/comm_backend.h) joins, meets and
+ * maps windows; this half decides what a call means.
+ *
+ * A handle is one rank. Its domains: the group's windows (comm_alloc_windows,
+ * once), derived contexts (slices of those windows, fresh signal blocks) and
+ * domain windows (fresh windows for a subset of ranks, released by id). Each
+ * domain has a PtoCommDeviceContext in this device's memory, written once, and
+ * its windows registered with the runner so copies and child_memory tensors
+ * may use them. Calls on one handle are serialized by its lock; the registry
+ * refuses stale handles and makes comm_destroy wait for calls in flight. */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/device_context.h"
+#include "platform/comm_backend.h"
+#include "ptorun/pto_comm.h"
+#include "ptorun/pto_runtime_c_api.h"
+#include "util/last_error.h"
+
+#define COMM_HANDLE_MAGIC 0x50544F434F4D4D31ull /* "PTOCOMM1" */
+#define COMM_DEFAULT_TIMEOUT_MS 45000u
+/* Keys of the platform's allocations: one space, three kinds. */
+#define COMM_KEY_GROUP 1ull
+#define COMM_KEY_DERIVED (1ull << 62)
+#define COMM_KEY_DOMAIN (1ull << 63)
+#define COMM_ID_LIMIT (1ull << 62)
+
+typedef enum CommDomainKind { DOMAIN_GROUP, DOMAIN_DERIVED, DOMAIN_ALLOCATED } CommDomainKind;
+
+typedef struct CommDomain {
+    struct CommDomain *next;
+    CommDomainKind kind;
+    uint64_t key;
+    uint32_t rank_count, domain_rank;
+    uint32_t ranks[PTO_COMM_MAX_RANKS]; /* group rank of each domain rank */
+    CommWindowSet *set;
+    size_t window_bytes;
+    uint64_t windows[PTO_COMM_MAX_RANKS];
+    uint64_t device_ctx;                /* its PtoCommDeviceContext in device memory */
+} CommDomain;
+
+typedef struct CommHandle {
+    uint64_t magic;
+    struct CommHandle *next;            /* registry */
+    unsigned users;                     /* registry: calls in flight */
+    int dying;                          /* registry: comm_destroy is under way */
+    pthread_mutex_t lock;               /* serializes the calls on this rank */
+    DeviceContext *dc;
+    int rank, nranks;
+    uint32_t timeout_ms;
+    CommBackend *backend;
+    CommDomain *domains;
+    CommDomain *group;                  /* the group's windows, once allocated */
+} CommHandle;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t registry_cond = PTHREAD_COND_INITIALIZER;
+static CommHandle *registry;
+
+static void comm_release(CommHandle *h)
+{
+    pthread_mutex_unlock(&h->lock);
+    pthread_mutex_lock(&registry_lock);
+    if (--h->users == 0)
+        pthread_cond_broadcast(&registry_cond);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* A use of a live handle, or NULL with a message; pair with comm_release. */
+static CommHandle *comm_acquire(void *comm, const char *fn)
+{
+    pthread_mutex_lock(&registry_lock);
+    CommHandle *h = registry;
+    while (h != NULL && (void *)h != comm)
+        h = h->next;
+    if (h != NULL && !h->dying)
+        h->users++;
+    else
+        h = NULL;
+    pthread_mutex_unlock(&registry_lock);
+    if (h == NULL) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: %s is not a live comm handle", fn, comm == NULL ? "NULL" : "the handle");
+        return NULL;
+    }
+    pthread_mutex_lock(&h->lock);
+    if (h->backend == NULL) { /* comm_destroy got the lock first */
+        comm_release(h);
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the comm handle was destroyed", fn);
+        return NULL;
+    }
+    return h;
+}
+
+/* ---- domains ---------------------------------------------------------------- */
+
+static CommDomain *find_domain(CommHandle *h, uint64_t key)
+{
+    for (CommDomain *d = h->domains; d != NULL; d = d->next)
+        if (d->key == key)
+            return d;
+    return NULL;
+}
+
+/* Writes the domain's descriptor into this device's memory. */
+static int write_descriptor(CommHandle *h, CommDomain *d)
+{
+    PtoCommDeviceContext desc = {
+        .magic = PTO_COMM_CTX_MAGIC,
+        .rank = d->domain_rank,
+        .nranks = d->rank_count,
+        .timeout_ms = h->timeout_ms,
+        .window_size = d->window_bytes,
+    };
+    for (uint32_t i = 0; i < d->rank_count; i++) {
+        uint64_t window, signals;
+        comm_backend_addrs(d->set, i, &window, &signals);
+        desc.windows[i] = d->windows[i];
+        desc.signals[i] = signals;
+    }
+    void *dev = runner_device_malloc(h->dc->runner, sizeof desc);
+    if (dev == NULL)
+        return pto_last_error_code() != 0 ? pto_last_error_code() : PTO_ERR_OUT_OF_MEMORY;
+    int rc = runner_copy_to_device(h->dc->runner, dev, &desc, sizeof desc);
+    if (rc != PTO_OK) {
+        runner_device_free(h->dc->runner, dev);
+        return rc;
+    }
+    d->device_ctx = (uint64_t)(uintptr_t)dev;
+    return PTO_OK;
+}
+
+static void unregister_windows(CommHandle *h, CommDomain *d, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        runner_remove_window(h->dc->runner, d->windows[i]);
+}
+
+/* Fresh windows (derived domains slice the group's and register nothing). */
+static int register_windows(CommHandle *h, CommDomain *d)
+{
+    if (d->kind == DOMAIN_DERIVED || d->window_bytes == 0)
+        return PTO_OK;
+    for (uint32_t i = 0; i < d->rank_count; i++) {
+        int rc = runner_add_window(h->dc->runner, d->windows[i], d->window_bytes);
+        if (rc != PTO_OK) {
+            unregister_windows(h, d, i);
+            return rc;
+        }
+    }
+    return PTO_OK;
+}
+
+static void free_domain(CommHandle *h, CommDomain *d)
+{
+    runner_device_free(h->dc->runner, (void *)(uintptr_t)d->device_ctx);
+    if (d->kind != DOMAIN_DERIVED && d->window_bytes != 0)
+        unregister_windows(h, d, d->rank_count);
+    comm_backend_free(h->backend, d->set);
+    free(d);
+}
+
+/* Collective over d->ranks: the platform's allocation, this rank's view of
+ * every member's window, the descriptor. `slice_offset` places a derived
+ * domain's windows inside the group's. On success d joins the handle. */
+static int open_domain(CommHandle *h, CommDomain *d, size_t alloc_bytes, size_t slice_offset)
+{
+    int rc = comm_backend_alloc(h->backend, d->key, d->ranks, d->rank_count, alloc_bytes, &d->set);
+    if (rc != PTO_OK)
+        goto fail_alloc;
+    for (uint32_t i = 0; i < d->rank_count; i++) {
+        uint64_t window, signals;
+        if (d->kind == DOMAIN_DERIVED) {
+            comm_backend_addrs(h->group->set, d->ranks[i], &window, &signals);
+            window += slice_offset;
+        } else {
+            comm_backend_addrs(d->set, i, &window, &signals);
+        }
+        d->windows[i] = window;
+    }
+    if ((rc = register_windows(h, d)) != PTO_OK)
+        goto fail_register;
+    if ((rc = write_descriptor(h, d)) != PTO_OK)
+        goto fail_descriptor;
+    d->next = h->domains;
+    h->domains = d;
+    return PTO_OK;
+
+fail_descriptor:
+    if (d->kind != DOMAIN_DERIVED && d->window_bytes != 0)
+        unregister_windows(h, d, d->rank_count);
+fail_register:
+    comm_backend_free(h->backend, d->set);
+fail_alloc:
+    free(d);
+    return rc;
+}
+
+/* A domain over rank_ids with this rank at domain_rank, every argument checked. */
+static int new_domain(CommHandle *h, const char *fn, CommDomainKind kind, const uint32_t *rank_ids, size_t rank_count,
+                      uint32_t domain_rank, size_t window_bytes, CommDomain **out)
+{
+    if (rank_ids == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: rank_ids is NULL", fn);
+    if (rank_count < 1 || rank_count > (size_t)h->nranks)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: rank_count %zu; 1..%d allowed", fn, rank_count, h->nranks);
+    if (domain_rank >= rank_count)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: domain_rank %u is not below rank_count %zu", fn, domain_rank,
+                        rank_count);
+    uint32_t seen = 0;
+    for (size_t i = 0; i < rank_count; i++) {
+        if (rank_ids[i] >= (uint32_t)h->nranks)
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: rank_ids[%zu] = %u is not a rank of the group of %d", fn, i,
+                            rank_ids[i], h->nranks);
+        if (seen & (1u << rank_ids[i]))
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: rank %u is listed twice", fn, rank_ids[i]);
+        seen |= 1u << rank_ids[i];
+    }
+    if (rank_ids[domain_rank] != (uint32_t)h->rank)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: rank_ids[domain_rank %u] is %u, not this rank (%d)", fn,
+                        domain_rank, rank_ids[domain_rank], h->rank);
+    CommDomain *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    d->kind = kind;
+    d->rank_count = (uint32_t)rank_count;
+    d->domain_rank = domain_rank;
+    memcpy(d->ranks, rank_ids, rank_count * sizeof *rank_ids);
+    d->window_bytes = window_bytes;
+    *out = d;
+    return PTO_OK;
+}
+
+static int need_out(const void *p, const char *fn, const char *what)
+{
+    return p != NULL ? PTO_OK : pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+}
+
+static int need_group_windows(const CommHandle *h, const char *fn)
+{
+    return h->group != NULL ? PTO_OK
+                            : pto_fail(PTO_ERR_WRONG_PHASE, "%s: the group has no windows yet (comm_alloc_windows)", fn);
+}
+
+/* ---- exported --------------------------------------------------------------- */
+
+void *comm_init(void *ctx, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms)
+{
+    pto_clear_error();
+    DeviceContext *dc = device_context_from(ctx, "comm_init");
+    if (dc == NULL)
+        return NULL;
+    if (nranks < 1 || nranks > (int)PTO_COMM_MAX_RANKS) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_init: nranks %d; 1..%u allowed", nranks, PTO_COMM_MAX_RANKS);
+        return NULL;
+    }
+    if (rank < 0 || rank >= nranks) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_init: rank %d is not in [0, %d)", rank, nranks);
+        return NULL;
+    }
+    if (rootinfo_path == NULL || rootinfo_path[0] == '\0' || strlen(rootinfo_path) >= PATH_MAX - 64) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_init: rootinfo_path is %s",
+                 rootinfo_path == NULL ? "NULL" : rootinfo_path[0] == '\0' ? "empty" : "too long");
+        return NULL;
+    }
+    CommHandle *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_init: out of host memory");
+        return NULL;
+    }
+    h->magic = COMM_HANDLE_MAGIC;
+    h->dc = dc;
+    h->rank = rank;
+    h->nranks = nranks;
+    h->timeout_ms = timeout_ms != 0 ? timeout_ms : COMM_DEFAULT_TIMEOUT_MS;
+    if (pthread_mutex_init(&h->lock, NULL) != 0) {
+        pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_init: cannot create a lock");
+        goto fail_lock;
+    }
+    if (device_context_comm_join(dc, "comm_init") != PTO_OK)
+        goto fail_context;
+    if (comm_backend_join(dc->runner, rank, nranks, rootinfo_path, h->timeout_ms, &h->backend) != PTO_OK)
+        goto fail_join;
+    pthread_mutex_lock(&registry_lock);
+    h->next = registry;
+    registry = h;
+    pthread_mutex_unlock(&registry_lock);
+    return h;
+
+fail_join:
+    pthread_mutex_lock(&dc->lock);
+    dc->comm_groups--;
+    pthread_mutex_unlock(&dc->lock);
+fail_context:
+    pthread_mutex_destroy(&h->lock);
+fail_lock:
+    free(h);
+    return NULL;
+}
+
+int comm_alloc_windows(void *comm, size_t win_size, uint64_t *device_ctx_out)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_alloc_windows";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = need_out(device_ctx_out, fn, "device_ctx_out");
+    if (rc == PTO_OK && h->group != NULL)
+        rc = pto_fail(PTO_ERR_WRONG_PHASE, "%s: the group's windows are already allocated", fn);
+    if (rc == PTO_OK && win_size == 0)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: win_size 0", fn);
+    uint32_t all[PTO_COMM_MAX_RANKS];
+    for (int i = 0; i < h->nranks; i++)
+        all[i] = (uint32_t)i;
+    CommDomain *d = NULL;
+    if (rc == PTO_OK)
+        rc = new_domain(h, fn, DOMAIN_GROUP, all, (size_t)h->nranks, (uint32_t)h->rank, win_size, &d);
+    if (rc == PTO_OK) {
+        d->key = COMM_KEY_GROUP;
+        rc = open_domain(h, d, win_size, 0);
+    }
+    if (rc == PTO_OK) {
+        h->group = d;
+        *device_ctx_out = d->device_ctx;
+    }
+    comm_release(h);
+    return rc;
+}
+
+int comm_get_local_window_base(void *comm, uint64_t *base_out)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_get_local_window_base";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = need_out(base_out, fn, "base_out");
+    if (rc == PTO_OK)
+        rc = need_group_windows(h, fn);
+    if (rc == PTO_OK)
+        *base_out = h->group->windows[h->rank];
+    comm_release(h);
+    return rc;
+}
+
+int comm_get_window_size(void *comm, size_t *size_out)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_get_window_size";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = need_out(size_out, fn, "size_out");
+    if (rc == PTO_OK)
+        rc = need_group_windows(h, fn);
+    if (rc == PTO_OK)
+        *size_out = h->group->window_bytes;
+    comm_release(h);
+    return rc;
+}
+
+/* Every member derives the same domain with the same arguments, so the key
+ * they agree on is a hash of them; a second identical derive is refused. */
+static uint64_t derived_key(const uint32_t *rank_ids, size_t rank_count, size_t offset, size_t size)
+{
+    uint64_t words[3 + PTO_COMM_MAX_RANKS] = { rank_count, offset, size };
+    for (size_t i = 0; i < rank_count; i++)
+        words[3 + i] = rank_ids[i];
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < 3 + rank_count; i++)
+        for (int b = 0; b < 64; b += 8) {
+            hash ^= (words[i] >> b) & 0xff;
+            hash *= 0x100000001b3ull;
+        }
+    return COMM_KEY_DERIVED | (hash & (COMM_KEY_DERIVED - 1));
+}
+
+int comm_derive_context(void *comm, const uint32_t *rank_ids, size_t rank_count, uint32_t domain_rank,
+                        size_t window_offset, size_t window_size, uint64_t *device_ctx_out)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_derive_context";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = need_out(device_ctx_out, fn, "device_ctx_out");
+    if (rc == PTO_OK)
+        rc = need_group_windows(h, fn);
+    if (rc == PTO_OK && (window_size == 0 || window_offset > h->group->window_bytes ||
+                         window_size > h->group->window_bytes - window_offset))
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the slice [%zu, +%zu) is empty or leaves the window of %zu bytes",
+                      fn, window_offset, window_size, h->group->window_bytes);
+    CommDomain *d = NULL;
+    if (rc == PTO_OK)
+        rc = new_domain(h, fn, DOMAIN_DERIVED, rank_ids, rank_count, domain_rank, window_size, &d);
+    if (rc == PTO_OK) {
+        d->key = derived_key(rank_ids, rank_count, window_offset, window_size);
+        if (find_domain(h, d->key) != NULL) {
+            free(d);
+            rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: an identical context was derived already; use it", fn);
+        } else {
+            rc = open_domain(h, d, 0, window_offset);
+        }
+    }
+    if (rc == PTO_OK)
+        *device_ctx_out = d->device_ctx;
+    comm_release(h);
+    return rc;
+}
+
+int comm_alloc_domain_windows(void *comm, uint64_t allocation_id, const uint32_t *rank_ids, size_t rank_count,
+                              uint32_t domain_rank, size_t window_size, uint64_t *device_ctx_out,
+                              uint64_t *local_window_base_out)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_alloc_domain_windows";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = need_out(device_ctx_out, fn, "device_ctx_out");
+    if (rc == PTO_OK)
+        rc = need_out(local_window_base_out, fn, "local_window_base_out");
+    if (rc == PTO_OK && window_size == 0)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: window_size 0", fn);
+    if (rc == PTO_OK && allocation_id >= COMM_ID_LIMIT)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: allocation_id %llu is not below 2^62", fn,
+                      (unsigned long long)allocation_id);
+    if (rc == PTO_OK && find_domain(h, COMM_KEY_DOMAIN | allocation_id) != NULL)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: allocation_id %llu is in use", fn,
+                      (unsigned long long)allocation_id);
+    CommDomain *d = NULL;
+    if (rc == PTO_OK)
+        rc = new_domain(h, fn, DOMAIN_ALLOCATED, rank_ids, rank_count, domain_rank, window_size, &d);
+    if (rc == PTO_OK) {
+        d->key = COMM_KEY_DOMAIN | allocation_id;
+        rc = open_domain(h, d, window_size, 0);
+    }
+    if (rc == PTO_OK) {
+        *device_ctx_out = d->device_ctx;
+        *local_window_base_out = d->windows[domain_rank];
+    }
+    comm_release(h);
+    return rc;
+}
+
+int comm_release_domain_windows(void *comm, uint64_t allocation_id, size_t rank_count, uint32_t domain_rank)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_release_domain_windows";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = PTO_OK;
+    CommDomain **link = &h->domains;
+    while (*link != NULL && (*link)->key != (COMM_KEY_DOMAIN | allocation_id))
+        link = &(*link)->next;
+    CommDomain *d = allocation_id < COMM_ID_LIMIT ? *link : NULL;
+    if (d == NULL)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: no domain windows with allocation_id %llu", fn,
+                      (unsigned long long)allocation_id);
+    else if (d->rank_count != rank_count || d->domain_rank != domain_rank)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: allocation %llu has %u ranks with this one at %u, not %zu and %u",
+                      fn, (unsigned long long)allocation_id, d->rank_count, d->domain_rank, rank_count, domain_rank);
+    else if (device_context_outstanding_runs(h->dc) != 0)
+        rc = pto_fail(PTO_ERR_BUSY, "%s: native runs are outstanding and may use the windows; finalize them first", fn);
+    if (rc == PTO_OK) {
+        *link = d->next;
+        free_domain(h, d);
+    }
+    comm_release(h);
+    return rc;
+}
+
+int comm_barrier(void *comm)
+{
+    pto_clear_error();
+    CommHandle *h = comm_acquire(comm, "comm_barrier");
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = comm_backend_barrier(h->backend);
+    comm_release(h);
+    return rc;
+}
+
+int comm_destroy(void *comm)
+{
+    pto_clear_error();
+    if (comm == NULL)
+        return PTO_OK;
+    static const char fn[] = "comm_destroy";
+    CommHandle *h = comm_acquire(comm, fn);
+    if (h == NULL)
+        return PTO_ERR_INVALID_ARGUMENT;
+    int rc = device_context_comm_leave(h->dc, fn);
+    if (rc != PTO_OK) {
+        comm_release(h);
+        return rc;
+    }
+    /* no new call gets in; the ones already waiting for the lock find it dying */
+    pthread_mutex_lock(&registry_lock);
+    h->dying = 1;
+    pthread_mutex_unlock(&registry_lock);
+    while (h->domains != NULL) {
+        CommDomain *d = h->domains;
+        h->domains = d->next;
+        free_domain(h, d);
+    }
+    comm_backend_leave(h->backend);
+    h->backend = NULL;
+    comm_release(h);
+
+    pthread_mutex_lock(&registry_lock);
+    while (h->users > 0)
+        pthread_cond_wait(&registry_cond, &registry_lock);
+    CommHandle **link = &registry;
+    while (*link != h)
+        link = &(*link)->next;
+    *link = h->next;
+    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_destroy(&h->lock);
+    h->magic = 0;
+    free(h);
+    return PTO_OK;
+}

@@ -1,0 +1,40 @@
+/*
+ * The platform half of the communication group (common/comm.c is the other):
+ * how one rank of a device joins a group, meets its peers and gets windows
+ * every member can address. Exactly one platform is linked into each library,
+ * so these resolve at link time: the sim runs the group itself in shared
+ * memory (util/comm_shm.h), onboard asks its driver (pto_driver.h, ABI 2),
+ * whose emulated implementation runs the same shared-memory group.
+ *
+ * Every function returns PTO_OK or a PTO_ERR_* code with a message naming the
+ * rank a PTO_ERR_TIMEOUT or PTO_ERR_DEVICE (a peer gone, the group broken) is
+ * about. Nothing here poisons the device context: a lost peer is the group's
+ * failure, not this device's. Calls on one CommBackend come from one thread at
+ * a time (common/comm.c holds the handle's lock).
+ */
+#ifndef PTORUN_COMM_BACKEND_H
+#define PTORUN_COMM_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/runner.h"
+
+typedef struct CommBackend CommBackend;     /* one rank of a group */
+typedef struct CommWindowSet CommWindowSet; /* one allocation's windows and signal blocks */
+
+/* Collective: every rank joins, or PTO_ERR_TIMEOUT after timeout_ms. */
+int comm_backend_join(Runner *r, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms,
+                      CommBackend **out);
+/* Releases everything of this rank (windows still held first); peers see it gone. */
+void comm_backend_leave(CommBackend *b);
+int comm_backend_barrier(CommBackend *b);
+/* Collective over the group ranks ranks[0..count): a window of `bytes` (0: signal
+ * blocks only) and a zeroed signal block per member, every member's addressable. */
+int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                       CommWindowSet **out);
+void comm_backend_free(CommBackend *b, CommWindowSet *w);
+/* Member i's window and signal block, as device addresses of this rank's device. */
+void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint64_t *signals);
+
+#endif

@@ -1,0 +1,73 @@
+/* The sim's communication group (platform/comm_backend.h): the shared-memory
+ * group itself. Device memory is host memory, so a window's device address is
+ * this process's mapping of it. */
+#include <stdlib.h>
+
+#include "platform/comm_backend.h"
+#include "ptorun/pto_runtime_c_api.h"
+#include "util/comm_shm.h"
+#include "util/last_error.h"
+
+struct CommBackend {
+    ShmGroup *group;
+};
+
+struct CommWindowSet {
+    ShmWindows *windows;
+};
+
+int comm_backend_join(Runner *r, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms,
+                      CommBackend **out)
+{
+    (void)r;
+    CommBackend *b = calloc(1, sizeof *b);
+    if (b == NULL)
+        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_init: out of host memory");
+    int rc = shm_group_join(rank, nranks, rootinfo_path, timeout_ms, &b->group);
+    if (rc != PTO_OK) {
+        free(b);
+        return rc;
+    }
+    *out = b;
+    return PTO_OK;
+}
+
+void comm_backend_leave(CommBackend *b)
+{
+    shm_group_leave(b->group);
+    free(b);
+}
+
+int comm_backend_barrier(CommBackend *b)
+{
+    return shm_group_barrier(b->group);
+}
+
+int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                       CommWindowSet **out)
+{
+    /* out of host memory here still takes part, so the peers fail too instead of waiting */
+    CommWindowSet *w = calloc(1, sizeof *w);
+    ShmWindows *windows = NULL;
+    int rc = shm_group_alloc_windows(b->group, key, ranks, count, bytes, w == NULL ? PTO_ERR_OUT_OF_MEMORY : PTO_OK,
+                                     &windows);
+    if (rc != PTO_OK) {
+        free(w);
+        return rc;
+    }
+    w->windows = windows;
+    *out = w;
+    return PTO_OK;
+}
+
+void comm_backend_free(CommBackend *b, CommWindowSet *w)
+{
+    shm_windows_free(b->group, w->windows);
+    free(w);
+}
+
+void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint64_t *signals)
+{
+    *window = (uint64_t)(uintptr_t)shm_windows_base(w->windows, i);
+    *signals = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
+}
