@@ -612,6 +612,18 @@ public final class ChipWorker implements AutoCloseable {
     }
 
     /** The native device context (tests and benchmark probes that call the library directly). */
+    DeviceMemory memory() {
+        return memory;
+    }
+
+    ChipDevice device() {
+        return device;
+    }
+
+    SlotTable table() {
+        return table;
+    }
+
     long deviceContext() {
         return device.ctx;
     }

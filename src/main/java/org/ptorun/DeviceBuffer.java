@@ -15,17 +15,31 @@ public final class DeviceBuffer implements AutoCloseable {
     private final DeviceMemory memory;
     private final long address;
     private final long size;
+    /** Null for a communication window: its group, not the buffer, releases the memory. */
     private final LeakNet.Handle leakNet;
     private int runUses;
     private boolean closed;
 
     DeviceBuffer(ChipWorker owner, DeviceMemory memory, long address, long size) {
+        this(owner, memory, address, size, true);
+    }
+
+    private DeviceBuffer(ChipWorker owner, DeviceMemory memory, long address, long size, boolean owned) {
         this.owner = owner;
         this.memory = memory;
         this.address = address;
         this.size = size;
-        this.leakNet = LeakNet.register(this, "DeviceBuffer 0x" + Long.toHexString(address) + " (" + size
-                + " bytes) of " + memory.describe(), () -> memory.free(address));
+        this.leakNet = owned ? LeakNet.register(this, "DeviceBuffer 0x" + Long.toHexString(address) + " (" + size
+                + " bytes) of " + memory.describe(), () -> memory.free(address)) : null;
+    }
+
+    /**
+     * A communication window (or a peer's, as this chip addresses it) seen as a buffer of
+     * {@code owner}: copies and runs use it like device memory; closing it only ends its
+     * use here ({@link CommGroup} releases the window).
+     */
+    static DeviceBuffer window(ChipWorker owner, long address, long size) {
+        return new DeviceBuffer(owner, owner.memory(), address, size, false);
     }
 
     /** The device address of the first byte. */
@@ -64,7 +78,9 @@ public final class DeviceBuffer implements AutoCloseable {
             }
             closed = true;
         }
-        leakNet.close();
+        if (leakNet != null) {
+            leakNet.close();
+        }
     }
 
     DeviceMemory memory() {

@@ -19,7 +19,7 @@ public sealed class PtoRunException extends RuntimeException
         permits UnsupportedVariantException, InvalidNativeArgumentException, StaleRunException, ChipBusyException,
         NotRegisteredException, DeviceOutOfMemoryException, DeviceErrorException, KernelFaultException,
         RunTimeoutException, BadCallableException, CapacityExceededException, OrchestrationException,
-        ChipPoisonedException, LeaseRejectedException, LibraryLoadException {
+        ChipPoisonedException, LeaseRejectedException, LibraryLoadException, CommException {
 
     private static final long serialVersionUID = 1L;
 

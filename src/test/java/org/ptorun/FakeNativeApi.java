@@ -372,4 +372,51 @@ final class FakeNativeApi implements NativeApi, AutoCloseable {
     public int logNext(long buf, long cap) {
         return 0;
     }
+
+    // ---- the comm group: not part of what the fake models ----
+
+    @Override
+    public long commInit(long ctx, int rank, int nranks, long rootinfoPath, int timeoutMs) {
+        throw new UnsupportedOperationException("comm_init");
+    }
+
+    @Override
+    public int commAllocWindows(long comm, long winSize, long deviceCtxOut) {
+        throw new UnsupportedOperationException("comm_alloc_windows");
+    }
+
+    @Override
+    public int commLocalWindowBase(long comm, long baseOut) {
+        throw new UnsupportedOperationException("comm_get_local_window_base");
+    }
+
+    @Override
+    public int commWindowSize(long comm, long sizeOut) {
+        throw new UnsupportedOperationException("comm_get_window_size");
+    }
+
+    @Override
+    public int commDeriveContext(long comm, long rankIds, long rankCount, int domainRank, long windowOffset, long windowSize, long deviceCtxOut) {
+        throw new UnsupportedOperationException("comm_derive_context");
+    }
+
+    @Override
+    public int commAllocDomainWindows(long comm, long allocationId, long rankIds, long rankCount, int domainRank, long windowSize, long deviceCtxOut, long localWindowBaseOut) {
+        throw new UnsupportedOperationException("comm_alloc_domain_windows");
+    }
+
+    @Override
+    public int commReleaseDomainWindows(long comm, long allocationId, long rankCount, int domainRank) {
+        throw new UnsupportedOperationException("comm_release_domain_windows");
+    }
+
+    @Override
+    public int commBarrier(long comm) {
+        throw new UnsupportedOperationException("comm_barrier");
+    }
+
+    @Override
+    public int commDestroy(long comm) {
+        throw new UnsupportedOperationException("comm_destroy");
+    }
 }

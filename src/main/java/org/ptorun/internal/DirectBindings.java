@@ -222,4 +222,67 @@ public final class DirectBindings implements NativeApi {
     public int logNext(long buf, long cap) {
         return ptorun_log_next(buf, cap);
     }
+
+    private static native long comm_init(long ctx, int rank, int nranks, long rootinfoPath, int timeoutMs);
+
+    @Override
+    public long commInit(long ctx, int rank, int nranks, long rootinfoPath, int timeoutMs) {
+        return comm_init(ctx, rank, nranks, rootinfoPath, timeoutMs);
+    }
+
+    private static native int comm_alloc_windows(long comm, long winSize, long deviceCtxOut);
+
+    @Override
+    public int commAllocWindows(long comm, long winSize, long deviceCtxOut) {
+        return comm_alloc_windows(comm, winSize, deviceCtxOut);
+    }
+
+    private static native int comm_get_local_window_base(long comm, long baseOut);
+
+    @Override
+    public int commLocalWindowBase(long comm, long baseOut) {
+        return comm_get_local_window_base(comm, baseOut);
+    }
+
+    private static native int comm_get_window_size(long comm, long sizeOut);
+
+    @Override
+    public int commWindowSize(long comm, long sizeOut) {
+        return comm_get_window_size(comm, sizeOut);
+    }
+
+    private static native int comm_derive_context(long comm, long rankIds, long rankCount, int domainRank, long windowOffset, long windowSize, long deviceCtxOut);
+
+    @Override
+    public int commDeriveContext(long comm, long rankIds, long rankCount, int domainRank, long windowOffset, long windowSize, long deviceCtxOut) {
+        return comm_derive_context(comm, rankIds, rankCount, domainRank, windowOffset, windowSize, deviceCtxOut);
+    }
+
+    private static native int comm_alloc_domain_windows(long comm, long allocationId, long rankIds, long rankCount, int domainRank, long windowSize, long deviceCtxOut, long localWindowBaseOut);
+
+    @Override
+    public int commAllocDomainWindows(long comm, long allocationId, long rankIds, long rankCount, int domainRank, long windowSize, long deviceCtxOut, long localWindowBaseOut) {
+        return comm_alloc_domain_windows(comm, allocationId, rankIds, rankCount, domainRank, windowSize, deviceCtxOut, localWindowBaseOut);
+    }
+
+    private static native int comm_release_domain_windows(long comm, long allocationId, long rankCount, int domainRank);
+
+    @Override
+    public int commReleaseDomainWindows(long comm, long allocationId, long rankCount, int domainRank) {
+        return comm_release_domain_windows(comm, allocationId, rankCount, domainRank);
+    }
+
+    private static native int comm_barrier(long comm);
+
+    @Override
+    public int commBarrier(long comm) {
+        return comm_barrier(comm);
+    }
+
+    private static native int comm_destroy(long comm);
+
+    @Override
+    public int commDestroy(long comm) {
+        return comm_destroy(comm);
+    }
 }

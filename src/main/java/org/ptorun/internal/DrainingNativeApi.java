@@ -266,4 +266,85 @@ public final class DrainingNativeApi implements NativeApi {
     public int logNext(long buf, long cap) {
         return api.logNext(buf, cap);
     }
+
+    @Override
+    public long commInit(long ctx, int rank, int nranks, long rootinfoPath, int timeoutMs) {
+        try {
+            return api.commInit(ctx, rank, nranks, rootinfoPath, timeoutMs);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commAllocWindows(long comm, long winSize, long deviceCtxOut) {
+        try {
+            return api.commAllocWindows(comm, winSize, deviceCtxOut);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commLocalWindowBase(long comm, long baseOut) {
+        try {
+            return api.commLocalWindowBase(comm, baseOut);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commWindowSize(long comm, long sizeOut) {
+        try {
+            return api.commWindowSize(comm, sizeOut);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commDeriveContext(long comm, long rankIds, long rankCount, int domainRank, long windowOffset, long windowSize, long deviceCtxOut) {
+        try {
+            return api.commDeriveContext(comm, rankIds, rankCount, domainRank, windowOffset, windowSize, deviceCtxOut);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commAllocDomainWindows(long comm, long allocationId, long rankIds, long rankCount, int domainRank, long windowSize, long deviceCtxOut, long localWindowBaseOut) {
+        try {
+            return api.commAllocDomainWindows(comm, allocationId, rankIds, rankCount, domainRank, windowSize, deviceCtxOut, localWindowBaseOut);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commReleaseDomainWindows(long comm, long allocationId, long rankCount, int domainRank) {
+        try {
+            return api.commReleaseDomainWindows(comm, allocationId, rankCount, domainRank);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commBarrier(long comm) {
+        try {
+            return api.commBarrier(comm);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
+    public int commDestroy(long comm) {
+        try {
+            return api.commDestroy(comm);
+        } finally {
+            log.drain();
+        }
+    }
 }

@@ -21,7 +21,9 @@ public interface NativeApi {
             "simpler_wait_run", "simpler_finalize_run", "simpler_run",
             "get_aicpu_dlopen_count", "get_host_dlopen_count", "get_run_stream_set_create_count",
             "get_pipeline_contract", "supports_concurrent_native_prepare_ctx", "get_arena_bank_gm_heap_base_ctx",
-            "get_retained_temp_addr_ctx", "ptorun_log_pending", "ptorun_log_next");
+            "get_retained_temp_addr_ctx", "comm_init", "comm_alloc_windows", "comm_get_local_window_base",
+            "comm_get_window_size", "comm_derive_context", "comm_alloc_domain_windows", "comm_release_domain_windows",
+            "comm_barrier", "comm_destroy", "ptorun_log_pending", "ptorun_log_next");
 
     /** The ambient-selection setters this design replaces: no library may export them. */
     List<String> FORBIDDEN_SYMBOLS = List.of(
@@ -120,4 +122,31 @@ public interface NativeApi {
      * ({@code cap} bytes, NUL-terminated) and returns its level (1 ERROR … 5 TRACE); 0 when none.
      */
     int logNext(long buf, long cap);
+
+    /** {@code comm_init}: {@code rootinfoPath} is the address of a NUL-terminated path; 0 on failure */
+    long commInit(long ctx, int rank, int nranks, long rootinfoPath, int timeoutMs);
+
+    /** {@code comm_alloc_windows} */
+    int commAllocWindows(long comm, long winSize, long deviceCtxOut);
+
+    /** {@code comm_get_local_window_base} */
+    int commLocalWindowBase(long comm, long baseOut);
+
+    /** {@code comm_get_window_size} */
+    int commWindowSize(long comm, long sizeOut);
+
+    /** {@code comm_derive_context} */
+    int commDeriveContext(long comm, long rankIds, long rankCount, int domainRank, long windowOffset, long windowSize, long deviceCtxOut);
+
+    /** {@code comm_alloc_domain_windows} */
+    int commAllocDomainWindows(long comm, long allocationId, long rankIds, long rankCount, int domainRank, long windowSize, long deviceCtxOut, long localWindowBaseOut);
+
+    /** {@code comm_release_domain_windows} */
+    int commReleaseDomainWindows(long comm, long allocationId, long rankCount, int domainRank);
+
+    /** {@code comm_barrier} */
+    int commBarrier(long comm);
+
+    /** {@code comm_destroy} */
+    int commDestroy(long comm);
 }

@@ -1,6 +1,7 @@
 package org.ptorun.worker;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -133,12 +134,56 @@ final class AdmissionQueue {
         }
     }
 
+    /**
+     * Admits one run per lane of {@code argsPerLane} (null entries: none) at once, in lane
+     * order, waiting until the queue has room for all of them: a collective step, whose runs
+     * every lane must take in the same order as every other step.
+     *
+     * @throws InterruptedException when interrupted while waiting; nothing was admitted
+     */
+    List<RunTicket> admitOnLanes(int callableId, TaskArgs[] argsPerLane, CallConfig config)
+            throws InterruptedException {
+        int runs = 0;
+        for (TaskArgs a : argsPerLane) {
+            runs += a == null ? 0 : 1;
+        }
+        if (runs > capacity) {
+            throw new IllegalArgumentException("a step of " + runs + " runs exceeds the queue capacity " + capacity);
+        }
+        lock.lockInterruptibly();
+        try {
+            while (true) {
+                checkOpen();
+                if (queuedRuns + runs <= capacity) {
+                    checkRegisteredLocked(callableId);
+                    List<RunTicket> out = new ArrayList<>(runs);
+                    for (int lane = 0; lane < argsPerLane.length; lane++) {
+                        if (argsPerLane[lane] != null) {
+                            out.add(enqueueLocked(callableId, argsPerLane[lane], config, lane));
+                        }
+                    }
+                    return out;
+                }
+                notFull.await();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private RunTicket admitLocked(int callableId, TaskArgs args, CallConfig config) {
+        checkRegisteredLocked(callableId);
+        return enqueueLocked(callableId, args, config, selectLocked());
+    }
+
+    private void checkRegisteredLocked(int callableId) {
         if (!registeredIds.get(callableId)) {
             throw new IllegalArgumentException("callable id " + callableId + " is not registered on this Worker"
                     + " (Worker.register it first)");
         }
-        int lane = selectLocked();
+    }
+
+    private RunTicket enqueueLocked(int callableId, TaskArgs args, CallConfig config, int lane) {
         long dispatchId = nextDispatchId++;
         RunTicket t = new RunTicket(dispatchId, dispatchId, deviceIds[lane], callableId, args, config,
                 System.nanoTime(), callbacks);

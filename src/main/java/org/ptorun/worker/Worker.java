@@ -1,5 +1,7 @@
 package org.ptorun.worker;
 
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -11,9 +13,12 @@ import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipPoisonedException;
 import org.ptorun.ChipWorker;
+import org.ptorun.CommGroup;
+import org.ptorun.CommRank;
 import org.ptorun.HostRuntime;
 import org.ptorun.TaskArgs;
 import org.ptorun.Variant;
@@ -168,6 +173,70 @@ public final class Worker implements AutoCloseable {
     public Optional<RunTicket> tryEnqueue(int callableId, TaskArgs args, CallConfig config) {
         checkRunArguments(callableId, args, config);
         return Optional.ofNullable(queue.tryAdmit(callableId, args, config));
+    }
+
+    // ---- many chips, one computation ---------------------------------------------------------
+
+    /**
+     * Opens a {@link CommGroup} over this Worker's chips: rank {@code i} is the chip of
+     * {@code deviceIds().get(i)} (docs/communication.md). Close it before the Worker.
+     *
+     * @throws org.ptorun.CommException when a rank cannot join
+     */
+    public CommGroup openCommGroup(Path rootInfo, Duration timeout) {
+        List<ChipWorker> chips = new ArrayList<>(lanes.length);
+        for (ChipLane lane : lanes) {
+            chips.add(lane.chip);
+        }
+        return CommGroup.open(chips, rootInfo, timeout);
+    }
+
+    /**
+     * Enqueues a collective step: one run of {@code callableId} on every local rank of
+     * {@code group}, rank {@code r}'s with {@code argsOfRank.apply(r)} on rank {@code r}'s
+     * chip. The runs are admitted together, so every chip takes the steps in the order they
+     * were enqueued (what collective kernels rely on), waiting while the queue has no room
+     * for all of them.
+     *
+     * @throws IllegalArgumentException when a rank's chip is not one of this Worker's
+     * @throws InterruptedException when interrupted while waiting; nothing was admitted
+     */
+    public CollectiveStep enqueueCollective(CommGroup group, int callableId, Function<CommRank, TaskArgs> argsOfRank,
+                                            CallConfig config) throws InterruptedException {
+        Objects.requireNonNull(group, "group");
+        Objects.requireNonNull(argsOfRank, "argsOfRank");
+        checkCallableId(callableId);
+        Objects.requireNonNull(config, "config");
+        TaskArgs[] perLane = new TaskArgs[lanes.length];
+        int[] laneOfRank = new int[group.ranks().size()];
+        for (int i = 0; i < laneOfRank.length; i++) {
+            CommRank rank = group.ranks().get(i);
+            int lane = laneOf(rank.chip());
+            if (perLane[lane] != null) {
+                throw new IllegalArgumentException("two ranks of the group are on " + rank.chip());
+            }
+            perLane[lane] = Objects.requireNonNull(argsOfRank.apply(rank), "the args of rank " + rank.rank());
+            laneOfRank[i] = lane;
+        }
+        List<RunTicket> byLane = queue.admitOnLanes(callableId, perLane, config);
+        List<RunTicket> byRank = new ArrayList<>(laneOfRank.length);
+        for (int lane : laneOfRank) {
+            int index = 0;
+            for (int l = 0; l < lane; l++) {
+                index += perLane[l] != null ? 1 : 0;
+            }
+            byRank.add(byLane.get(index));
+        }
+        return new CollectiveStep(byRank);
+    }
+
+    private int laneOf(ChipWorker chip) {
+        for (int i = 0; i < lanes.length; i++) {
+            if (lanes[i].chip == chip) {
+                return i;
+            }
+        }
+        throw new IllegalArgumentException(chip + " is not a chip of this Worker");
     }
 
     private static void checkRunArguments(int callableId, TaskArgs args, CallConfig config) {

@@ -1,0 +1,276 @@
+package org.ptorun;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.function.Function;
+import org.ptorun.internal.OffHeapBlock;
+
+/**
+ * A communication group: chips that address each other's windows and meet at barriers,
+ * for computations that span chips (docs/communication.md). Its local ranks are the
+ * {@link CommRank}s of this process: every rank of the group when it was {@link #open
+ * opened} over chips of this process, one when it {@link #join joined} a group whose
+ * other ranks live in other processes of the host (they meet through the root-info
+ * file). Collective calls here call every local rank at once (one thread each).
+ *
+ * <p>Close the group before its chips: a chip's device cannot be finalized while a
+ * rank lives on it. {@link #close()} leaves every rank it can; a rank whose chip has a
+ * run outstanding refuses ({@link CommException}, {@code PTO_ERR_BUSY}: a run may use
+ * the windows) and stays, so close again once the runs are finalized.
+ * Thread-safe.
+ */
+public final class CommGroup implements AutoCloseable {
+
+    /** The timeout {@link #open(List, Path)} uses. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(45);
+
+    private final int size;
+    private final List<CommRank> local;
+    private final ExecutorService threads;
+    private boolean closed;
+
+    private CommGroup(int size, List<CommRank> local, ExecutorService threads) {
+        this.size = size;
+        this.local = List.copyOf(local);
+        this.threads = threads;
+    }
+
+    /** {@link #open(List, Path, Duration)} with {@link #DEFAULT_TIMEOUT}. */
+    public static CommGroup open(List<ChipWorker> chips, Path rootInfo) {
+        return open(chips, rootInfo, DEFAULT_TIMEOUT);
+    }
+
+    /**
+     * Opens a group whose rank {@code i} is {@code chips.get(i)}, all in this process.
+     * {@code rootInfo} is a file path the ranks meet through (removed once they met).
+     *
+     * @throws CommException when a rank cannot join (all then leave)
+     */
+    public static CommGroup open(List<ChipWorker> chips, Path rootInfo, Duration timeout) {
+        Objects.requireNonNull(chips, "chips");
+        if (chips.isEmpty()) {
+            throw new IllegalArgumentException("a group needs at least one chip");
+        }
+        int n = chips.size();
+        ExecutorService threads = Executors.newFixedThreadPool(n, r -> {
+            Thread t = new Thread(r, "ptorun-comm");
+            t.setDaemon(true);
+            return t;
+        });
+        List<Future<CommRank>> joins = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int rank = i;
+            joins.add(threads.submit(() -> joinRank(chips.get(rank), rank, n, rootInfo, timeout)));
+        }
+        List<CommRank> ranks = new ArrayList<>(n);
+        RuntimeException failure = null;
+        for (Future<CommRank> f : joins) {
+            try {
+                ranks.add(get(f));
+            } catch (RuntimeException e) {
+                failure = addTo(failure, e);
+            }
+        }
+        if (failure != null) {
+            ranks.forEach(r -> r.destroy());
+            threads.shutdown();
+            throw failure;
+        }
+        return new CommGroup(n, ranks, threads);
+    }
+
+    /**
+     * Joins rank {@code rank} of a group of {@code size} whose other ranks join from other
+     * processes (or other calls) through the same {@code rootInfo} path; blocks until all
+     * joined or the timeout passed.
+     */
+    public static CommGroup join(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout) {
+        CommRank r = joinRank(chip, rank, size, rootInfo, timeout);
+        return new CommGroup(size, List.of(r), Executors.newSingleThreadExecutor(t -> {
+            Thread th = new Thread(t, "ptorun-comm");
+            th.setDaemon(true);
+            return th;
+        }));
+    }
+
+    private static CommRank joinRank(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout) {
+        Objects.requireNonNull(chip, "chip");
+        Objects.requireNonNull(rootInfo, "rootInfo");
+        long ms = Objects.requireNonNull(timeout, "timeout").toMillis();
+        if (ms <= 0 || ms > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("timeout " + timeout + " must be between 1 ms and 2^31 ms");
+        }
+        byte[] path = rootInfo.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
+        ChipDevice device = chip.device();
+        try (OffHeapBlock cPath = OffHeapBlock.allocate(path.length + 1, 8)) {
+            cPath.buffer().put(0, path).put(path.length, (byte) 0);
+            device.enter(chip.table());
+            try {
+                long handle = device.api.commInit(device.ctx, rank, size, cPath.address(), (int) ms);
+                if (handle == 0) {
+                    String message = device.lastError();
+                    throw new CommException("comm_init", rank, codeOf(message), message);
+                }
+                return new CommRank(chip, rank, size, handle);
+            } finally {
+                device.exit();
+            }
+        }
+    }
+
+    /** comm_init returns NULL: the code is the one its message's failure had. */
+    private static int codeOf(String message) {
+        if (message.contains("timed out") || message.contains("did not arrive") || message.contains("timeout")) {
+            return PtoError.TIMEOUT.code();
+        }
+        if (message.contains("is gone")) {
+            return PtoError.DEVICE.code();
+        }
+        if (message.contains("context is")) {
+            return PtoError.WRONG_PHASE.code();
+        }
+        return PtoError.INVALID_ARGUMENT.code();
+    }
+
+    /** The group's number of ranks (in every process). */
+    public int size() {
+        return size;
+    }
+
+    /** This process's ranks, in rank order. */
+    public List<CommRank> ranks() {
+        return local;
+    }
+
+    /** The local rank with index {@code rank}. */
+    public CommRank rank(int rank) {
+        for (CommRank r : local) {
+            if (r.rank() == rank) {
+                return r;
+            }
+        }
+        throw new IllegalArgumentException("rank " + rank + " is not a rank of this process");
+    }
+
+    /** Collective: every local rank allocates its window of {@code bytes} ({@link CommRank#allocWindows}). */
+    public void allocWindows(long bytes) {
+        onEveryRank(r -> {
+            r.allocWindows(bytes);
+            return null;
+        });
+    }
+
+    /** Collective: every local rank meets every rank of the group. */
+    public void barrier() {
+        onEveryRank(r -> {
+            r.barrier();
+            return null;
+        });
+    }
+
+    /** Collective over the local ranks among {@code ranks}: fresh windows for that sub-domain, one per local member. */
+    public List<CommDomain> allocDomainWindows(long allocationId, int[] ranks, long bytes) {
+        List<CommRank> members = new ArrayList<>();
+        for (int r : ranks) {
+            local.stream().filter(x -> x.rank() == r).forEach(members::add);
+        }
+        return on(members, r -> r.allocDomainWindows(allocationId, ranks, bytes));
+    }
+
+    /** Runs {@code call} on every local rank at once and returns the results in rank order. */
+    public <T> List<T> onEveryRank(Function<CommRank, T> call) {
+        return on(local, call);
+    }
+
+    private <T> List<T> on(List<CommRank> ranks, Function<CommRank, T> call) {
+        List<Future<T>> futures = new ArrayList<>(ranks.size());
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException("the comm group is closed");
+            }
+            for (CommRank r : ranks) {
+                futures.add(threads.submit(() -> call.apply(r)));
+            }
+        }
+        List<T> out = new ArrayList<>(ranks.size());
+        RuntimeException failure = null;
+        for (Future<T> f : futures) {
+            try {
+                out.add(get(f));
+            } catch (RuntimeException e) {
+                failure = addTo(failure, e);
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return out;
+    }
+
+    /**
+     * Every local rank leaves; the windows go with the last rank that maps them. Idempotent.
+     *
+     * @throws CommException ({@code PTO_ERR_BUSY}) for a rank whose chip has a run outstanding: it stays
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        RuntimeException failure = null;
+        for (CommRank r : local) {
+            try {
+                r.destroy();
+            } catch (RuntimeException e) {
+                failure = addTo(failure, e);
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        closed = true;
+        threads.shutdown();
+    }
+
+    private static <T> T get(Future<T> f) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    interrupted = true; // the native call cannot be abandoned; it ends within its timeout
+                }
+            }
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException re) {
+                throw re;
+            }
+            if (cause instanceof Error err) {
+                throw err;
+            }
+            throw new IllegalStateException(cause);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static RuntimeException addTo(RuntimeException first, RuntimeException next) {
+        if (first == null) {
+            return next;
+        }
+        first.addSuppressed(next);
+        return first;
+    }
+}

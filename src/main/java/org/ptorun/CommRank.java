@@ -1,0 +1,239 @@
+package org.ptorun;
+
+import java.util.Arrays;
+import java.util.Objects;
+import org.ptorun.internal.NativeMemory;
+import org.ptorun.internal.OffHeapBlock;
+
+/**
+ * One rank of a {@link CommGroup}: the comm handle of one chip. Its windows are
+ * {@link DeviceBuffer}s of its chip ({@link #window()}, {@link #peerWindow(int)}), so
+ * copies and runs use them like device memory, and {@link #deviceContext()} is what
+ * collective kernels take as their comm scalar (docs/communication.md).
+ *
+ * <p>Collective calls ({@link #allocWindows}, {@link #barrier}, {@link #derive},
+ * {@link #allocDomainWindows}) return only when every member made the same call: in
+ * one process, make them through {@link CommGroup} (which calls every local rank at
+ * once) or from one thread per rank. Calls on one rank serialize; thread-safe.
+ */
+public final class CommRank {
+
+    private static final int CTX_BYTES = 280;
+    private static final int CTX_WINDOWS = 24;
+
+    private final ChipWorker chip;
+    private final int rank;
+    private final int size;
+    private long handle;
+    private long windowBytes;
+    private long deviceContext;
+    private long[] windows = new long[0];
+
+    CommRank(ChipWorker chip, int rank, int size, long handle) {
+        this.chip = chip;
+        this.rank = rank;
+        this.size = size;
+        this.handle = handle;
+    }
+
+    /** This rank's index in the group. */
+    public int rank() {
+        return rank;
+    }
+
+    /** The group's number of ranks. */
+    public int size() {
+        return size;
+    }
+
+    public ChipWorker chip() {
+        return chip;
+    }
+
+    /**
+     * Collective: every rank gets a window of {@code bytes} that every peer addresses.
+     *
+     * @throws CommException when a rank cannot allocate (all fail), times out or is gone
+     */
+    public synchronized void allocWindows(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("window size " + bytes + " must be > 0");
+        }
+        try (OffHeapBlock out = OffHeapBlock.allocate(8, 8)) {
+            call("comm_alloc_windows", api -> api.commAllocWindows(open(), bytes, out.address()));
+            deviceContext = out.buffer().getLong(0);
+        }
+        windowBytes = bytes;
+        windows = readWindows(deviceContext, size);
+    }
+
+    /** The device address of the group's {@code PtoCommDeviceContext}: a collective kernel's comm scalar. */
+    public synchronized long deviceContext() {
+        requireWindows();
+        return deviceContext;
+    }
+
+    /** Bytes of every rank's window. */
+    public synchronized long windowSize() {
+        requireWindows();
+        return windowBytes;
+    }
+
+    /** This rank's window. */
+    public DeviceBuffer window() {
+        return peerWindow(rank);
+    }
+
+    /** Rank {@code peer}'s window as this rank's chip addresses it. */
+    public synchronized DeviceBuffer peerWindow(int peer) {
+        requireWindows();
+        Objects.checkIndex(peer, size);
+        return DeviceBuffer.window(chip, windows[peer], windowBytes);
+    }
+
+    /** {@code bytes} of this rank's window from {@code offset}. */
+    public synchronized DeviceBuffer windowSlice(long offset, long bytes) {
+        requireWindows();
+        if (offset < 0 || bytes <= 0 || offset > windowBytes - bytes) {
+            throw new IllegalArgumentException("[" + offset + ", +" + bytes + ") is not inside the window of "
+                    + windowBytes + " bytes");
+        }
+        return DeviceBuffer.window(chip, windows[rank] + offset, bytes);
+    }
+
+    /**
+     * Collective: waits for every rank.
+     *
+     * @throws CommException on a timeout (naming the rank that did not arrive) or a gone peer
+     */
+    public synchronized void barrier() {
+        call("comm_barrier", api -> api.commBarrier(open()));
+    }
+
+    /**
+     * Collective over {@code ranks}: a sub-domain over {@code [offset, offset + bytes)} of
+     * the group's windows, with its own signals. Returns its device context.
+     */
+    public synchronized long derive(int[] ranks, long offset, long bytes) {
+        int domainRank = domainRank(ranks);
+        try (OffHeapBlock ids = rankIds(ranks); OffHeapBlock out = OffHeapBlock.allocate(8, 8)) {
+            call("comm_derive_context", api -> api.commDeriveContext(open(), ids.address(), ranks.length, domainRank,
+                    offset, bytes, out.address()));
+            return out.buffer().getLong(0);
+        }
+    }
+
+    /**
+     * Collective over {@code ranks}: fresh windows of {@code bytes} for a sub-domain,
+     * released by {@link #releaseDomainWindows}.
+     */
+    public synchronized CommDomain allocDomainWindows(long allocationId, int[] ranks, long bytes) {
+        int domainRank = domainRank(ranks);
+        try (OffHeapBlock ids = rankIds(ranks); OffHeapBlock out = OffHeapBlock.allocate(16, 8)) {
+            call("comm_alloc_domain_windows", api -> api.commAllocDomainWindows(open(), allocationId, ids.address(),
+                    ranks.length, domainRank, bytes, out.address(), out.address() + 8));
+            long ctx = out.buffer().getLong(0);
+            long[] domainWindows = readWindows(ctx, ranks.length);
+            DeviceBuffer[] buffers = new DeviceBuffer[ranks.length];
+            for (int i = 0; i < ranks.length; i++) {
+                buffers[i] = DeviceBuffer.window(chip, domainWindows[i], bytes);
+            }
+            return new CommDomain(allocationId, ranks.clone(), domainRank, ctx, bytes, Arrays.asList(buffers));
+        }
+    }
+
+    /** Releases this rank's view of a domain's windows (local). */
+    public synchronized void releaseDomainWindows(CommDomain domain) {
+        call("comm_release_domain_windows", api -> api.commReleaseDomainWindows(open(), domain.allocationId(),
+                domain.ranks().length, domain.domainRank()));
+    }
+
+    /** Leaves the group (idempotent); refused (PTO_ERR_BUSY) while a run is outstanding on the chip. */
+    synchronized void destroy() {
+        if (handle == 0) {
+            return;
+        }
+        call("comm_destroy", api -> api.commDestroy(handle));
+        handle = 0;
+    }
+
+    @Override
+    public String toString() {
+        return "CommRank[" + rank + "/" + size + " on " + chip + "]";
+    }
+
+    // ---- internals ---------------------------------------------------------------------------
+
+    private long open() {
+        if (handle == 0) {
+            throw new IllegalStateException(this + " left its group");
+        }
+        return handle;
+    }
+
+    private void requireWindows() {
+        if (deviceContext == 0) {
+            throw new IllegalStateException(this + ": the group has no windows yet (allocWindows)");
+        }
+    }
+
+    private int domainRank(int[] ranks) {
+        Objects.requireNonNull(ranks, "ranks");
+        for (int i = 0; i < ranks.length; i++) {
+            if (ranks[i] == rank) {
+                return i;
+            }
+        }
+        throw new IllegalArgumentException("rank " + rank + " is not among " + Arrays.toString(ranks));
+    }
+
+    private static OffHeapBlock rankIds(int[] ranks) {
+        OffHeapBlock ids = OffHeapBlock.allocate(4L * Math.max(1, ranks.length), 8);
+        for (int i = 0; i < ranks.length; i++) {
+            ids.buffer().putInt(4 * i, ranks[i]);
+        }
+        return ids;
+    }
+
+    /** The windows of a descriptor in this chip's memory, as this chip addresses them. */
+    private long[] readWindows(long ctx, int count) {
+        long[] out = new long[count];
+        try (OffHeapBlock desc = OffHeapBlock.allocate(CTX_BYTES, 8)) {
+            ChipDevice device = chip.device();
+            device.enter(chip.table());
+            try {
+                int rc = device.api.copyFromDevice(device.ctx, desc.address(), ctx, CTX_BYTES);
+                if (rc != 0) {
+                    throw new CommException("reading the comm descriptor", rank, rc, device.lastError());
+                }
+            } finally {
+                device.exit();
+            }
+            for (int i = 0; i < count; i++) {
+                out[i] = desc.buffer().getLong(CTX_WINDOWS + 8 * i);
+            }
+        }
+        return out;
+    }
+
+    interface Call {
+        int apply(org.ptorun.internal.NativeApi api);
+    }
+
+    private void call(String operation, Call call) {
+        ChipDevice device = chip.device();
+        device.enter(chip.table());
+        try {
+            int rc = call.apply(device.api);
+            if (rc != 0) {
+                throw new CommException(operation, rank, rc, device.lastError());
+            }
+        } finally {
+            device.exit();
+        }
+    }
+
+    static String cString(long address) {
+        return NativeMemory.cString(address);
+    }
+}
