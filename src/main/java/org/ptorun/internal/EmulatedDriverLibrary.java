@@ -28,7 +28,7 @@ public final class EmulatedDriverLibrary {
     /** The environment variable naming another driver. */
     public static final String DRIVER_ENV = "PTORUN_DRIVER";
     /** {@code PtoEmuStats}: seven {@code uint64_t}. */
-    public static final int STATS_FIELDS = 7;
+    public static final int STATS_FIELDS = 9;
 
     private static final String INJECT = "ptorun_emudrv_inject";
     private static final String STATS = "ptorun_emudrv_stats";

@@ -14,7 +14,9 @@ package org.ptorun.testing;
  * @param images loaded device images
  * @param hostRegistrations live host views of device memory
  * @param threads driver threads alive (stream engines and participation threads)
+ * @param commRanks live communication ranks (joined, not left)
+ * @param commWindowSets live window allocations of those ranks
  */
 public record DriverStats(long devicesOpen, long memoryCommitted, long allocations, long streams, long images,
-                          long hostRegistrations, long threads) {
+                          long hostRegistrations, long threads, long commRanks, long commWindowSets) {
 }

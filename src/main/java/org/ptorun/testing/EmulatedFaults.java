@@ -132,7 +132,7 @@ public final class EmulatedFaults {
     /** The driver's accounting now. */
     public DriverStats stats() {
         long[] s = driver.stats();
-        return new DriverStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6]);
+        return new DriverStats(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8]);
     }
 
     @Override

@@ -26,7 +26,13 @@ public enum Fault {
     /** A launch of the AICPU entry never runs, until a synchronize on its stream times out. */
     HANG(6),
     /** The device is lost: that call and every later one on the device fail until it is reset. */
-    DEVICE_LOST(7);
+    DEVICE_LOST(7),
+    /**
+     * A peer is lost: the next comm call or launch on a device that takes part in a
+     * communication group loses that device and marks its ranks lost, so their peers'
+     * barriers and collectives fail naming them (docs/communication.md, Fault model).
+     */
+    PEER_LOST(8);
 
     private final int code;
 

@@ -1,0 +1,212 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.ptorun.SimE2E.assertBitExact;
+import static org.ptorun.SimE2E.random;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.CoreType;
+import org.ptorun.callable.Direction;
+import org.ptorun.callable.Kernel;
+import org.ptorun.callable.Param;
+import org.ptorun.callable.Program;
+
+/**
+ * Golden collectives of issue [10/10] on all eight libraries: 2, 3 and 4 ranks (chips of one
+ * process in one group), element counts that are not multiples of the rank count, every
+ * element of every rank checked against a plain-Java reference that sums in rank order
+ * (docs/kernels.md, Collectives), so results are bit-exact.
+ */
+class CommCollectivesE2ETest {
+
+    private static final Duration TIMEOUT = Duration.ofSeconds(20);
+    private static final int ALLREDUCE = 1;
+    private static final int ALLGATHER = 2;
+    private static final int REDUCE_SCATTER = 3;
+    private static final int BROADCAST = 4;
+    private static final int KERNEL = 0;
+
+    static Stream<Arguments> variantsAndRanks() {
+        return SimE2E.allVariants().stream().flatMap(v -> Stream.of(2, 3, 4).map(n -> Arguments.of(v, n)));
+    }
+
+    /** One submit of {@code kernel} over the run's args: tensors 0..tensors-1 flat, then scalars 0..scalars-1. */
+    static ChipCallable single(String kernel, List<Direction> tensors, int scalars, long[] tensorBytes) {
+        List<Direction> signature = new ArrayList<>(tensors);
+        List<Param> params = new ArrayList<>();
+        for (int i = 0; i < tensors.size(); i++) {
+            params.add(Param.tensor(i, tensors.get(i), 0, tensorBytes[i]));
+        }
+        for (int s = 0; s < scalars; s++) {
+            signature.add(Direction.SCALAR);
+            params.add(Param.scalarArg(s));
+        }
+        Program program = Program.builder().submit(KERNEL, params.toArray(Param[]::new)).build();
+        return ChipCallable.builder().signature(signature.toArray(Direction[]::new))
+                .child(KERNEL, CoreType.AIV, Kernel.builtin(kernel)).program(program).build();
+    }
+
+    /** Runs {@code call(rank)} on one thread per rank at once and waits for all. */
+    static <T> List<T> onEveryRank(int n, RankCall<T> call) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<T>> futures = new ArrayList<>();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                futures.add(pool.submit((Callable<T>) () -> call.apply(rank)));
+            }
+            List<T> out = new ArrayList<>();
+            for (Future<T> f : futures) {
+                out.add(f.get());
+            }
+            return out;
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    interface RankCall<T> {
+        T apply(int rank) throws Exception;
+    }
+
+    static List<ChipWorker> openChips(Variant variant, int n) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        List<ChipWorker> chips = new ArrayList<>();
+        for (int d = 0; d < n; d++) {
+            chips.add(ChipWorker.open(runtime, d));
+        }
+        return chips;
+    }
+
+    static void closeAll(CommGroup group, List<ChipWorker> chips) {
+        if (group != null) {
+            group.close();
+        }
+        chips.forEach(ChipWorker::close);
+    }
+
+    /** chunk r of n elements over nranks: [floor(r·n/nranks), floor((r+1)·n/nranks)). */
+    static int chunkStart(int r, int n, int nranks) {
+        return (int) ((long) r * n / nranks);
+    }
+
+    @ParameterizedTest(name = "{0} on {1} ranks")
+    @MethodSource("variantsAndRanks")
+    void everyCollectiveGivesEveryRankTheJavaReference(Variant variant, int n, @TempDir Path dir) throws Exception {
+        int count = 1003; // no multiple of 2, 3 or 4
+        long bytes = 4L * count;
+        List<ChipWorker> chips = openChips(variant, n);
+        CommGroup group = null;
+        try {
+            group = CommGroup.open(chips, dir.resolve("rootinfo"), TIMEOUT);
+            group.allocWindows(bytes * (n + 1));
+            assertThat(group.ranks()).hasSize(n);
+            for (ChipWorker chip : chips) {
+                chip.registerCallable(ALLREDUCE, single("allreduce_sum", List.of(Direction.INOUT), 1, new long[] {bytes}));
+                chip.registerCallable(ALLGATHER, single("allgather", List.of(Direction.IN, Direction.OUT), 1,
+                        new long[] {bytes, bytes * n}));
+                chip.registerCallable(BROADCAST, single("broadcast", List.of(Direction.INOUT), 2, new long[] {bytes}));
+            }
+            float[][] inputs = new float[n][];
+            for (int r = 0; r < n; r++) {
+                inputs[r] = random(count, 100 + r);
+            }
+            CommGroup g = group;
+
+            // allreduce_sum: every rank's window holds the sum, in rank order
+            float[] sum = inputs[0].clone();
+            for (int r = 1; r < n; r++) {
+                for (int i = 0; i < count; i++) {
+                    sum[i] = sum[i] + inputs[r][i];
+                }
+            }
+            List<float[]> reduced = onEveryRank(n, r -> {
+                CommRank rank = g.rank(r);
+                DeviceBuffer x = rank.windowSlice(0, bytes);
+                rank.chip().copyTo(x, inputs[r]);
+                rank.chip().run(ALLREDUCE, new TaskArgs().tensor(Tensor.of(x, DType.F32)).scalar(rank.deviceContext()),
+                        CallConfig.DEFAULT);
+                float[] out = new float[count];
+                rank.chip().copyFrom(x, out);
+                return out;
+            });
+            for (float[] out : reduced) {
+                assertBitExact(out, sum);
+            }
+
+            // allgather: y = x_0 | x_1 | ... in this rank's own device memory
+            float[] gathered = new float[count * n];
+            for (int r = 0; r < n; r++) {
+                System.arraycopy(inputs[r], 0, gathered, r * count, count);
+            }
+            List<float[]> all = onEveryRank(n, r -> {
+                CommRank rank = g.rank(r);
+                DeviceBuffer x = rank.windowSlice(0, bytes);
+                rank.chip().copyTo(x, inputs[r]);
+                try (DeviceBuffer y = rank.chip().malloc(bytes * n)) {
+                    rank.chip().run(ALLGATHER, new TaskArgs().tensor(Tensor.of(x, DType.F32))
+                            .tensor(Tensor.of(y, DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+                    float[] out = new float[count * n];
+                    rank.chip().copyFrom(y, out);
+                    return out;
+                }
+            });
+            for (float[] out : all) {
+                assertBitExact(out, gathered);
+            }
+
+            // reduce_scatter: rank r gets chunk r of the sum
+            List<float[]> scattered = onEveryRank(n, r -> {
+                CommRank rank = g.rank(r);
+                int start = chunkStart(r, count, n);
+                int len = chunkStart(r + 1, count, n) - start;
+                rank.chip().registerCallable(REDUCE_SCATTER, single("reduce_scatter",
+                        List.of(Direction.IN, Direction.OUT), 1, new long[] {bytes, 4L * len}));
+                DeviceBuffer x = rank.windowSlice(0, bytes);
+                rank.chip().copyTo(x, inputs[r]);
+                DeviceBuffer y = rank.windowSlice(bytes, 4L * len);
+                rank.chip().run(REDUCE_SCATTER, new TaskArgs().tensor(Tensor.of(x, DType.F32))
+                        .tensor(Tensor.of(y, DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+                float[] out = new float[len];
+                rank.chip().copyFrom(y, out);
+                return out;
+            });
+            for (int r = 0; r < n; r++) {
+                int start = chunkStart(r, count, n);
+                float[] expected = java.util.Arrays.copyOfRange(sum, start, chunkStart(r + 1, count, n));
+                assertBitExact(scattered.get(r), expected);
+            }
+
+            // broadcast from the last rank
+            int root = n - 1;
+            List<float[]> broadcast = onEveryRank(n, r -> {
+                CommRank rank = g.rank(r);
+                DeviceBuffer x = rank.windowSlice(0, bytes);
+                rank.chip().copyTo(x, inputs[r]);
+                rank.chip().run(BROADCAST, new TaskArgs().tensor(Tensor.of(x, DType.F32)).scalar(rank.deviceContext())
+                        .scalar(root), CallConfig.DEFAULT);
+                float[] out = new float[count];
+                rank.chip().copyFrom(x, out);
+                return out;
+            });
+            for (float[] out : broadcast) {
+                assertBitExact(out, inputs[root]);
+            }
+        } finally {
+            closeAll(group, chips);
+        }
+    }
+}
