@@ -247,29 +247,38 @@ static int need_group_windows(const CommHandle *h, const char *fn)
 
 /* ---- exported --------------------------------------------------------------- */
 
+/* NULL cannot say why: the message leads with the code, "(<code>) ...", as
+ * device_malloc_ctx's does. */
+static void *refuse_init(void)
+{
+    int code = pto_last_error_code() != 0 ? pto_last_error_code() : PTO_ERR_FAILED;
+    pto_fail(code, "(%d) %s", code, pto_last_error());
+    return NULL;
+}
+
 void *comm_init(void *ctx, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms)
 {
     pto_clear_error();
     DeviceContext *dc = device_context_from(ctx, "comm_init");
     if (dc == NULL)
-        return NULL;
+        return refuse_init();
     if (nranks < 1 || nranks > (int)PTO_COMM_MAX_RANKS) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_init: nranks %d; 1..%u allowed", nranks, PTO_COMM_MAX_RANKS);
-        return NULL;
+        return refuse_init();
     }
     if (rank < 0 || rank >= nranks) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_init: rank %d is not in [0, %d)", rank, nranks);
-        return NULL;
+        return refuse_init();
     }
     if (rootinfo_path == NULL || rootinfo_path[0] == '\0' || strlen(rootinfo_path) >= PATH_MAX - 64) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_init: rootinfo_path is %s",
                  rootinfo_path == NULL ? "NULL" : rootinfo_path[0] == '\0' ? "empty" : "too long");
-        return NULL;
+        return refuse_init();
     }
     CommHandle *h = calloc(1, sizeof *h);
     if (h == NULL) {
         pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_init: out of host memory");
-        return NULL;
+        return refuse_init();
     }
     h->magic = COMM_HANDLE_MAGIC;
     h->dc = dc;
@@ -298,7 +307,7 @@ fail_context:
     pthread_mutex_destroy(&h->lock);
 fail_lock:
     free(h);
-    return NULL;
+    return refuse_init();
 }
 
 int comm_alloc_windows(void *comm, size_t win_size, uint64_t *device_ctx_out)

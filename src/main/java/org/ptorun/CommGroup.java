@@ -55,9 +55,30 @@ public final class CommGroup implements AutoCloseable {
      * @throws CommException when a rank cannot join (all then leave)
      */
     public static CommGroup open(List<ChipWorker> chips, Path rootInfo, Duration timeout) {
+        return join(chips, 0, Objects.requireNonNull(chips, "chips").size(), rootInfo, timeout);
+    }
+
+    /** {@link #join(List, int, int, Path, Duration)} of one chip: rank {@code rank} of {@code size}. */
+    public static CommGroup join(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout) {
+        return join(List.of(chip), rank, size, rootInfo, timeout);
+    }
+
+    /**
+     * Joins ranks {@code firstRank, firstRank + 1, ...} of a group of {@code size}, one per chip
+     * of {@code chips}, while the group's other ranks join from other processes of the host
+     * through the same {@code rootInfo} path; blocks until every rank joined or the timeout
+     * passed (then every local rank leaves).
+     *
+     * @throws CommException when a rank cannot join
+     */
+    public static CommGroup join(List<ChipWorker> chips, int firstRank, int size, Path rootInfo, Duration timeout) {
         Objects.requireNonNull(chips, "chips");
         if (chips.isEmpty()) {
             throw new IllegalArgumentException("a group needs at least one chip");
+        }
+        if (firstRank < 0 || firstRank + chips.size() > size) {
+            throw new IllegalArgumentException("ranks " + firstRank + ".." + (firstRank + chips.size() - 1)
+                    + " are not ranks of a group of " + size);
         }
         int n = chips.size();
         ExecutorService threads = Executors.newFixedThreadPool(n, r -> {
@@ -67,8 +88,9 @@ public final class CommGroup implements AutoCloseable {
         });
         List<Future<CommRank>> joins = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            int rank = i;
-            joins.add(threads.submit(() -> joinRank(chips.get(rank), rank, n, rootInfo, timeout)));
+            ChipWorker chip = chips.get(i);
+            int rank = firstRank + i;
+            joins.add(threads.submit(() -> joinRank(chip, rank, size, rootInfo, timeout)));
         }
         List<CommRank> ranks = new ArrayList<>(n);
         RuntimeException failure = null;
@@ -80,25 +102,11 @@ public final class CommGroup implements AutoCloseable {
             }
         }
         if (failure != null) {
-            ranks.forEach(r -> r.destroy());
+            ranks.forEach(CommRank::destroy);
             threads.shutdown();
             throw failure;
         }
-        return new CommGroup(n, ranks, threads);
-    }
-
-    /**
-     * Joins rank {@code rank} of a group of {@code size} whose other ranks join from other
-     * processes (or other calls) through the same {@code rootInfo} path; blocks until all
-     * joined or the timeout passed.
-     */
-    public static CommGroup join(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout) {
-        CommRank r = joinRank(chip, rank, size, rootInfo, timeout);
-        return new CommGroup(size, List.of(r), Executors.newSingleThreadExecutor(t -> {
-            Thread th = new Thread(t, "ptorun-comm");
-            th.setDaemon(true);
-            return th;
-        }));
+        return new CommGroup(size, ranks, threads);
     }
 
     private static CommRank joinRank(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout) {
@@ -117,7 +125,7 @@ public final class CommGroup implements AutoCloseable {
                 long handle = device.api.commInit(device.ctx, rank, size, cPath.address(), (int) ms);
                 if (handle == 0) {
                     String message = device.lastError();
-                    throw new CommException("comm_init", rank, codeOf(message), message);
+                    throw new CommException("comm_init", rank, codeOf(message), message.replaceFirst("^\\(-?\\d+\\) ", ""));
                 }
                 return new CommRank(chip, rank, size, handle);
             } finally {
@@ -126,18 +134,9 @@ public final class CommGroup implements AutoCloseable {
         }
     }
 
-    /** comm_init returns NULL: the code is the one its message's failure had. */
+    /** comm_init returns NULL: its message leads with the code, "(-11) …". */
     private static int codeOf(String message) {
-        if (message.contains("timed out") || message.contains("did not arrive") || message.contains("timeout")) {
-            return PtoError.TIMEOUT.code();
-        }
-        if (message.contains("is gone")) {
-            return PtoError.DEVICE.code();
-        }
-        if (message.contains("context is")) {
-            return PtoError.WRONG_PHASE.code();
-        }
-        return PtoError.INVALID_ARGUMENT.code();
+        return DeviceMemory.mallocFailureCode(message);
     }
 
     /** The group's number of ranks (in every process). */
