@@ -1,0 +1,160 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
+import org.ptorun.testing.Fault;
+
+/**
+ * The fault model of communication groups (docs/communication.md): a window allocation
+ * that fails on one rank fails on every rank and leaves nothing behind; a peer lost under
+ * the emulated driver fails its peers' barriers naming it; a rank that never arrives
+ * times the barrier out naming it, and the broken group fails every later meeting at
+ * once. Afterwards no shared memory of the group is left in /dev/shm, the driver's
+ * counters are back where they were and the chips still run.
+ */
+class CommFaultsE2ETest {
+
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
+
+    static List<Variant> onboard() {
+        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
+    }
+
+    static List<Variant> variants() {
+        return Variant.all();
+    }
+
+    @AfterEach
+    void disarm() {
+        FAULTS.disarm();
+    }
+
+    private static List<Throwable> failuresOnEveryRank(CommGroup group, java.util.function.Consumer<CommRank> call) {
+        List<CompletableFuture<Void>> calls = new ArrayList<>();
+        for (CommRank rank : group.ranks()) {
+            calls.add(CompletableFuture.runAsync(() -> call.accept(rank)));
+        }
+        List<Throwable> out = new ArrayList<>();
+        for (CompletableFuture<Void> c : calls) {
+            Throwable t = catchThrowable(c::join);
+            out.add(t instanceof CompletionException ? t.getCause() : t);
+        }
+        return out;
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aWindowAllocationFailingOnOneRankFailsOnEveryRankAndLeavesNothing(Variant variant, @TempDir Path dir) {
+        DriverStats before = FAULTS.stats();
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 3);
+        try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(20))) {
+            FAULTS.inject(Fault.ALLOC, 0);
+            List<Throwable> failures = failuresOnEveryRank(group, rank -> rank.allocWindows(1 << 16));
+            int failed = -1;
+            for (Throwable t : failures) {
+                assertThat(t).isInstanceOf(CommException.class);
+                CommException e = (CommException) t;
+                assertThat(e.error()).contains(PtoError.OUT_OF_MEMORY);
+                assertThat(e.failedRank()).as(e.getMessage()).isPresent();
+                failed = failed < 0 ? e.failedRank().getAsInt() : failed;
+                assertThat(e.failedRank().getAsInt()).as("every rank names the same rank").isEqualTo(failed);
+            }
+            assertThat(FAULTS.stats().commWindowSets()).isEqualTo(before.commWindowSets());
+            assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+            // the group is still usable
+            group.allocWindows(1 << 16);
+            group.barrier();
+            assertThat(FAULTS.stats().commWindowSets()).isEqualTo(before.commWindowSets() + 3);
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+        assertThat(FAULTS.stats()).isEqualTo(before);
+        assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aPeerLostFailsItsPeersBarriersNamingIt(Variant variant, @TempDir Path dir) {
+        DriverStats before = FAULTS.stats();
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 3);
+        try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(30))) {
+            group.allocWindows(4096);
+            FAULTS.inject(Fault.PEER_LOST, 0);
+            List<Throwable> failures = failuresOnEveryRank(group, CommRank::barrier);
+            int lost = -1;
+            for (int r = 0; r < failures.size(); r++) {
+                assertThat(failures.get(r)).as("rank %d", r).isInstanceOf(CommException.class);
+                CommException e = (CommException) failures.get(r);
+                assertThat(e.error()).contains(PtoError.DEVICE);
+                if (e.failedRank().isEmpty()) {
+                    assertThat(lost).as("only the lost rank's own call names nobody: " + e.getMessage()).isNegative();
+                    lost = r;
+                }
+            }
+            assertThat(lost).as("one rank was lost").isNotNegative();
+            for (int r = 0; r < failures.size(); r++) {
+                if (r != lost) {
+                    assertThat(((CommException) failures.get(r)).failedRank()).hasValue(lost);
+                }
+            }
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+        assertThat(FAULTS.stats()).isEqualTo(before);
+        assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aRankThatNeverArrivesTimesTheBarrierOutAndTheBrokenGroupFailsAtOnce(Variant variant, @TempDir Path dir) {
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 2);
+        try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofMillis(300))) {
+            Throwable t = catchThrowable(group.rank(0)::barrier);
+            assertThat(t).isInstanceOf(CommException.class);
+            CommException e = (CommException) t;
+            assertThat(e.error()).contains(PtoError.TIMEOUT);
+            assertThat(e.failedRank()).as(e.getMessage()).hasValue(1);
+            Throwable later = catchThrowable(group.rank(1)::barrier);
+            assertThat(later).isInstanceOf(CommException.class);
+            assertThat(((CommException) later).failedRank()).hasValue(1);
+            // the chips are fine
+            for (ChipWorker chip : chips) {
+                assertThat(chip.isHealthy()).isTrue();
+                try (DeviceBuffer b = chip.malloc(64)) {
+                    chip.copyTo(b, new float[16]);
+                }
+            }
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+        assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aGroupWhoseRankNeverJoinsTimesOutAndLeavesNoFile(Variant variant, @TempDir Path dir) {
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            Path rootInfo = dir.resolve("rootinfo");
+            Throwable t = catchThrowable(() -> CommGroup.join(chip, 0, 2, rootInfo, Duration.ofMillis(300)));
+            assertThat(t).isInstanceOf(CommException.class);
+            assertThat(((CommException) t).error()).contains(PtoError.TIMEOUT);
+            assertThat(rootInfo).doesNotExist();
+            assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+            assertThat(chip.isHealthy()).isTrue();
+        }
+    }
+}
