@@ -43,7 +43,7 @@ public final class BenchSuite {
 
     private static final String PACKAGE = BenchSuite.class.getPackageName() + ".";
     private static final List<String> PARTS = List.of("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10",
-            "P12");
+            "P11", "P12");
     private static final long SOAK_RUNS = Long.getLong("bench.soakRuns", 1_000_000L);
     /** Child JVMs per P10 measurement; the figure is their median. */
     private static final int FRESH_JVMS = Integer.getInteger("bench.freshJvms", 7);
@@ -100,6 +100,9 @@ public final class BenchSuite {
         }
         if (parts.contains("P10")) {
             firstRuns();
+        }
+        if (parts.contains("P11")) {
+            collectives();
         }
         report();
         String header = String.format(Locale.ROOT, "ptorun benchmark suite, %s; %d CPUs; load average %s before, %s"
@@ -270,6 +273,27 @@ public final class BenchSuite {
                         demo.get("prepare3") / 1e3, copy),
                 String.format(Locale.ROOT, "%.1f ms = 20 ms + %.1f ms", first, first - 20),
                 String.format(Locale.ROOT, "<= 20 ms + %.1f ms", copy), met(first <= 20 + copy)));
+    }
+
+    /** P11: {@link CollectiveBandwidth} in a child JVM per sim runtime. */
+    private void collectives() throws IOException, InterruptedException {
+        for (String variant : List.of("a2a3/sim/hbg", "a2a3/sim/trb")) {
+            List<String> command = javaCommand(List.of(), CollectiveBandwidth.class.getName(), variant);
+            Map<String, Long> m = new HashMap<>();
+            for (String line : runChild("P11 on " + variant, command)) {
+                if (line.matches("^allreduce=[0-9]+ memcpy=[0-9]+$")) {
+                    for (String kv : line.split(" ")) {
+                        m.put(kv.substring(0, kv.indexOf('=')), Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
+                    }
+                }
+            }
+            String what = variant + ": allreduce_sum of " + CollectiveBandwidth.MIB + " MiB over "
+                    + CollectiveBandwidth.RANKS + " ranks vs one memcpy of the same bytes (bandwidth), median of "
+                    + CollectiveBandwidth.ROUNDS;
+            rows.add(ratioRow("P11", what, Optional.ofNullable(m.get("memcpy")).map(Long::doubleValue),
+                    Optional.ofNullable(m.get("allreduce")).map(Long::doubleValue),
+                    "memcpy %.0f ns / allreduce %.0f ns", 0.5, false));
+        }
     }
 
     private Map<String, Long> medianOfChildren(String mode, String variant) throws IOException, InterruptedException {
