@@ -39,6 +39,10 @@ class CommCollectivesE2ETest {
     private static final int BROADCAST = 4;
     private static final int KERNEL = 0;
 
+    static List<Variant> variants() {
+        return SimE2E.allVariants();
+    }
+
     static Stream<Arguments> variantsAndRanks() {
         return SimE2E.allVariants().stream().flatMap(v -> Stream.of(2, 3, 4).map(n -> Arguments.of(v, n)));
     }
@@ -205,6 +209,52 @@ class CommCollectivesE2ETest {
             for (float[] out : broadcast) {
                 assertBitExact(out, inputs[root]);
             }
+        } finally {
+            closeAll(group, chips);
+        }
+    }
+
+    /**
+     * A task names a peer's window like any tensor: rank 0 writes x into rank 1's window
+     * (vcopy), a second task reads that range back (vadds +1) into rank 0's own window; the
+     * dependency between them is the one on the peer window's bytes, so the second task
+     * sees the first's result. Rank 1 then finds x in its window.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("variants")
+    void aTaskWritesAPeersWindowAndTheNextTaskReadsItInOrder(Variant variant, @TempDir Path dir) throws Exception {
+        int count = 777;
+        long bytes = 4L * count;
+        List<ChipWorker> chips = openChips(variant, 2);
+        CommGroup group = null;
+        try {
+            group = CommGroup.open(chips, dir.resolve("rootinfo"), TIMEOUT);
+            group.allocWindows(bytes);
+            Program program = Program.builder()
+                    .submit(0, Param.tensor(0, Direction.IN, 0, bytes), Param.tensor(1, Direction.OUT, 0, bytes))
+                    .submit(1, Param.tensor(1, Direction.IN, 0, bytes), Param.tensor(2, Direction.OUT, 0, bytes),
+                            Param.scalarF32(1f))
+                    .build();
+            ChipCallable callable = ChipCallable.builder()
+                    .signature(Direction.IN, Direction.INOUT, Direction.OUT)
+                    .child(0, CoreType.AIV, Kernel.vcopy()).child(1, CoreType.AIV, Kernel.vadds())
+                    .program(program).build();
+            CommRank zero = group.rank(0);
+            zero.chip().registerCallable(ALLREDUCE, callable);
+            float[] x = random(count, 5);
+            float[] y = new float[count];
+            zero.chip().run(ALLREDUCE, TaskArgs.of(Tensor.of(x), Tensor.of(zero.peerWindow(1), DType.F32),
+                    Tensor.of(zero.window(), DType.F32)), CallConfig.DEFAULT);
+            zero.chip().copyFrom(zero.window(), y);
+            float[] expected = new float[count];
+            for (int i = 0; i < count; i++) {
+                expected[i] = x[i] + 1f;
+            }
+            assertBitExact(y, expected);
+            group.barrier();
+            float[] inOne = new float[count];
+            group.rank(1).chip().copyFrom(group.rank(1).window(), inOne);
+            assertBitExact(inOne, x);
         } finally {
             closeAll(group, chips);
         }
