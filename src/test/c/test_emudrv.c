@@ -17,73 +17,8 @@
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_driver.h"
 #include "ptorun/pto_emudrv.h"
+#include "test_emudrv.h"
 #include "test_sim.h"
-
-typedef struct Emudrv {
-    const PtoDriverApi *api;
-    int (*inject)(int, int);
-    void (*stats)(PtoEmuStats *);
-} Emudrv;
-
-/* Loaded once and kept: the driver's accounting is process-wide. */
-static const Emudrv *emudrv(void)
-{
-    static Emudrv d;
-    static int loaded;
-    if (!loaded) {
-        const char *dir = getenv("PTORUN_LIB_DIR");
-        char path[4096];
-        snprintf(path, sizeof path, "%s/libptorun_emudrv.so", dir ? dir : ".");
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (h == NULL) {
-            fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-            abort();
-        }
-        PtoDriverApiFn fn = (PtoDriverApiFn)dlsym(h, PTO_DRIVER_API_SYMBOL);
-        *(void **)&d.inject = dlsym(h, "ptorun_emudrv_inject");
-        *(void **)&d.stats = dlsym(h, "ptorun_emudrv_stats");
-        if (fn == NULL || d.inject == NULL || d.stats == NULL)
-            abort();
-        d.api = fn();
-        loaded = 1;
-    }
-    return &d;
-}
-
-#define API (emudrv()->api)
-
-static PtoEmuStats stats_now(void)
-{
-    PtoEmuStats s;
-    emudrv()->stats(&s);
-    return s;
-}
-
-static void check_stats_equal(PtoEmuStats a, PtoEmuStats b, int line)
-{
-    if (memcmp(&a, &b, sizeof a) != 0) {
-        char m[512];
-        snprintf(m, sizeof m,
-                 "stats differ: devices %llu/%llu memory %llu/%llu allocations %llu/%llu streams %llu/%llu "
-                 "images %llu/%llu views %llu/%llu threads %llu/%llu",
-                 (unsigned long long)a.devices_open, (unsigned long long)b.devices_open,
-                 (unsigned long long)a.memory_committed, (unsigned long long)b.memory_committed,
-                 (unsigned long long)a.allocations, (unsigned long long)b.allocations,
-                 (unsigned long long)a.streams, (unsigned long long)b.streams, (unsigned long long)a.images,
-                 (unsigned long long)b.images, (unsigned long long)a.host_registrations,
-                 (unsigned long long)b.host_registrations, (unsigned long long)a.threads,
-                 (unsigned long long)b.threads);
-        ptest_record_failure(__FILE__, line, m);
-    }
-}
-#define CHECK_STATS(a, b) check_stats_equal((a), (b), __LINE__)
-
-static PtoDrvDevice *open_dev(int id)
-{
-    PtoDrvDevice *dev = NULL;
-    CHECK_EQ_INT(API->open_device(id, &dev), PTO_DRV_OK);
-    return dev;
-}
 
 static PtoDrvStream *new_stream(PtoDrvDevice *dev)
 {
@@ -231,8 +166,8 @@ TEST(emudrv_exports_a_complete_table_and_nothing_else)
     for (size_t i = 0; i < n; i++)
         CHECK(entries[i] != NULL);
     const char *seen[16];
-    int codes[] = { 1, 0, -1, -2, -3, -4, -5, -6, -7, -8 };
-    for (int i = 0; i < 10; i++) {
+    int codes[] = { 1, 0, -1, -2, -3, -4, -5, -6, -7, -8, -9 };
+    for (int i = 0; i < 11; i++) {
         seen[i] = api->error_string(codes[i]);
         CHECK(seen[i] != NULL);
         for (int j = 0; j < i; j++)

@@ -1,0 +1,234 @@
+/*
+ * The emulated driver's communication entries (driver ABI 2) through its table
+ * only: ranks as threads on their own emulated devices join through a root-info
+ * file, allocate windows every member's device reaches with its copies, meet
+ * at barriers; an allocation failing on one rank fails on every rank naming
+ * it; a peer lost (PEER_LOST) fails its peers naming it; a device closed with
+ * its rank still in a group takes the rank out. The driver's accounting and
+ * /dev/shm are back to where they were after each scenario.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ptest.h"
+#include "ptorun/pto_comm.h"
+#include "test_emudrv.h"
+
+#define MAX_RANKS 4
+#define WINDOW 8192
+
+typedef struct Rank {
+    pthread_t thread;
+    int rank, nranks;
+    const char *path;
+    uint32_t timeout_ms;
+    PtoDrvDevice *dev;
+    PtoDrvComm *comm;
+    int rc_join, rc_alloc, rc_barrier;
+    char message[256];
+    int (*script)(struct Rank *);
+} Rank;
+
+/* Names of comm shared memory this process created (rank 0 names the group). */
+static int shm_left(void)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "ptorun-comm-%d-", (int)getpid());
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+static void *rank_main(void *arg)
+{
+    Rank *r = arg;
+    r->rc_join = API->comm_join(r->dev, r->rank, r->nranks, r->path, r->timeout_ms, &r->comm);
+    if (r->rc_join != PTO_DRV_OK) {
+        snprintf(r->message, sizeof r->message, "%s", API->comm_last_message());
+        return NULL;
+    }
+    r->script(r);
+    return NULL;
+}
+
+static void run_ranks(Rank *ranks, int n, const char *path, uint32_t timeout_ms, int (*script)(Rank *))
+{
+    unlink(path);
+    for (int i = 0; i < n; i++) {
+        ranks[i].rank = i;
+        ranks[i].nranks = n;
+        ranks[i].path = path;
+        ranks[i].timeout_ms = timeout_ms;
+        ranks[i].script = script;
+        ranks[i].dev = open_dev(i);
+        pthread_create(&ranks[i].thread, NULL, rank_main, &ranks[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(ranks[i].thread, NULL);
+}
+
+static void close_ranks(Rank *ranks, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ranks[i].comm != NULL)
+            CHECK_EQ_INT(API->comm_leave(ranks[i].comm), PTO_DRV_OK);
+        CHECK_EQ_INT(API->close_device(ranks[i].dev), PTO_DRV_OK);
+    }
+}
+
+static const uint32_t ALL[MAX_RANKS] = { 0, 1, 2, 3 };
+
+/* Every rank writes its id into its window with its device's copy, then reads
+ * every peer's window through its own device. */
+static int script_windows(Rank *r)
+{
+    PtoDrvWindows *w = NULL;
+    r->rc_alloc = API->comm_window_alloc(r->comm, 1, ALL, (size_t)r->nranks, WINDOW, &w);
+    if (r->rc_alloc != PTO_DRV_OK) {
+        snprintf(r->message, sizeof r->message, "%s", API->comm_last_message());
+        return r->rc_alloc;
+    }
+    uint64_t mine = 0, signals = 0;
+    CHECK_EQ_INT(API->comm_window_addrs(w, (size_t)r->rank, &mine, &signals), PTO_DRV_OK);
+    const uint32_t *sig = (const uint32_t *)(uintptr_t)signals;
+    CHECK(sig[PTO_COMM_SIG_PID] == (uint32_t)getpid() && sig[PTO_COMM_SIG_BROKEN] == 0 &&
+          sig[PTO_COMM_SIG_COUNTERS] == 0);
+    unsigned char pattern[WINDOW];
+    memset(pattern, 0x10 + r->rank, sizeof pattern);
+    CHECK_EQ_INT(API->memcpy_h2d(r->dev, mine, pattern, sizeof pattern), PTO_DRV_OK);
+    r->rc_barrier = API->comm_barrier(r->comm);
+    for (int p = 0; p < r->nranks; p++) {
+        uint64_t peer = 0, peer_signals = 0;
+        CHECK_EQ_INT(API->comm_window_addrs(w, (size_t)p, &peer, &peer_signals), PTO_DRV_OK);
+        unsigned char got[WINDOW];
+        CHECK_EQ_INT(API->memcpy_d2h(r->dev, got, peer, sizeof got), PTO_DRV_OK);
+        int same = 1;
+        for (size_t i = 0; i < sizeof got; i++)
+            same &= got[i] == 0x10 + p;
+        CHECK(same);
+    }
+    CHECK_EQ_INT(API->comm_window_addrs(w, (size_t)r->nranks, &mine, &signals), PTO_DRV_ERR_INVALID);
+    CHECK_EQ_INT(API->comm_barrier(r->comm), PTO_DRV_OK); /* nobody frees before everyone read */
+    CHECK_EQ_INT(API->comm_window_free(r->comm, w), PTO_DRV_OK);
+    CHECK_EQ_INT(API->comm_window_free(r->comm, w), PTO_DRV_ERR_INVALID);
+    return PTO_DRV_OK;
+}
+
+TEST(emudrv_comm_ranks_address_each_others_windows_and_meet)
+{
+    PtoEmuStats before = stats_now();
+    for (int n = 1; n <= MAX_RANKS; n++) {
+        Rank ranks[MAX_RANKS] = { 0 };
+        run_ranks(ranks, n, "/tmp/ptorun-emudrv-comm-rootinfo", 20000, script_windows);
+        for (int i = 0; i < n; i++) {
+            CHECK_EQ_INT(ranks[i].rc_join, PTO_DRV_OK);
+            CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_OK);
+            CHECK_EQ_INT(ranks[i].rc_barrier, PTO_DRV_OK);
+        }
+        PtoEmuStats during = stats_now();
+        CHECK(during.comm_ranks == before.comm_ranks + (uint64_t)n && during.comm_window_sets == before.comm_window_sets);
+        close_ranks(ranks, n);
+    }
+    CHECK_STATS(stats_now(), before);
+    CHECK_EQ_INT(shm_left(), 0);
+    CHECK(access("/tmp/ptorun-emudrv-comm-rootinfo", F_OK) != 0);
+}
+
+TEST(emudrv_comm_an_allocation_failing_on_one_rank_fails_on_every_rank_naming_it)
+{
+    PtoEmuStats before = stats_now();
+    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_ALLOC, 0), 0);
+    Rank ranks[3] = { 0 };
+    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-rootinfo", 20000, script_windows);
+    int named = -1;
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_ERR_OUT_OF_MEMORY);
+        const char *at = strstr(ranks[i].message, "rank ");
+        CHECK(at != NULL);
+        if (at != NULL) {
+            int r = atoi(at + 5);
+            named = named < 0 ? r : named;
+            CHECK_EQ_INT(r, named);
+        }
+    }
+    CHECK_EQ_INT(stats_now().comm_window_sets, before.comm_window_sets);
+    CHECK_EQ_INT(shm_left(), 0);
+    close_ranks(ranks, 3);
+    CHECK_STATS(stats_now(), before);
+}
+
+static int script_barrier(Rank *r)
+{
+    r->rc_barrier = API->comm_barrier(r->comm);
+    snprintf(r->message, sizeof r->message, "%s", API->comm_last_message());
+    return r->rc_barrier;
+}
+
+TEST(emudrv_comm_a_peer_lost_fails_its_peers_barriers_naming_it)
+{
+    PtoEmuStats before = stats_now();
+    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_PEER_LOST, 0), 0);
+    Rank ranks[3] = { 0 };
+    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-rootinfo", 20000, script_barrier);
+    int lost = -1;
+    for (int i = 0; i < 3; i++) {
+        if (ranks[i].rc_barrier == PTO_DRV_ERR_DEVICE_LOST) {
+            CHECK(lost < 0);
+            lost = i;
+        }
+    }
+    CHECK(lost >= 0);
+    for (int i = 0; i < 3; i++) {
+        if (i == lost)
+            continue;
+        CHECK_EQ_INT(ranks[i].rc_barrier, PTO_DRV_ERR_PEER_LOST);
+        char expect[32];
+        snprintf(expect, sizeof expect, "rank %d", lost);
+        CHECK_CONTAINS(ranks[i].message, expect);
+    }
+    close_ranks(ranks, 3);
+    CHECK_STATS(stats_now(), before);
+    CHECK_EQ_INT(shm_left(), 0);
+}
+
+static int script_stay(Rank *r)
+{
+    (void)r;
+    return PTO_DRV_OK;
+}
+
+TEST(emudrv_comm_join_times_out_and_closing_a_device_takes_its_rank_out)
+{
+    PtoEmuStats before = stats_now();
+    Rank alone[1] = { 0 };
+    alone[0].nranks = 2;
+    alone[0].rank = 0;
+    alone[0].path = "/tmp/ptorun-emudrv-comm-rootinfo";
+    alone[0].timeout_ms = 200;
+    alone[0].script = script_stay;
+    alone[0].dev = open_dev(0);
+    unlink(alone[0].path);
+    rank_main(&alone[0]);
+    CHECK_EQ_INT(alone[0].rc_join, PTO_DRV_ERR_TIMEOUT);
+    CHECK(access(alone[0].path, F_OK) != 0);
+    CHECK_EQ_INT(API->close_device(alone[0].dev), PTO_DRV_OK);
+
+    Rank ranks[2] = { 0 };
+    run_ranks(ranks, 2, "/tmp/ptorun-emudrv-comm-rootinfo", 20000, script_stay);
+    CHECK_EQ_INT(stats_now().comm_ranks, before.comm_ranks + 2);
+    for (int i = 0; i < 2; i++) { /* close with the ranks still in the group */
+        CHECK_EQ_INT(API->close_device(ranks[i].dev), PTO_DRV_OK);
+        CHECK_EQ_INT(API->comm_barrier(ranks[i].comm), PTO_DRV_ERR_INVALID);
+        CHECK_EQ_INT(API->comm_leave(ranks[i].comm), PTO_DRV_ERR_INVALID);
+    }
+    CHECK_STATS(stats_now(), before);
+    CHECK_EQ_INT(shm_left(), 0);
+}
