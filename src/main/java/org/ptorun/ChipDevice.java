@@ -25,6 +25,8 @@ final class ChipDevice {
     final int deviceId;
     final long ctx;
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    /** Comm handles of ranks on this device ({@link CommRank}): they pin the context, so release leaves them first. */
+    private final java.util.Set<Long> commHandles = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private volatile boolean poisoned;
     /** Set under the write side once finalize_device ran (or the context was leaked). */
     private boolean released;
@@ -158,6 +160,14 @@ final class ChipDevice {
         }
     }
 
+    void commJoined(long handle) {
+        commHandles.add(handle);
+    }
+
+    void commLeft(long handle) {
+        commHandles.remove(handle);
+    }
+
     /** Frees device memory; a no-op once the device released everything. */
     void free(long address) {
         lock.readLock().lock();
@@ -185,6 +195,12 @@ final class ChipDevice {
             if (leak) {
                 return false;
             }
+            for (long handle : commHandles) {
+                int left = api.commDestroy(handle);
+                warn.accept("closed with a comm rank still in its group: the rank left it ("
+                        + (left == 0 ? "its peers see it gone" : PtoError.nameOf(left) + ": " + lastError()) + ")");
+            }
+            commHandles.clear();
             int rc = api.finalizeDevice(ctx);
             if (rc == PtoError.BUSY.code()) {
                 warn.accept("finalize_device refused (" + lastError() + "); leaking the device context and every"

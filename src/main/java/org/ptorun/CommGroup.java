@@ -21,8 +21,8 @@ import org.ptorun.internal.OffHeapBlock;
  * other ranks live in other processes of the host (they meet through the root-info
  * file). Collective calls here call every local rank at once (one thread each).
  *
- * <p>Close the group before its chips: a chip's device cannot be finalized while a
- * rank lives on it. {@link #close()} leaves every rank it can; a rank whose chip has a
+ * <p>Close the group before its chips: a chip closed first makes its rank leave (with a
+ * warning; its peers then see it gone). {@link #close()} leaves every rank it can; a rank whose chip has a
  * run outstanding refuses ({@link CommException}, {@code PTO_ERR_BUSY}: a run may use
  * the windows) and stays, so close again once the runs are finalized.
  * Thread-safe.

@@ -34,6 +34,7 @@ public final class CommRank {
         this.rank = rank;
         this.size = size;
         this.handle = handle;
+        chip.device().commJoined(handle);
     }
 
     /** This rank's index in the group. */
@@ -153,7 +154,12 @@ public final class CommRank {
         if (handle == 0) {
             return;
         }
+        if (chip.isClosed()) { // the chip's close made the rank leave
+            handle = 0;
+            return;
+        }
         call("comm_destroy", api -> api.commDestroy(handle));
+        chip.device().commLeft(handle);
         handle = 0;
     }
 
