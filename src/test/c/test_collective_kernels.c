@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -778,4 +779,54 @@ TEST(collective_failure_codes_name_their_rank_in_the_message)
     CHECK_CONTAINS(pto_kernel_code_describe(PTO_KERNEL_ERR_NOT_IN_WINDOW, buf, sizeof buf), "window");
     CHECK_CONTAINS(pto_kernel_code_describe(PTO_KERNEL_ERR_PARAM_COUNT, buf, sizeof buf), "parameter count");
     CHECK_CONTAINS(pto_kernel_code_describe(42, buf, sizeof buf), "kernel-specific");
+}
+
+/* ---- a peer in another process: windows and signal blocks in shared memory ----------- */
+
+TEST(collective_allreduce_sum_with_a_forked_process_as_the_peer)
+{
+    REQUIRE(load_kernels());
+    enum { N = 5000 };
+    const size_t window = X_OFF + N * 4, block = PTO_COMM_SIGNAL_WORDS * 4;
+    /* Both windows, both signal blocks and the child's result in one shared mapping. */
+    char *shm = mmap(NULL, 2 * window + 2 * block + 64, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(shm != MAP_FAILED);
+    Domain d;
+    memset(&d, 0, sizeof d);
+    d.nr = 2;
+    for (uint32_t r = 0; r < 2; r++) {
+        d.windows[r] = shm + r * window;
+        d.signals[r] = (uint32_t *)(shm + 2 * window + r * block);
+    }
+    int32_t *child_rc = (int32_t *)(shm + 2 * window + 2 * block);
+    *child_rc = -1;
+    for (uint32_t r = 0; r < 2; r++) {
+        d.ctx[r] = (PtoCommDeviceContext){ .magic = PTO_COMM_CTX_MAGIC, .rank = r, .nranks = 2,
+                                           .timeout_ms = 20000, .window_size = window };
+        for (uint32_t p = 0; p < 2; p++) {
+            d.ctx[r].windows[p] = P(d.windows[p]);
+            d.ctx[r].signals[p] = P(d.signals[p]);
+        }
+    }
+    float *xs[2], want[N];
+    fill_inputs(&d, N, xs, 77);
+    ref_sum(want, xs, 2, 0, N);
+    d.signals[0][PTO_COMM_SIG_PID] = (uint32_t)getpid();
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        d.signals[1][PTO_COMM_SIG_PID] = (uint32_t)getpid();
+        uint64_t args[] = { P(x_of(&d, 1)), P(&d.ctx[1]) }, sizes[] = { N * 4, 0 };
+        *child_rc = call_fn(fn_allreduce, 2, args, sizes, NULL);
+        _exit(0);
+    }
+    uint64_t args[] = { P(x_of(&d, 0)), P(&d.ctx[0]) }, sizes[] = { N * 4, 0 };
+    CHECK_EQ_INT(call_fn(fn_allreduce, 2, args, sizes, NULL), PTO_KERNEL_OK);
+    int status;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status));
+    CHECK_EQ_INT(*child_rc, PTO_KERNEL_OK);
+    CHECK(same_f32(x_of(&d, 0), want, N));
+    CHECK(same_f32(x_of(&d, 1), want, N));
+    free_all(xs, 2);
+    munmap(shm, 2 * window + 2 * block + 64);
 }
