@@ -55,13 +55,14 @@ int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, co
 {
     int child = chip_callable_child_of(v, s->func_id);
     ChipCallableChild c = { 0 };
+    char meaning[96];
     if (child >= 0)
         chip_callable_child(v, (uint32_t)child, &c);
     return pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u, kernel '%.*s') returned %d (%s) on core %u; %s",
                     (unsigned long long)s->task_id, s->func_id, (int)c.name.size,
                     child >= 0 ? chip_callable_blob(v, c.name) : "", s->kernel_code,
                     c.source_kind == PTO_KERNEL_LIBRARY ? "the kernel library's own code"
-                                                        : pto_kernel_code_meaning(s->kernel_code),
+                                                        : pto_kernel_code_describe(s->kernel_code, meaning, sizeof meaning),
                     s->core_id, progress);
 }
 

@@ -1,8 +1,8 @@
 /*
  * The AICore image: the built-in kernels (device/pto_builtin_kernels.h lists
  * them, docs/kernels.md documents their parameters), one file per concept:
- * kernels_elementwise.c, kernels_reduce.c, kernels_matrix.c. This file holds
- * the image's entry points and what the kernels share: the checks of flat
+ * kernels_elementwise.c, kernels_reduce.c, kernels_matrix.c,
+ * kernels_collective.c. This file holds the image's entry points and what the kernels share: the checks of flat
  * views and the resolution and walking of strided views (kernel_common.h).
  *
  * Each kernel checks its parameter count and every view it relies on

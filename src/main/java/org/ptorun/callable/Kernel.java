@@ -36,6 +36,9 @@ import org.ptorun.internal.CallableLayouts;
  *   <li>{@code gemm_tile(IN A, IN B, INOUT C, SCALAR M, SCALAR K, SCALAR N)} — AIC:
  *       C[M×N] += A[M×K]·B[K×N], row-major</li>
  *   <li>{@code tile_add(IN a, INOUT c)} — c = c + a</li>
+ *   <li>{@code allreduce_sum(INOUT x, SCALAR comm)}, {@code allgather(IN x, OUT y, SCALAR comm)},
+ *       {@code reduce_scatter(IN x, OUT y, SCALAR comm)}, {@code broadcast(INOUT x, SCALAR comm,
+ *       SCALAR root)} — collectives over a communication domain</li>
  * </ul>
  * Scalars of f32 kernels are f32 bits in the low 32 bits ({@link Param#scalarF32});
  * counts (cols, M, K, N) are plain integers ({@link Param#scalar(long)}).
@@ -87,6 +90,10 @@ public final class Kernel {
         m.put("gemm_tile", new Builtin(List.of(List.of(IN, IN, INOUT, SCALAR, SCALAR, SCALAR), List.of(IN, IN, INOUT)),
                 CoreType.AIC));
         m.put("tile_add", Builtin.single(List.of(IN, INOUT), CoreType.AIV));
+        m.put("allreduce_sum", Builtin.single(List.of(INOUT, SCALAR), CoreType.AIV));
+        m.put("allgather", Builtin.single(List.of(IN, OUT, SCALAR), CoreType.AIV));
+        m.put("reduce_scatter", Builtin.single(List.of(IN, OUT, SCALAR), CoreType.AIV));
+        m.put("broadcast", Builtin.single(List.of(INOUT, SCALAR, SCALAR), CoreType.AIV));
         return java.util.Collections.unmodifiableMap(m);
     }
 
@@ -285,6 +292,30 @@ public final class Kernel {
     /** {@code tile_add(IN a, INOUT c)}: c = c + a. */
     public static Kernel tileAdd() {
         return builtin("tile_add");
+    }
+
+    /**
+     * {@code allreduce_sum(INOUT x, SCALAR comm)}: on every rank of the domain whose device
+     * descriptor's address is {@code comm}, x = x_0 + x_1 + … summed in rank order; x lies in
+     * the rank's window (docs/kernels.md, Collectives).
+     */
+    public static Kernel allreduceSum() {
+        return builtin("allreduce_sum");
+    }
+
+    /** {@code allgather(IN x, OUT y, SCALAR comm)}: y = x_0 ‖ x_1 ‖ … in rank order. */
+    public static Kernel allgather() {
+        return builtin("allgather");
+    }
+
+    /** {@code reduce_scatter(IN x, OUT y, SCALAR comm)}: y = this rank's chunk of x_0 + x_1 + …. */
+    public static Kernel reduceScatter() {
+        return builtin("reduce_scatter");
+    }
+
+    /** {@code broadcast(INOUT x, SCALAR comm, SCALAR root)}: every rank's x = x_root. */
+    public static Kernel broadcast() {
+        return builtin("broadcast");
     }
 
     /** The built-in's name, or the library kernel's entry symbol. */

@@ -282,10 +282,16 @@ class ProgramBuilderTest {
     @Test
     void theFullBuiltInSetCarriesItsParameterListsAndCoreTypes() {
         assertThat(Kernel.builtinNames()).containsExactly("noop", "vcopy", "vfill", "vadd", "vadds", "vmul", "vmuls",
-                "vsub", "vdiv", "vmax", "vexp", "vrelu", "reduce_sum", "reduce_max", "softmax_rows", "gemm_tile", "tile_add");
+                "vsub", "vdiv", "vmax", "vexp", "vrelu", "reduce_sum", "reduce_max", "softmax_rows", "gemm_tile", "tile_add",
+                "allreduce_sum", "allgather", "reduce_scatter", "broadcast");
         assertThat(Kernel.gemmTile().coreType()).contains(CoreType.AIC);
         assertThat(Kernel.gemmTile().parameters()).contains(java.util.List.of(IN, IN, INOUT, SCALAR, SCALAR, SCALAR));
         assertThat(Kernel.tileAdd().parameters()).contains(java.util.List.of(IN, INOUT));
+        assertThat(Kernel.allreduceSum().parameters()).contains(java.util.List.of(INOUT, SCALAR));
+        assertThat(Kernel.allgather().parameters()).contains(java.util.List.of(IN, OUT, SCALAR));
+        assertThat(Kernel.reduceScatter().parameters()).contains(java.util.List.of(IN, OUT, SCALAR));
+        assertThat(Kernel.broadcast().parameters()).contains(java.util.List.of(INOUT, SCALAR, SCALAR));
+        assertThat(Kernel.broadcast().coreType()).contains(CoreType.AIV);
         assertThat(Kernel.softmaxRows().parameters()).contains(java.util.List.of(IN, OUT, SCALAR));
         assertThat(Kernel.reduceSum().parameters()).contains(java.util.List.of(IN, OUT));
         assertThat(Kernel.reduceMax().parameters()).contains(java.util.List.of(IN, OUT));

@@ -1,0 +1,364 @@
+/*
+ * The collectives: allreduce_sum, allgather, reduce_scatter, broadcast over a
+ * communication domain (ptorun/pto_comm.h). The domain's descriptor comes as a
+ * SCALAR parameter holding the device address of a PtoCommDeviceContext.
+ *
+ * Symmetric windows: the data tensor x must lie wholly inside this rank's
+ * window; every peer's x is at the same offset in its own window, and every
+ * rank has read/write access to every window, so a collective is plain loads
+ * and stores into peers' windows between two syncs.
+ *
+ * Syncs: every call of any collective on a domain first signals its entry
+ * counter and waits for every rank's entry counter to reach its own new
+ * value, then does its work, then does the same with its exit counter (so
+ * nobody reads a result, or reuses its window, before every writer is done).
+ * Each call adds exactly 1 to each, whatever the collective, its size or its
+ * success; the target is computed from this rank's own new value. That is
+ * correct because every rank of a domain calls the domain's collectives in
+ * the same order, the same number of times (the rule callers must keep).
+ *
+ * Failures: a sync that fails breaks the domain naming the rank it blames
+ * (pto_comm_break), so every rank fails fast naming the same rank:
+ * PTO_KERNEL_ERR_COMM_TIMEOUT_BASE + r (this rank timed out waiting for r) or
+ * PTO_KERNEL_ERR_PEER_LOST_BASE + r (r is gone, or the domain was broken
+ * naming r, e.g. by a rank that timed out waiting for it). A kernel that
+ * refuses its arguments after its descriptor checked out breaks the domain
+ * naming itself before returning its code: its peers would otherwise wait for
+ * it until their timeout. A refusal writes no data.
+ *
+ * Sums are exact rank-order f32 (or wrapping i32) additions, one rounding
+ * each: ((x0 + x1) + x2) + ..., the same bits on every rank (the image is
+ * built with -ffp-contract=off).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "device/aicore/kernel_common.h"
+#include "util/comm_signal.h"
+
+#define COLL_ENTRY (PTO_COMM_SIG_COUNTERS + 0u)
+#define COLL_EXIT (PTO_COMM_SIG_COUNTERS + 1u)
+
+/* Elements per block of a reduction: nr input blocks and the sum stay in L1. */
+#define COLL_BLOCK 1024u
+
+/* A data tensor: contiguous 4-byte elements. */
+typedef struct CollTensor {
+    char *p;
+    uint64_t bytes;
+    uint32_t dtype; /* PTO_DTYPE_F32 or PTO_DTYPE_I32 */
+} CollTensor;
+
+/* The descriptor at scalar args[i], or NULL. */
+static const PtoCommDeviceContext *coll_context(const uint64_t *args, uint32_t i)
+{
+    const PtoCommDeviceContext *c = (const PtoCommDeviceContext *)(uintptr_t)args[i];
+    return pto_comm_check_context(c) == PTO_COMM_WAIT_OK ? c : NULL;
+}
+
+/* Whether a strided view is dense row-major: its elements are one contiguous run. */
+static int dense(const PtoTensorView *v)
+{
+    uint64_t expect = 1;
+    for (int d = (int)v->ndims - 1; d >= 0; d--) {
+        if (v->shape[d] > 1 && v->strides[d] != expect)
+            return 0;
+        expect *= v->shape[d];
+    }
+    return 1;
+}
+
+/* Tensor parameter i: flat f32, or a dense strided view of f32 or i32. */
+static int32_t coll_tensor(const uint64_t *args, const PtoKernelContext *k, uint32_t i, int strided, int output,
+                           CollTensor *t)
+{
+    int32_t rc;
+    if (!strided) {
+        if ((rc = kernel_check_f32_view(args[i], k->arg_sizes[i])) != PTO_KERNEL_OK)
+            return rc;
+        *t = (CollTensor){ (char *)(uintptr_t)args[i], k->arg_sizes[i], PTO_DTYPE_F32 };
+        return PTO_KERNEL_OK;
+    }
+    KTensor kt;
+    if ((rc = kernel_strided_tensor(args, k, i, output, &kt)) != PTO_KERNEL_OK)
+        return rc;
+    if (kt.dtype != PTO_DTYPE_F32 && kt.dtype != PTO_DTYPE_I32)
+        return PTO_KERNEL_ERR_DTYPE;
+    if (!dense(&k->views[i]))
+        return PTO_KERNEL_ERR_SHAPE;
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < kt.ndims; d++)
+        n *= kt.shape[d]; /* bounded: kernel_strided_tensor checked the span */
+    *t = (CollTensor){ kt.base, n * kt.esz, kt.dtype };
+    return PTO_KERNEL_OK;
+}
+
+/* Whether t lies in this rank's window; *off is its offset there. */
+static int in_window(const PtoCommDeviceContext *c, const CollTensor *t, uint64_t *off)
+{
+    uint64_t w = c->windows[c->rank], p = (uint64_t)(uintptr_t)t->p;
+    if (p < w || p - w > c->window_size || t->bytes > c->window_size - (p - w))
+        return 0;
+    *off = p - w;
+    return 1;
+}
+
+/* Whether [a, a + an) and [b, b + bn) share a byte. */
+static int overlaps(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
+{
+    return an != 0 && bn != 0 && a < b + bn && b < a + an;
+}
+
+/* Whether y overlaps any rank's x (at offset off of each window). */
+static int overlaps_any_input(const PtoCommDeviceContext *c, uint64_t off, uint64_t xbytes, const CollTensor *y)
+{
+    for (uint32_t r = 0; r < c->nranks; r++)
+        if (overlaps(c->windows[r] + off, xbytes, (uint64_t)(uintptr_t)y->p, y->bytes))
+            return 1;
+    return 0;
+}
+
+/* A refusal once the descriptor is known: break the domain naming this rank. */
+static int32_t refuse(const PtoCommDeviceContext *c, int32_t code)
+{
+    pto_comm_break(c, c->rank);
+    return code;
+}
+
+/* One sync over counter `word` (see the top of the file). */
+static int32_t coll_sync(const PtoCommDeviceContext *c, uint32_t word)
+{
+    uint32_t who = 0;
+    uint32_t target = pto_comm_signal(c, word, 1u);
+    switch (pto_comm_wait_all(c, word, target, &who)) {
+    case PTO_COMM_WAIT_OK:
+        return PTO_KERNEL_OK;
+    case PTO_COMM_WAIT_BROKEN:
+        return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)(who % PTO_KERNEL_ERR_RANK_SPAN);
+    case PTO_COMM_WAIT_TIMEOUT:
+        pto_comm_break(c, who);
+        return PTO_KERNEL_ERR_COMM_TIMEOUT_BASE + (int32_t)who;
+    default: /* PTO_COMM_WAIT_LOST */
+        pto_comm_break(c, who);
+        return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)who;
+    }
+}
+
+/* The first element of rank r's chunk of n: floor(r * n / nr), without
+   overflowing. */
+static uint64_t chunk_lo(uint64_t n, uint32_t nr, uint32_t r)
+{
+    return (uint64_t)r * (n / nr) + (uint64_t)r * (n % nr) / nr;
+}
+
+/* dst[i] = ((src[0][i] + src[1][i]) + src[2][i]) + ..., nr >= 2. Plain loops
+   the compiler vectorizes; the order per element is the rank order. */
+static void sum_f32(void *dst, char *const *src, uint32_t nr, uint64_t len)
+{
+    float *d = dst;
+    const float *a = (const float *)src[0], *b = (const float *)src[1];
+    for (uint64_t i = 0; i < len; i++)
+        d[i] = a[i] + b[i];
+    for (uint32_t p = 2; p < nr; p++) {
+        const float *s = (const float *)src[p];
+        for (uint64_t i = 0; i < len; i++)
+            d[i] = d[i] + s[i];
+    }
+}
+
+/* As sum_f32 for i32, wrapping (Java's int addition). */
+static void sum_i32(void *dst, char *const *src, uint32_t nr, uint64_t len)
+{
+    uint32_t *d = dst;
+    const uint32_t *a = (const uint32_t *)src[0], *b = (const uint32_t *)src[1];
+    for (uint64_t i = 0; i < len; i++)
+        d[i] = a[i] + b[i];
+    for (uint32_t p = 2; p < nr; p++) {
+        const uint32_t *s = (const uint32_t *)src[p];
+        for (uint64_t i = 0; i < len; i++)
+            d[i] = d[i] + s[i];
+    }
+}
+
+/* Elements [lo, hi) of the sum over every rank's x (at offset off), block by
+   block: sum(block, ...) for each, with src[p] pointing at rank p's block. */
+typedef void (*CollBlockFn)(void *ctx, uint64_t at, uint64_t len, char *const *src);
+
+static void for_each_block(const PtoCommDeviceContext *c, uint64_t off, uint64_t lo, uint64_t hi, CollBlockFn fn,
+                           void *ctx)
+{
+    char *src[PTO_COMM_MAX_RANKS];
+    for (uint64_t at = lo; at < hi; at += COLL_BLOCK) {
+        uint64_t len = hi - at < COLL_BLOCK ? hi - at : COLL_BLOCK;
+        for (uint32_t p = 0; p < c->nranks; p++)
+            src[p] = (char *)(uintptr_t)(c->windows[p] + off + at * 4u);
+        fn(ctx, at, len, src);
+    }
+}
+
+typedef struct AllreduceCtx {
+    const PtoCommDeviceContext *c;
+    uint64_t off;
+    uint32_t dtype;
+} AllreduceCtx;
+
+/* Sums one block into a local buffer, then writes it into every window. */
+static void allreduce_block(void *ctx, uint64_t at, uint64_t len, char *const *src)
+{
+    const AllreduceCtx *a = ctx;
+    _Alignas(64) float sum[COLL_BLOCK];
+    if (a->dtype == PTO_DTYPE_I32)
+        sum_i32(sum, src, a->c->nranks, len);
+    else
+        sum_f32(sum, src, a->c->nranks, len);
+    for (uint32_t p = 0; p < a->c->nranks; p++)
+        memcpy(src[p], sum, len * 4u);
+    (void)at;
+}
+
+typedef struct ReduceScatterCtx {
+    char *y;
+    uint64_t lo;
+    uint32_t dtype, nranks;
+} ReduceScatterCtx;
+
+/* Sums one block straight into y (y overlaps no input). */
+static void reduce_scatter_block(void *ctx, uint64_t at, uint64_t len, char *const *src)
+{
+    const ReduceScatterCtx *r = ctx;
+    char *d = r->y + (at - r->lo) * 4u;
+    if (r->nranks == 1)
+        memcpy(d, src[0], len * 4u);
+    else if (r->dtype == PTO_DTYPE_I32)
+        sum_i32(d, src, r->nranks, len);
+    else
+        sum_f32(d, src, r->nranks, len);
+}
+
+/* allreduce_sum(INOUT x, SCALAR comm): every rank's x = x_0 + ... + x_{nr-1}.
+   Rank r reduces chunk r, reading it from every window and writing the sum
+   into every window (a fused reduce-scatter and allgather). */
+KERNEL_SIGNATURE(allreduce_sum)
+{
+    if (nargs != 2)
+        return PTO_KERNEL_ERR_PARAM_COUNT;
+    const PtoCommDeviceContext *c = coll_context(args, 1);
+    if (c == NULL)
+        return PTO_KERNEL_ERR_COMM_CONTEXT;
+    static const uint32_t idx[1] = { 0 };
+    int strided;
+    int32_t rc;
+    CollTensor x;
+    uint64_t off;
+    if ((rc = kernel_view_kind(k, idx, 1, &strided)) != PTO_KERNEL_OK ||
+        (rc = coll_tensor(args, k, 0, strided, 1, &x)) != PTO_KERNEL_OK)
+        return refuse(c, rc);
+    if (!in_window(c, &x, &off))
+        return refuse(c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
+    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+        return rc;
+    if (c->nranks > 1) {
+        uint64_t n = x.bytes / 4u;
+        AllreduceCtx a = { c, off, x.dtype };
+        for_each_block(c, off, chunk_lo(n, c->nranks, c->rank), chunk_lo(n, c->nranks, c->rank + 1), allreduce_block,
+                       &a);
+    }
+    return coll_sync(c, COLL_EXIT);
+}
+
+/* The checks of (IN x, OUT y, SCALAR comm): x in the window, y of x's kind
+   and dtype overlapping no rank's x. */
+static int32_t x_y_comm(const uint64_t *args, uint32_t nargs, const PtoKernelContext *k,
+                        const PtoCommDeviceContext **cp, CollTensor *x, CollTensor *y, uint64_t *off)
+{
+    static const uint32_t idx[2] = { 0, 1 };
+    if (nargs != 3)
+        return PTO_KERNEL_ERR_PARAM_COUNT;
+    const PtoCommDeviceContext *c = *cp = coll_context(args, 2);
+    if (c == NULL)
+        return PTO_KERNEL_ERR_COMM_CONTEXT;
+    int strided;
+    int32_t rc;
+    if ((rc = kernel_view_kind(k, idx, 2, &strided)) != PTO_KERNEL_OK ||
+        (rc = coll_tensor(args, k, 0, strided, 0, x)) != PTO_KERNEL_OK ||
+        (rc = coll_tensor(args, k, 1, strided, 1, y)) != PTO_KERNEL_OK)
+        return refuse(c, rc);
+    if (x->dtype != y->dtype)
+        return refuse(c, PTO_KERNEL_ERR_DTYPE);
+    if (!in_window(c, x, off))
+        return refuse(c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
+    return PTO_KERNEL_OK;
+}
+
+/* allgather(IN x, OUT y, SCALAR comm): y[r*n, (r+1)*n) = x_r for every rank r;
+   bytes(y) == nranks * bytes(x). */
+KERNEL_SIGNATURE(allgather)
+{
+    const PtoCommDeviceContext *c = NULL;
+    CollTensor x, y;
+    uint64_t off;
+    int32_t rc = x_y_comm(args, nargs, k, &c, &x, &y, &off);
+    if (rc != PTO_KERNEL_OK)
+        return rc;
+    uint64_t want;
+    if (__builtin_mul_overflow(x.bytes, (uint64_t)c->nranks, &want) || want != y.bytes)
+        return refuse(c, PTO_KERNEL_ERR_SHAPE);
+    if (overlaps_any_input(c, off, x.bytes, &y))
+        return refuse(c, PTO_KERNEL_ERR_COMM_OVERLAP);
+    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+        return rc;
+    for (uint32_t p = 0; p < c->nranks; p++)
+        memcpy(y.p + (uint64_t)p * x.bytes, (const char *)(uintptr_t)(c->windows[p] + off), x.bytes);
+    return coll_sync(c, COLL_EXIT);
+}
+
+/* reduce_scatter(IN x, OUT y, SCALAR comm): y = x_0 + ... + x_{nr-1} over this
+   rank's chunk, elements [floor(r*n/nr), floor((r+1)*n/nr)) of x's n;
+   bytes(y) == the chunk's bytes. */
+KERNEL_SIGNATURE(reduce_scatter)
+{
+    const PtoCommDeviceContext *c = NULL;
+    CollTensor x, y;
+    uint64_t off;
+    int32_t rc = x_y_comm(args, nargs, k, &c, &x, &y, &off);
+    if (rc != PTO_KERNEL_OK)
+        return rc;
+    uint64_t n = x.bytes / 4u, lo = chunk_lo(n, c->nranks, c->rank), hi = chunk_lo(n, c->nranks, c->rank + 1);
+    if (y.bytes != (hi - lo) * 4u)
+        return refuse(c, PTO_KERNEL_ERR_SHAPE);
+    if (overlaps_any_input(c, off, x.bytes, &y))
+        return refuse(c, PTO_KERNEL_ERR_COMM_OVERLAP);
+    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+        return rc;
+    ReduceScatterCtx r = { y.p, lo, x.dtype, c->nranks };
+    for_each_block(c, off, lo, hi, reduce_scatter_block, &r);
+    return coll_sync(c, COLL_EXIT);
+}
+
+/* broadcast(INOUT x, SCALAR comm, SCALAR root): every rank's x = x_root. */
+KERNEL_SIGNATURE(broadcast)
+{
+    if (nargs != 3)
+        return PTO_KERNEL_ERR_PARAM_COUNT;
+    const PtoCommDeviceContext *c = coll_context(args, 1);
+    if (c == NULL)
+        return PTO_KERNEL_ERR_COMM_CONTEXT;
+    static const uint32_t idx[1] = { 0 };
+    int strided;
+    int32_t rc;
+    CollTensor x;
+    uint64_t off;
+    if ((rc = kernel_view_kind(k, idx, 1, &strided)) != PTO_KERNEL_OK ||
+        (rc = coll_tensor(args, k, 0, strided, 1, &x)) != PTO_KERNEL_OK)
+        return refuse(c, rc);
+    if (args[2] >= c->nranks)
+        return refuse(c, PTO_KERNEL_ERR_BAD_SCALAR);
+    if (!in_window(c, &x, &off))
+        return refuse(c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
+    uint32_t root = (uint32_t)args[2];
+    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+        return rc;
+    if (c->rank != root)
+        memcpy(x.p, (const char *)(uintptr_t)(c->windows[root] + off), x.bytes);
+    return coll_sync(c, COLL_EXIT);
+}
