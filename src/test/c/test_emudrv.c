@@ -445,7 +445,7 @@ TEST(emudrv_streams_run_concurrently_and_query_never_blocks)
 
 TEST(emudrv_inject_refuses_unknown_kinds_and_none_disarms)
 {
-    CHECK_EQ_INT(emudrv()->inject(8, 0), -1);
+    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_PEER_LOST + 1, 0), -1);
     CHECK_EQ_INT(emudrv()->inject(-1, 0), -1);
     CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_ALLOC, -1), -1);
     PtoDrvDevice *dev = open_dev(13);
