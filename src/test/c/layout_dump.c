@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "ptorun/chip_callable.h"
+#include "ptorun/pto_comm.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define SIZE(t) printf("%s.sizeof=%zu\n%s.alignof=%zu\n", #t, sizeof(t), #t, alignof(t))
@@ -171,6 +172,14 @@ int main(void)
     OFF(ChipTensor, child_memory);
     OFF(ChipTensor, shapes);
     OFF(ChipTensor, strides);
+    SIZE(PtoCommDeviceContext);
+    OFF(PtoCommDeviceContext, magic);
+    OFF(PtoCommDeviceContext, rank);
+    OFF(PtoCommDeviceContext, nranks);
+    OFF(PtoCommDeviceContext, timeout_ms);
+    OFF(PtoCommDeviceContext, window_size);
+    OFF(PtoCommDeviceContext, windows);
+    OFF(PtoCommDeviceContext, signals);
     SIZE(ChipStorageTaskArgs);
     OFF(ChipStorageTaskArgs, tensors);
     OFF(ChipStorageTaskArgs, scalars);

@@ -2,7 +2,7 @@ package org.ptorun;
 
 import java.util.Arrays;
 import java.util.Objects;
-import org.ptorun.internal.NativeMemory;
+import org.ptorun.internal.Layouts;
 import org.ptorun.internal.OffHeapBlock;
 
 /**
@@ -18,8 +18,8 @@ import org.ptorun.internal.OffHeapBlock;
  */
 public final class CommRank {
 
-    private static final int CTX_BYTES = 280;
-    private static final int CTX_WINDOWS = 24;
+    private static final int CTX_BYTES = Layouts.PtoCommDeviceContext.SIZE;
+    private static final int CTX_WINDOWS = Layouts.PtoCommDeviceContext.WINDOWS;
 
     private final ChipWorker chip;
     private final int rank;
@@ -237,9 +237,5 @@ public final class CommRank {
         } finally {
             device.exit();
         }
-    }
-
-    static String cString(long address) {
-        return NativeMemory.cString(address);
     }
 }

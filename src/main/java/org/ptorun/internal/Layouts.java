@@ -108,6 +108,22 @@ public final class Layouts {
         }
     }
 
+    /** The device-side descriptor of a communication domain (include/ptorun/pto_comm.h). */
+    public static final class PtoCommDeviceContext {
+        public static final int SIZE = 280;
+        public static final int ALIGN = 8;
+        public static final int MAGIC = 0;
+        public static final int RANK = 4;
+        public static final int NRANKS = 8;
+        public static final int TIMEOUT_MS = 12;
+        public static final int WINDOW_SIZE = 16;
+        public static final int WINDOWS = 24;
+        public static final int SIGNALS = 152;
+
+        private PtoCommDeviceContext() {
+        }
+    }
+
     public static final class ChipStorageTaskArgs {
         public static final int SIZE = 33856;
         public static final int ALIGN = 64;
