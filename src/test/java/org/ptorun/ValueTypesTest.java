@@ -57,7 +57,8 @@ class ValueTypesTest {
                 ChipBusyException.class, NotRegisteredException.class, DeviceOutOfMemoryException.class,
                 DeviceErrorException.class, KernelFaultException.class, RunTimeoutException.class,
                 BadCallableException.class, CapacityExceededException.class, OrchestrationException.class,
-                ChipPoisonedException.class, LeaseRejectedException.class, LibraryLoadException.class);
+                ChipPoisonedException.class, LeaseRejectedException.class, LibraryLoadException.class,
+                CommException.class);
         assertThat(StaleRunException.class.getPermittedSubclasses()).containsExactly(BadStorageException.class);
         LibraryLoadException load = new LibraryLoadException("driver",
                 NativeErrors.fromNative("simpler_init on device 0", -9, "onboard driver x: cannot load it", null));
