@@ -1,6 +1,7 @@
 package org.ptorun;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.nio.file.Path;
@@ -156,5 +157,95 @@ class CommFaultsE2ETest {
             assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
             assertThat(chip.isHealthy()).isTrue();
         }
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aPeerLostMidCollectiveFailsItsPeersKernelsNamingIt(Variant variant, @TempDir Path dir) throws Exception {
+        DriverStats before = FAULTS.stats();
+        int count = 1024;
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 3);
+        try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(30))) {
+            group.allocWindows(4L * count);
+            for (ChipWorker chip : chips) {
+                chip.registerCallable(1, CommCollectivesE2ETest.single("allreduce_sum",
+                        List.of(org.ptorun.callable.Direction.INOUT), 1, new long[] {4L * count}));
+            }
+            FAULTS.inject(Fault.PEER_LOST, 0); // the first launch of the step loses its device
+            List<Throwable> failures = failuresOnEveryRank(group, rank -> rank.chip().run(1, new TaskArgs()
+                    .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT));
+            int lost = -1;
+            for (int r = 0; r < failures.size(); r++) {
+                if (failures.get(r) instanceof DeviceErrorException) {
+                    assertThat(lost).as("one rank lost its device").isNegative();
+                    lost = r;
+                }
+            }
+            assertThat(lost).as("a rank lost its device: " + failures).isNotNegative();
+            for (int r = 0; r < failures.size(); r++) {
+                if (r != lost) {
+                    assertThat(failures.get(r)).as("rank %d", r).isInstanceOf(KernelFaultException.class)
+                            .hasMessageContaining("rank " + lost);
+                }
+            }
+            assertThat(chips.get(lost).isHealthy()).isFalse();
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+        assertThat(FAULTS.stats()).isEqualTo(before);
+        assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void misusesAreRefusedBeforeTheLibraryAndAfterClose(Variant variant, @TempDir Path dir) {
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 2);
+        try {
+            assertThatThrownBy(() -> CommGroup.open(List.of(), dir.resolve("r"), Duration.ofSeconds(1)))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> CommGroup.join(chips, 1, 2, dir.resolve("r"), Duration.ofSeconds(1)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("ranks 1..2");
+            assertThatThrownBy(() -> CommGroup.open(chips, dir.resolve("r"), Duration.ZERO))
+                    .isInstanceOf(IllegalArgumentException.class);
+            Throwable bad = catchThrowable(() -> CommGroup.open(chips, dir.resolve("missing/r"), Duration.ofSeconds(5)));
+            assertThat(bad).isInstanceOf(CommException.class);
+            assertThat(((CommException) bad).error()).isPresent();
+            CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(20));
+            CommRank zero = group.rank(0);
+            assertThatThrownBy(zero::deviceContext).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("no windows yet");
+            assertThatThrownBy(() -> group.rank(2)).isInstanceOf(IllegalArgumentException.class);
+            group.allocWindows(4096);
+            assertThatThrownBy(() -> zero.windowSlice(4000, 100)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> zero.peerWindow(2)).isInstanceOf(IndexOutOfBoundsException.class);
+            Throwable twice = catchThrowable(() -> zero.allocWindows(4096));
+            assertThat(twice).isInstanceOf(CommException.class);
+            assertThat(((CommException) twice).error()).contains(PtoError.WRONG_PHASE);
+            assertThat(zero.windowSize()).isEqualTo(4096);
+            group.close();
+            group.close(); // idempotent
+            assertThatThrownBy(group::barrier).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(zero::barrier).isInstanceOf(IllegalStateException.class).hasMessageContaining("left");
+            assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void closingAChipFirstMakesItsRankLeaveAndItsPeerSeesItGone(Variant variant, @TempDir Path dir) {
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 2);
+        try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(20))) {
+            group.allocWindows(4096);
+            chips.get(1).close();
+            Throwable t = catchThrowable(group.rank(0)::barrier);
+            assertThat(t).isInstanceOf(CommException.class);
+            assertThat(((CommException) t).failedRank()).hasValue(1);
+            assertThat(t).hasMessageContaining("it left the group");
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+        assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
     }
 }
