@@ -158,3 +158,63 @@ TEST(a_run_outstanding_refuses_destroy_and_release_and_a_live_group_refuses_fina
     CHECK_EQ_INT(comm_destroy(NULL), PTO_OK);
     fix_teardown(&f);
 }
+
+/* ---- the handle registry under races ---------------------------------------- */
+
+typedef struct Hammer {
+    pthread_t thread;
+    void *comm;
+    pthread_barrier_t *start;
+    int ok, stale, other;
+} Hammer;
+
+static void *hammer_body(void *arg)
+{
+    Hammer *h = arg;
+    pthread_barrier_wait(h->start);
+    for (int i = 0; i < 2000; i++) {
+        size_t size = 0;
+        int rc = (i & 1) ? comm_barrier(h->comm) : comm_get_window_size(h->comm, &size);
+        if (rc == PTO_OK && ((i & 1) || size == 4096))
+            h->ok++;
+        else if (rc == PTO_ERR_INVALID_ARGUMENT && (strstr(simpler_last_error(), "not a live comm handle") != NULL ||
+                                                    strstr(simpler_last_error(), "was destroyed") != NULL))
+            h->stale++;
+        else
+            h->other++;
+    }
+    return NULL;
+}
+
+/* Calls on a handle race its comm_destroy: each either runs whole on the live
+ * handle or is refused as stale; none touches a freed handle (TSan/ASan runs),
+ * and once destroy returned every call is refused. */
+TEST(calls_racing_comm_destroy_run_whole_or_are_refused_as_stale)
+{
+    for (int round = 0; round < 20; round++) {
+        Fixture f;
+        fix_setup(&f);
+        void *comm = join_one(&f);
+        uint64_t ctx_dev = 0;
+        CHECK_EQ_INT(comm_alloc_windows(comm, 4096, &ctx_dev), PTO_OK);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 4);
+        Hammer h[3];
+        for (int i = 0; i < 3; i++) {
+            h[i] = (Hammer){ .comm = comm, .start = &start };
+            pthread_create(&h[i].thread, NULL, hammer_body, &h[i]);
+        }
+        pthread_barrier_wait(&start);
+        CHECK_EQ_INT(comm_destroy(comm), PTO_OK);
+        size_t size = 0;
+        CHECK_EQ_INT(comm_get_window_size(comm, &size), PTO_ERR_INVALID_ARGUMENT);
+        for (int i = 0; i < 3; i++) {
+            pthread_join(h[i].thread, NULL);
+            CHECK_EQ_INT(h[i].other, 0);
+            CHECK_EQ_INT(h[i].ok + h[i].stale, 2000);
+        }
+        pthread_barrier_destroy(&start);
+        CHECK_EQ_INT(fake_comm_windows_registered, 0);
+        fix_teardown(&f);
+    }
+}
