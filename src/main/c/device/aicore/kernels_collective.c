@@ -235,26 +235,36 @@ static void reduce_scatter_block(void *ctx, uint64_t at, uint64_t len, char *con
         sum_f32(d, src, r->nranks, len);
 }
 
+/* The checks of (INOUT x, SCALAR comm, ...) with `want` parameters: the
+   descriptor (*c), x's view (*x) and x inside this rank's window at *off. A
+   refusal after the descriptor checked out breaks the domain (refuse). */
+static int32_t inout_in_window(const uint64_t *args, uint32_t nargs, uint32_t want, const PtoKernelContext *k,
+                               const PtoCommDeviceContext **c, CollTensor *x, uint64_t *off)
+{
+    if (nargs != want)
+        return PTO_KERNEL_ERR_PARAM_COUNT;
+    if ((*c = coll_context(args, 1)) == NULL)
+        return PTO_KERNEL_ERR_COMM_CONTEXT;
+    static const uint32_t idx[1] = { 0 };
+    int strided;
+    int32_t rc;
+    if ((rc = kernel_view_kind(k, idx, 1, &strided)) != PTO_KERNEL_OK ||
+        (rc = coll_tensor(args, k, 0, strided, 1, x)) != PTO_KERNEL_OK)
+        return refuse(*c, rc);
+    return in_window(*c, x, off) ? PTO_KERNEL_OK : refuse(*c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
+}
+
 /* allreduce_sum(INOUT x, SCALAR comm): every rank's x = x_0 + ... + x_{nr-1}.
    Rank r reduces chunk r, reading it from every window and writing the sum
    into every window (a fused reduce-scatter and allgather). */
 KERNEL_SIGNATURE(allreduce_sum)
 {
-    if (nargs != 2)
-        return PTO_KERNEL_ERR_PARAM_COUNT;
-    const PtoCommDeviceContext *c = coll_context(args, 1);
-    if (c == NULL)
-        return PTO_KERNEL_ERR_COMM_CONTEXT;
-    static const uint32_t idx[1] = { 0 };
-    int strided;
-    int32_t rc;
+    const PtoCommDeviceContext *c;
     CollTensor x;
     uint64_t off;
-    if ((rc = kernel_view_kind(k, idx, 1, &strided)) != PTO_KERNEL_OK ||
-        (rc = coll_tensor(args, k, 0, strided, 1, &x)) != PTO_KERNEL_OK)
-        return refuse(c, rc);
-    if (!in_window(c, &x, &off))
-        return refuse(c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
+    int32_t rc = inout_in_window(args, nargs, 2, k, &c, &x, &off);
+    if (rc != PTO_KERNEL_OK)
+        return rc;
     if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
         return rc;
     if (c->nranks > 1) {
@@ -338,23 +348,14 @@ KERNEL_SIGNATURE(reduce_scatter)
 /* broadcast(INOUT x, SCALAR comm, SCALAR root): every rank's x = x_root. */
 KERNEL_SIGNATURE(broadcast)
 {
-    if (nargs != 3)
-        return PTO_KERNEL_ERR_PARAM_COUNT;
-    const PtoCommDeviceContext *c = coll_context(args, 1);
-    if (c == NULL)
-        return PTO_KERNEL_ERR_COMM_CONTEXT;
-    static const uint32_t idx[1] = { 0 };
-    int strided;
-    int32_t rc;
+    const PtoCommDeviceContext *c;
     CollTensor x;
     uint64_t off;
-    if ((rc = kernel_view_kind(k, idx, 1, &strided)) != PTO_KERNEL_OK ||
-        (rc = coll_tensor(args, k, 0, strided, 1, &x)) != PTO_KERNEL_OK)
-        return refuse(c, rc);
+    int32_t rc = inout_in_window(args, nargs, 3, k, &c, &x, &off);
+    if (rc != PTO_KERNEL_OK)
+        return rc;
     if (args[2] >= c->nranks)
         return refuse(c, PTO_KERNEL_ERR_BAD_SCALAR);
-    if (!in_window(c, &x, &off))
-        return refuse(c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
     uint32_t root = (uint32_t)args[2];
     if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
         return rc;

@@ -93,14 +93,7 @@ public final class CommGroup implements AutoCloseable {
             joins.add(threads.submit(() -> joinRank(chip, rank, size, rootInfo, timeout)));
         }
         List<CommRank> ranks = new ArrayList<>(n);
-        RuntimeException failure = null;
-        for (Future<CommRank> f : joins) {
-            try {
-                ranks.add(get(f));
-            } catch (RuntimeException e) {
-                failure = addTo(failure, e);
-            }
-        }
+        RuntimeException failure = gather(joins, ranks);
         if (failure != null) {
             ranks.forEach(CommRank::destroy);
             threads.shutdown();
@@ -200,6 +193,15 @@ public final class CommGroup implements AutoCloseable {
             }
         }
         List<T> out = new ArrayList<>(ranks.size());
+        RuntimeException failure = gather(futures, out);
+        if (failure != null) {
+            throw failure;
+        }
+        return out;
+    }
+
+    /** Waits for every future; the results of those that succeeded go to {@code out}, the failures are returned. */
+    private static <T> RuntimeException gather(List<Future<T>> futures, List<T> out) {
         RuntimeException failure = null;
         for (Future<T> f : futures) {
             try {
@@ -208,10 +210,7 @@ public final class CommGroup implements AutoCloseable {
                 failure = addTo(failure, e);
             }
         }
-        if (failure != null) {
-            throw failure;
-        }
-        return out;
+        return failure;
     }
 
     /**
