@@ -92,14 +92,34 @@ public final class CommRank {
         return DeviceBuffer.window(chip, windows[peer], windowBytes);
     }
 
-    /** {@code bytes} of this rank's window from {@code offset}. */
-    public synchronized DeviceBuffer windowSlice(long offset, long bytes) {
+    /**
+     * A view of rank {@code peer}'s window for a task: {@code shape} elements of
+     * {@code dtype}, row-major, from byte {@code offset} — a tensor argument like any other,
+     * whose dependencies are tracked on its bytes.
+     */
+    public Tensor peerTensor(int peer, long offset, DType dtype, int... shape) {
+        long elements = 1;
+        for (int d : shape) {
+            elements = Math.multiplyExact(elements, d);
+        }
+        DeviceBuffer slice = peerSlice(peer, offset, Math.multiplyExact(elements, (long) dtype.byteSize()));
+        return Tensor.of(slice, dtype, shape);
+    }
+
+    /** {@code bytes} of rank {@code peer}'s window from {@code offset}, as this rank's chip addresses it. */
+    public synchronized DeviceBuffer peerSlice(int peer, long offset, long bytes) {
         requireWindows();
+        Objects.checkIndex(peer, size);
         if (offset < 0 || bytes <= 0 || offset > windowBytes - bytes) {
             throw new IllegalArgumentException("[" + offset + ", +" + bytes + ") is not inside the window of "
                     + windowBytes + " bytes");
         }
-        return DeviceBuffer.window(chip, windows[rank] + offset, bytes);
+        return DeviceBuffer.window(chip, windows[peer] + offset, bytes);
+    }
+
+    /** {@code bytes} of this rank's window from {@code offset}. */
+    public DeviceBuffer windowSlice(long offset, long bytes) {
+        return peerSlice(rank, offset, bytes);
     }
 
     /**

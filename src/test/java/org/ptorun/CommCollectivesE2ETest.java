@@ -243,7 +243,7 @@ class CommCollectivesE2ETest {
             zero.chip().registerCallable(ALLREDUCE, callable);
             float[] x = random(count, 5);
             float[] y = new float[count];
-            zero.chip().run(ALLREDUCE, TaskArgs.of(Tensor.of(x), Tensor.of(zero.peerWindow(1), DType.F32),
+            zero.chip().run(ALLREDUCE, TaskArgs.of(Tensor.of(x), zero.peerTensor(1, 0, DType.F32, count),
                     Tensor.of(zero.window(), DType.F32)), CallConfig.DEFAULT);
             zero.chip().copyFrom(zero.window(), y);
             float[] expected = new float[count];
