@@ -17,6 +17,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.testing.DriverStats;
 import org.ptorun.testing.EmulatedFaults;
 import org.ptorun.testing.Fault;
+import org.ptorun.testlog.LogCapture;
+import org.slf4j.event.Level;
 
 /**
  * The fault model of communication groups (docs/communication.md): a window allocation
@@ -238,7 +240,11 @@ class CommFaultsE2ETest {
         List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 2);
         try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(20))) {
             group.allocWindows(4096);
-            chips.get(1).close();
+            try (LogCapture logs = LogCapture.open()) {
+                chips.get(1).close();
+                assertThat(logs.messages(Level.WARN)).singleElement().asString()
+                        .contains("closed with a comm rank still in its group: the rank left it");
+            }
             Throwable t = catchThrowable(group.rank(0)::barrier);
             assertThat(t).isInstanceOf(CommException.class);
             assertThat(((CommException) t).failedRank()).hasValue(1);
