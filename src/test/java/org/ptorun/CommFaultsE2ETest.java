@@ -8,8 +8,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -46,22 +44,27 @@ class CommFaultsE2ETest {
         FAULTS.disarm();
     }
 
-    private static List<Throwable> failuresOnEveryRank(CommGroup group, java.util.function.Consumer<CommRank> call) {
-        List<CompletableFuture<Void>> calls = new ArrayList<>();
-        for (CommRank rank : group.ranks()) {
-            calls.add(CompletableFuture.runAsync(() -> call.accept(rank)));
+    /** Calls {@code call} on every rank at once, one thread each (a collective call waits for its peers). */
+    private static List<Throwable> failuresOnEveryRank(CommGroup group, java.util.function.Consumer<CommRank> call)
+            throws InterruptedException {
+        List<CommRank> ranks = group.ranks();
+        Throwable[] out = new Throwable[ranks.size()];
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < out.length; i++) {
+            int index = i;
+            threads.add(new Thread(() -> out[index] = catchThrowable(() -> call.accept(ranks.get(index)))));
         }
-        List<Throwable> out = new ArrayList<>();
-        for (CompletableFuture<Void> c : calls) {
-            Throwable t = catchThrowable(c::join);
-            out.add(t instanceof CompletionException ? t.getCause() : t);
+        threads.forEach(Thread::start);
+        for (Thread t : threads) {
+            t.join();
         }
-        return out;
+        return java.util.Arrays.asList(out);
     }
 
     @ParameterizedTest
     @MethodSource("onboard")
-    void aWindowAllocationFailingOnOneRankFailsOnEveryRankAndLeavesNothing(Variant variant, @TempDir Path dir) {
+    void aWindowAllocationFailingOnOneRankFailsOnEveryRankAndLeavesNothing(Variant variant, @TempDir Path dir)
+            throws InterruptedException {
         DriverStats before = FAULTS.stats();
         List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 3);
         try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(20))) {
@@ -91,7 +94,7 @@ class CommFaultsE2ETest {
 
     @ParameterizedTest
     @MethodSource("onboard")
-    void aPeerLostFailsItsPeersBarriersNamingIt(Variant variant, @TempDir Path dir) {
+    void aPeerLostFailsItsPeersBarriersNamingIt(Variant variant, @TempDir Path dir) throws InterruptedException {
         DriverStats before = FAULTS.stats();
         List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 3);
         try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(30))) {
