@@ -4,8 +4,9 @@
  * holding its signal block), every member maps every other member's, and each
  * unlinks its own name once all have mapped it. Three meetings over the
  * members: after creating (every member's `created` status is then readable),
- * after mapping (`mapped`), and after reading the statuses (so none is
- * overwritten by a later allocation before every member read it).
+ * after mapping (`mapped`), and after reading the statuses and unlinking the
+ * names (so no status is overwritten, and no name of a later allocation under
+ * the same key unlinked, before every member is done with this one).
  */
 #include "util/comm_shm_internal.h"
 
@@ -165,14 +166,26 @@ int shm_group_alloc_windows(ShmGroup *g, uint64_t key, const uint32_t *ranks, si
         rc = member_failed(use, g->ctl->created, bad, "allocate");
     else if ((bad = first_failed(use, g->ctl->mapped)) != count)
         rc = member_failed(use, g->ctl->mapped, bad, "map");
+    /* The names go before the last meeting: once a member is past it, it may
+     * allocate again under the same key, and its new names must not be
+     * unlinked by our clean-up. */
+    if (rc != PTO_OK) {
+        unlink_all(g, use);
+    } else {
+        char name[SHM_NAME_BYTES + 48];
+        segment_name(g, key, (uint32_t)g->rank, name, sizeof name);
+        shm_unlink(name); /* every member maps it now */
+    }
     int rc3 = shm_group_meet(g, ranks, count);
-    if (rc == PTO_OK)
+    if (rc3 != PTO_OK) {
         rc = rc3;
-    if (rc != PTO_OK)
-        goto fail;
-    char name[SHM_NAME_BYTES + 48];
-    segment_name(g, key, (uint32_t)g->rank, name, sizeof name);
-    shm_unlink(name); /* every member maps it now */
+        goto fail; /* the group is broken: no allocation follows, a dead member's name may still be there */
+    }
+    if (rc != PTO_OK) {
+        unmap_all(use);
+        free(w);
+        return rc;
+    }
     w->next = g->windows;
     g->windows = w;
     *out = w;
