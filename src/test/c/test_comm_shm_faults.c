@@ -401,6 +401,49 @@ TEST(comm_shm_a_stale_root_info_is_not_joined)
     free(t);
 }
 
+/* A root info whose rank 0 died before its group formed (its process gone,
+ * its segment still named, gathering ranks): no rank joins it, the first to
+ * find it unlinks its segment, and a new group forms at the same path. */
+TEST(comm_shm_a_root_info_whose_rank_0_died_is_not_joined_and_its_segment_goes)
+{
+    ShmTmp tmp;
+    REQUIRE(shm_tmp_make(&tmp));
+    char name[80], line[160];
+    snprintf(name, sizeof name, "/ptorun-comm-%d-orphan", (int)getpid());
+    pid_t dead = fork();
+    REQUIRE(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    int status;
+    REQUIRE(waitpid(dead, &status, 0) == dead);
+    ShmControl *c = fake_segment(name, 2, SHM_JOINING);
+    REQUIRE(c != NULL);
+    c->pid[0] = dead;
+    munmap(c, sizeof *c);
+    snprintf(line, sizeof line, "ptorun-comm 1 2 %s\n", name);
+    REQUIRE(write_file(tmp.path, line));
+    ShmRank ranks[2];
+    ShmTeam *t = new_team(2, tmp.path, 150, NULL);
+    REQUIRE(t != NULL);
+    shm_run(t, ranks, 1u << 1, 0, NULL);
+    CHECK_EQ_INT(ranks[1].rc_join, PTO_ERR_TIMEOUT);
+    int fd = shm_open(name, O_RDWR, 0);
+    CHECK(fd < 0); /* unlinked by the rank that found it orphaned */
+    if (fd >= 0) {
+        close(fd);
+        shm_unlink(name);
+    }
+    t->timeout_ms = 20000;
+    REQUIRE(write_file(tmp.path, line));
+    shm_run(t, ranks, 3u, 1, script_barrier);
+    SHM_CHECK_JOINED(ranks, 2);
+    SHM_REPORT(ranks, 2);
+    CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0);
+    CHECK_EQ_INT(shm_names_left(), 0);
+    CHECK_EQ_INT(rmdir(tmp.dir), 0);
+    free(t);
+}
+
 /* ---- allocations that fail ------------------------------------------------------------ */
 
 typedef struct AllocFail {

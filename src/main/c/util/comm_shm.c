@@ -78,6 +78,24 @@ int shm_break(ShmGroup *g, int code, uint32_t rank, uint32_t why)
     return shm_fail_broken(g, __atomic_load_n(&g->ctl->broken, __ATOMIC_SEQ_CST));
 }
 
+/* Whether process `pid` no longer runs: gone (ESRCH), or a zombie its parent
+ * has not reaped yet (it still answers kill). */
+int shm_process_exited(int32_t pid)
+{
+    if (kill(pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], stat[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    const char *close = strrchr(stat, ')'); /* the state follows the command name */
+    return close != NULL && close[1] == ' ' && close[2] == 'Z';
+}
+
 /* SHM_GONE_* when rank p no longer takes part, else 0. */
 uint32_t shm_gone(const ShmGroup *g, uint32_t p)
 {
@@ -87,7 +105,7 @@ uint32_t shm_gone(const ShmGroup *g, uint32_t p)
     if (state == SHM_RANK_LOST)
         return SHM_GONE_LOST;
     int32_t pid = __atomic_load_n(&g->ctl->pid[p], __ATOMIC_SEQ_CST);
-    if (state == SHM_RANK_ALIVE && pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH)
+    if (state == SHM_RANK_ALIVE && pid > 0 && pid != getpid() && shm_process_exited(pid))
         return SHM_GONE_EXITED;
     return 0;
 }
@@ -168,16 +186,21 @@ int shm_group_meet(ShmGroup *g, const uint32_t *ranks, size_t count)
     (void)pto_spin_until(meet_done, &w);
     for (;;) {
         uint32_t seq = __atomic_load_n(&g->ctl->seq, __ATOMIC_SEQ_CST);
-        uint64_t broken = __atomic_load_n(&g->ctl->broken, __ATOMIC_SEQ_CST);
-        if (broken != 0)
-            return shm_fail_broken(g, broken);
+        /* a meeting every member entered is complete, whatever broke the group since */
         size_t pending = first_pending(&w);
         if (pending == count)
             return PTO_OK;
+        uint64_t broken = __atomic_load_n(&g->ctl->broken, __ATOMIC_SEQ_CST);
+        if (broken != 0)
+            return shm_fail_broken(g, broken);
+        /* only a member still missing can fail us: one that came and then left did its part */
         for (size_t i = pending; i < count; i++) {
-            uint32_t why = ranks[i] != me ? shm_gone(g, ranks[i]) : 0;
+            uint32_t p = ranks[i];
+            if (p == me || (int32_t)(__atomic_load_n(&g->ctl->meet[p][me], __ATOMIC_SEQ_CST) - target[p]) >= 0)
+                continue;
+            uint32_t why = shm_gone(g, p);
             if (why != 0)
-                return shm_break(g, PTO_ERR_DEVICE, ranks[i], why);
+                return shm_break(g, PTO_ERR_DEVICE, p, why);
         }
         uint64_t now = pto_monotonic_ns();
         if (now >= deadline)

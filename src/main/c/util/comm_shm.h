@@ -21,10 +21,13 @@
  * spin of spin_wait.h); the wait wakes at least every
  * COMM_SHM_LIVENESS_MS to check the peers' processes.
  *
- * Failures are the group's: a meeting that times out, or that finds a peer
- * gone (its process exited, it left, or it was marked lost), marks the group
- * broken, naming the rank; every later meeting of every rank fails at once
- * with the same code and message. A broken group can only be left.
+ * Failures are the group's: a meeting that times out, or that finds a peer it
+ * still waits for gone (its process exited or is a zombie, it left, or it was
+ * marked lost), marks the group broken, naming the rank; every later meeting
+ * of every rank fails at once with the same code and message (a meeting every
+ * member had entered still succeeds). A broken group can only be left. A root
+ * info whose rank 0 died before the group formed is not joined, and the rank
+ * that finds it unlinks its segment.
  *
  * Thread safety: one ShmGroup is one rank; its calls are made by one thread
  * at a time (the comm layer serializes them). Different ranks' ShmGroups (in

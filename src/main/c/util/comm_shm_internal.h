@@ -67,6 +67,7 @@ int shm_check_usable(const ShmGroup *g);
 /* ranks valid, distinct, this rank among them at *self. */
 int shm_check_members(const ShmGroup *g, const uint32_t *ranks, size_t count, size_t *self);
 uint32_t shm_gone(const ShmGroup *g, uint32_t p);
+int shm_process_exited(int32_t pid);
 /* Marks the group broken (the first failure wins) and reports the winner. */
 int shm_break(ShmGroup *g, int code, uint32_t rank, uint32_t why);
 int shm_fail_broken(const ShmGroup *g, uint64_t word);

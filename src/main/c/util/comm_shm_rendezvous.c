@@ -77,7 +77,16 @@ static int settled(const ShmControl *c, int nranks)
 
 /* ---- rank 0 ------------------------------------------------------------------------ */
 
-static int publish(const char *path, const ShmGroup *g)
+/* Removes the root info at `path` if it is still the one rank 0 published
+ * (same file): a newer group's is left alone. */
+static void unpublish(const char *path, const struct stat *mine)
+{
+    struct stat now;
+    if (stat(path, &now) == 0 && now.st_dev == mine->st_dev && now.st_ino == mine->st_ino)
+        unlink(path);
+}
+
+static int publish(const char *path, const ShmGroup *g, struct stat *published)
 {
     char tmp[PATH_MAX];
     uint32_t nonce = 0;
@@ -89,7 +98,7 @@ static int publish(const char *path, const ShmGroup *g)
         return sys_fail("cannot write the root info", tmp);
     char line[SHM_NAME_BYTES + 64];
     int n = snprintf(line, sizeof line, "%s %d %s\n", ROOTINFO_TAG, g->nranks, g->name);
-    int ok = write(fd, line, (size_t)n) == n;
+    int ok = write(fd, line, (size_t)n) == n && fstat(fd, published) == 0;
     close(fd);
     if (!ok || rename(tmp, path) != 0) {
         int rc = sys_fail("cannot publish the root info at", path);
@@ -119,22 +128,25 @@ static int create_group(ShmGroup *g, const char *path, uint64_t deadline)
     c->pid[0] = getpid();
     c->rank_state[0] = SHM_RANK_ALIVE;
     __atomic_store_n(&c->state, SHM_JOINING, __ATOMIC_SEQ_CST);
-    if ((rc = publish(path, g)) != PTO_OK)
+    struct stat published;
+    if ((rc = publish(path, g, &published)) != PTO_OK)
         goto fail_publish;
     if (!await_control(c, all_signed_in, g->nranks, deadline)) {
-        int absent = first_absent(c, g->nranks);
+        int absent = first_absent(c, g->nranks), joined = 0;
+        for (int r = 0; r < g->nranks; r++)
+            joined += __atomic_load_n(&c->rank_state[r], __ATOMIC_SEQ_CST) != SHM_RANK_ABSENT;
         __atomic_store_n(&c->state, SHM_ABANDONED, __ATOMIC_SEQ_CST);
         shm_bump(c);
         rc = pto_fail(PTO_ERR_TIMEOUT, "comm_init: rank %d did not arrive within %u ms (%d of %d ranks joined)",
-                      absent, g->timeout_ms, absent, g->nranks);
-        unlink(path);
+                      absent, g->timeout_ms, joined, g->nranks);
+        unpublish(path, &published);
         goto fail_publish;
     }
     __atomic_store_n(&c->state, SHM_READY, __ATOMIC_SEQ_CST);
     shm_bump(c);
     /* every rank maps it now: nothing of the group keeps a name */
     shm_unlink(g->name);
-    unlink(path);
+    unpublish(path, &published);
     return PTO_OK;
 
 fail_publish:
@@ -174,6 +186,13 @@ static int try_attach(ShmGroup *g, const char *path)
         return 0;
     if (c->magic != SHM_MAGIC || c->nranks != (uint32_t)nranks ||
         __atomic_load_n(&c->state, __ATOMIC_SEQ_CST) != SHM_JOINING) {
+        munmap(c, sizeof *c);
+        return 0;
+    }
+    int32_t founder = __atomic_load_n(&c->pid[0], __ATOMIC_SEQ_CST);
+    if (founder != getpid() && shm_process_exited(founder)) {
+        /* its rank 0 died before the group formed: nobody will complete or unlink it */
+        shm_unlink(name);
         munmap(c, sizeof *c);
         return 0;
     }
