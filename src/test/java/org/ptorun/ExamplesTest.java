@@ -11,6 +11,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.examples.PipelinedBatch;
+import org.ptorun.examples.DataParallelGemm;
 import org.ptorun.examples.TiledMatmul;
 import org.ptorun.examples.UserKernel;
 import org.ptorun.examples.VectorService;
@@ -106,5 +107,42 @@ class ExamplesTest {
         }
         TiledMatmul.run(variant, m, n, k, 4, a, b, c);
         assertThat(c).containsExactly(expected);
+    }
+
+    /** DataParallelGemm: every chip holds the whole product, summed over the chips in rank order. */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void theDataParallelGemmLeavesTheProductOnEveryChip(Variant variant) throws Exception {
+        int chips = 3;
+        int m = 7;
+        int n = 6;
+        int kr = 4;
+        java.util.Random random = new java.util.Random(11);
+        float[][] a = new float[chips][m * kr];
+        float[][] b = new float[chips][kr * n];
+        for (int r = 0; r < chips; r++) {
+            for (int x = 0; x < a[r].length; x++) {
+                a[r][x] = random.nextFloat() - 0.5f;
+            }
+            for (int x = 0; x < b[r].length; x++) {
+                b[r][x] = random.nextFloat() - 0.5f;
+            }
+        }
+        float[] expected = new float[m * n];
+        for (int r = 0; r < chips; r++) {
+            for (int i = 0; i < m; i++) {
+                for (int j = 0; j < n; j++) {
+                    float acc = 0f;
+                    for (int l = 0; l < kr; l++) {
+                        acc = acc + a[r][i * kr + l] * b[r][l * n + j];
+                    }
+                    expected[i * n + j] = r == 0 ? acc : expected[i * n + j] + acc;
+                }
+            }
+        }
+        float[][] c = DataParallelGemm.run(variant, chips, m, kr, n, a, b);
+        for (float[] rank : c) {
+            assertThat(rank).containsExactly(expected);
+        }
     }
 }
