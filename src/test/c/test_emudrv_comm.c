@@ -7,7 +7,6 @@
  * its rank still in a group takes the rank out. The driver's accounting and
  * /dev/shm are back to where they were after each scenario.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "ptest.h"
 #include "ptorun/pto_comm.h"
+#include "test_comm_shm.h"
 #include "test_emudrv.h"
 
 #define MAX_RANKS 4
@@ -32,20 +32,6 @@ typedef struct Rank {
     char message[256];
     int (*script)(struct Rank *);
 } Rank;
-
-/* Names of comm shared memory this process created (rank 0 names the group). */
-static int shm_left(void)
-{
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "ptorun-comm-%d-", (int)getpid());
-    DIR *d = opendir("/dev/shm");
-    int n = 0;
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    if (d != NULL)
-        closedir(d);
-    return n;
-}
 
 static void *rank_main(void *arg)
 {
@@ -138,7 +124,7 @@ TEST(emudrv_comm_ranks_address_each_others_windows_and_meet)
         close_ranks(ranks, n);
     }
     CHECK_STATS(stats_now(), before);
-    CHECK_EQ_INT(shm_left(), 0);
+    CHECK_EQ_INT(shm_names_left(), 0);
     CHECK(access("/tmp/ptorun-emudrv-comm-rootinfo", F_OK) != 0);
 }
 
@@ -160,7 +146,7 @@ TEST(emudrv_comm_an_allocation_failing_on_one_rank_fails_on_every_rank_naming_it
         }
     }
     CHECK_EQ_INT(stats_now().comm_window_sets, before.comm_window_sets);
-    CHECK_EQ_INT(shm_left(), 0);
+    CHECK_EQ_INT(shm_names_left(), 0);
     close_ranks(ranks, 3);
     CHECK_STATS(stats_now(), before);
 }
@@ -196,7 +182,7 @@ TEST(emudrv_comm_a_peer_lost_fails_its_peers_barriers_naming_it)
     }
     close_ranks(ranks, 3);
     CHECK_STATS(stats_now(), before);
-    CHECK_EQ_INT(shm_left(), 0);
+    CHECK_EQ_INT(shm_names_left(), 0);
 }
 
 static int script_stay(Rank *r)
@@ -230,5 +216,5 @@ TEST(emudrv_comm_join_times_out_and_closing_a_device_takes_its_rank_out)
         CHECK_EQ_INT(API->comm_leave(ranks[i].comm), PTO_DRV_ERR_INVALID);
     }
     CHECK_STATS(stats_now(), before);
-    CHECK_EQ_INT(shm_left(), 0);
+    CHECK_EQ_INT(shm_names_left(), 0);
 }
