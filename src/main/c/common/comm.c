@@ -133,16 +133,22 @@ static int write_descriptor(CommHandle *h, CommDomain *d)
     return PTO_OK;
 }
 
+/* Fresh windows are registered with the runner; a derived domain slices the
+   group's, and a signals-only domain has none. */
+static int owns_windows(const CommDomain *d)
+{
+    return d->kind != DOMAIN_DERIVED && d->window_bytes != 0;
+}
+
 static void unregister_windows(CommHandle *h, CommDomain *d, uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++)
         runner_remove_window(h->dc->runner, d->windows[i]);
 }
 
-/* Fresh windows (derived domains slice the group's and register nothing). */
 static int register_windows(CommHandle *h, CommDomain *d)
 {
-    if (d->kind == DOMAIN_DERIVED || d->window_bytes == 0)
+    if (!owns_windows(d))
         return PTO_OK;
     for (uint32_t i = 0; i < d->rank_count; i++) {
         int rc = runner_add_window(h->dc->runner, d->windows[i], d->window_bytes);
@@ -157,7 +163,7 @@ static int register_windows(CommHandle *h, CommDomain *d)
 static void free_domain(CommHandle *h, CommDomain *d)
 {
     runner_device_free(h->dc->runner, (void *)(uintptr_t)d->device_ctx);
-    if (d->kind != DOMAIN_DERIVED && d->window_bytes != 0)
+    if (owns_windows(d))
         unregister_windows(h, d, d->rank_count);
     comm_backend_free(h->backend, d->set);
     free(d);
@@ -190,7 +196,7 @@ static int open_domain(CommHandle *h, CommDomain *d, size_t alloc_bytes, size_t 
     return PTO_OK;
 
 fail_descriptor:
-    if (d->kind != DOMAIN_DERIVED && d->window_bytes != 0)
+    if (owns_windows(d))
         unregister_windows(h, d, d->rank_count);
 fail_register:
     comm_backend_free(h->backend, d->set);
@@ -300,9 +306,7 @@ void *comm_init(void *ctx, int rank, int nranks, const char *rootinfo_path, uint
     return h;
 
 fail_join:
-    pthread_mutex_lock(&dc->lock);
-    dc->comm_groups--;
-    pthread_mutex_unlock(&dc->lock);
+    device_context_comm_unjoin(dc);
 fail_context:
     pthread_mutex_destroy(&h->lock);
 fail_lock:

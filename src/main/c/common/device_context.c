@@ -362,3 +362,10 @@ int device_context_comm_leave(DeviceContext *dc, const char *fn)
                                                      "run may use the group's windows; finalize them first",
                                        fn, outstanding);
 }
+
+void device_context_comm_unjoin(DeviceContext *dc)
+{
+    pthread_mutex_lock(&dc->lock);
+    dc->comm_groups--;
+    pthread_mutex_unlock(&dc->lock);
+}

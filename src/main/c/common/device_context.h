@@ -85,5 +85,7 @@ unsigned device_context_outstanding_runs(DeviceContext *dc);
  * outstanding, since a run may use the group's windows. */
 int device_context_comm_join(DeviceContext *dc, const char *fn);
 int device_context_comm_leave(DeviceContext *dc, const char *fn);
+/* Undoes device_context_comm_join for a handle that never came to be. */
+void device_context_comm_unjoin(DeviceContext *dc);
 
 #endif

@@ -125,14 +125,19 @@ int emu_comm_join(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_
     return PTO_DRV_OK;
 }
 
+/* Takes members [0, count) of `windows` out of the device's window table. */
+static void forget_windows(PtoDrvDevice *dev, const ShmWindows *windows, size_t count)
+{
+    for (size_t i = 0; shm_windows_bytes(windows) > 0 && i < count; i++) {
+        size_t size;
+        (void)alloc_table_remove(&dev->windows, (uintptr_t)shm_windows_base(windows, i), &size);
+    }
+}
+
 /* Unlinks the comm's windows from its device's table and unmaps them. */
 static void free_windows(PtoDrvComm *c, PtoDrvWindows *w)
 {
-    for (size_t i = 0; i < shm_windows_count(w->windows); i++) {
-        size_t size;
-        if (shm_windows_bytes(w->windows) > 0)
-            (void)alloc_table_remove(&c->dev->windows, (uintptr_t)shm_windows_base(w->windows, i), &size);
-    }
+    forget_windows(c->dev, w->windows, shm_windows_count(w->windows));
     shm_windows_free(c->group, w->windows);
     free(w);
     atomic_fetch_sub(&emu_counters.comm_window_sets, 1);
@@ -235,12 +240,10 @@ int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks,
         }
     }
     if (prc != PTO_OK) {
-        for (size_t i = 0; i < entered; i++) {
-            size_t size;
-            (void)alloc_table_remove(&c->dev->windows, (uintptr_t)shm_windows_base(windows, i), &size);
-        }
-        if (windows != NULL)
+        if (windows != NULL) {
+            forget_windows(c->dev, windows, entered);
             shm_windows_free(c->group, windows);
+        }
         free(w);
         comm_exit(c);
         return drv_code(prc);

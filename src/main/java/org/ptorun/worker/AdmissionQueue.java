@@ -1,7 +1,6 @@
 package org.ptorun.worker;
 
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -137,11 +136,12 @@ final class AdmissionQueue {
     /**
      * Admits one run per lane of {@code argsPerLane} (null entries: none) at once, in lane
      * order, waiting until the queue has room for all of them: a collective step, whose runs
-     * every lane must take in the same order as every other step.
+     * every lane must take in the same order as every other step. The tickets are indexed
+     * by lane, null where no run was asked.
      *
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      */
-    List<RunTicket> admitOnLanes(int callableId, TaskArgs[] argsPerLane, CallConfig config)
+    RunTicket[] admitOnLanes(int callableId, TaskArgs[] argsPerLane, CallConfig config)
             throws InterruptedException {
         int runs = 0;
         for (TaskArgs a : argsPerLane) {
@@ -156,10 +156,10 @@ final class AdmissionQueue {
                 checkOpen();
                 if (queuedRuns + runs <= capacity) {
                     checkRegisteredLocked(callableId);
-                    List<RunTicket> out = new ArrayList<>(runs);
+                    RunTicket[] out = new RunTicket[argsPerLane.length];
                     for (int lane = 0; lane < argsPerLane.length; lane++) {
                         if (argsPerLane[lane] != null) {
-                            out.add(enqueueLocked(callableId, argsPerLane[lane], config, lane));
+                            out[lane] = enqueueLocked(callableId, argsPerLane[lane], config, lane);
                         }
                     }
                     return out;

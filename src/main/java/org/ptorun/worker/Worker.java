@@ -218,14 +218,10 @@ public final class Worker implements AutoCloseable {
             perLane[lane] = Objects.requireNonNull(argsOfRank.apply(rank), "the args of rank " + rank.rank());
             laneOfRank[i] = lane;
         }
-        List<RunTicket> byLane = queue.admitOnLanes(callableId, perLane, config);
+        RunTicket[] byLane = queue.admitOnLanes(callableId, perLane, config);
         List<RunTicket> byRank = new ArrayList<>(laneOfRank.length);
         for (int lane : laneOfRank) {
-            int index = 0;
-            for (int l = 0; l < lane; l++) {
-                index += perLane[l] != null ? 1 : 0;
-            }
-            byRank.add(byLane.get(index));
+            byRank.add(byLane[lane]);
         }
         return new CollectiveStep(byRank);
     }
