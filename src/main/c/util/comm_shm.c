@@ -148,13 +148,18 @@ typedef struct MeetWait {
     const uint32_t *target;
 } MeetWait;
 
-/* The first member that has not entered as many meetings with us as we have with it; count when none. */
+/* Whether member p has entered as many meetings with us as we have with it (wrap-safe). */
+static int member_entered(const ShmGroup *g, uint32_t p, uint32_t target)
+{
+    return (int32_t)(__atomic_load_n(&g->ctl->meet[p][g->rank], __ATOMIC_SEQ_CST) - target) >= 0;
+}
+
+/* The first member that has not entered yet; count when none. */
 static size_t first_pending(const MeetWait *w)
 {
-    uint32_t me = (uint32_t)w->g->rank;
     for (size_t i = 0; i < w->count; i++) {
         uint32_t p = w->ranks[i];
-        if (p != me && (int32_t)(__atomic_load_n(&w->g->ctl->meet[p][me], __ATOMIC_SEQ_CST) - w->target[p]) < 0)
+        if (p != (uint32_t)w->g->rank && !member_entered(w->g, p, w->target[p]))
             return i;
     }
     return w->count;
@@ -193,13 +198,14 @@ int shm_group_meet(ShmGroup *g, const uint32_t *ranks, size_t count)
         uint64_t broken = __atomic_load_n(&g->ctl->broken, __ATOMIC_SEQ_CST);
         if (broken != 0)
             return shm_fail_broken(g, broken);
-        /* only a member still missing can fail us: one that came and then left did its part */
+        /* only a member still missing can fail us: one that came and then left did its part.
+           Its count is read after its state: a member enters before it can leave or exit. */
         for (size_t i = pending; i < count; i++) {
             uint32_t p = ranks[i];
-            if (p == me || (int32_t)(__atomic_load_n(&g->ctl->meet[p][me], __ATOMIC_SEQ_CST) - target[p]) >= 0)
+            if (p == me || member_entered(g, p, target[p]))
                 continue;
             uint32_t why = shm_gone(g, p);
-            if (why != 0)
+            if (why != 0 && !member_entered(g, p, target[p]))
                 return shm_break(g, PTO_ERR_DEVICE, p, why);
         }
         uint64_t now = pto_monotonic_ns();

@@ -136,20 +136,24 @@ static inline int pto_comm_wait_ready(const void *arg)
            pto_comm_first_short(w) == w->c->nranks;
 }
 
-/* A peer that left (PID word PTO_COMM_PID_GONE) or, with probe_processes, one
-   whose process no longer exists; nranks when none. A PID word of 0 is a peer
-   that has not signed in yet: not lost. */
-static inline uint32_t pto_comm_lost_peer(const PtoCommDeviceContext *c, int probe_processes)
+/* A peer still short of the wait's target that left (PID word
+   PTO_COMM_PID_GONE) or, with probe_processes, whose process no longer
+   exists; nranks when none. A PID word of 0 is a peer that has not signed in
+   yet: not lost. The counter is read again after the PID word: a peer bumps
+   its counter before it can leave, so one that reached the target and then
+   left did its part and fails nobody. */
+static inline uint32_t pto_comm_lost_peer(const PtoCommWaitArg *w, int probe_processes)
 {
+    const PtoCommDeviceContext *c = w->c;
     const pid_t self = getpid();
     for (uint32_t r = 0; r < c->nranks; r++) {
         if (r == c->rank)
             continue;
         uint32_t pid = __atomic_load_n(pto_comm_word(c, r, PTO_COMM_SIG_PID), __ATOMIC_SEQ_CST);
-        if (pid == PTO_COMM_PID_GONE)
-            return r;
-        if (probe_processes && pid != 0 && (pid_t)pid != self && (pid_t)pid > 0 && kill((pid_t)pid, 0) != 0 &&
-            errno == ESRCH)
+        int lost = pid == PTO_COMM_PID_GONE ||
+                   (probe_processes && pid != 0 && (pid_t)pid != self && (pid_t)pid > 0 && kill((pid_t)pid, 0) != 0 &&
+                    errno == ESRCH);
+        if (lost && !pto_comm_reached(__atomic_load_n(pto_comm_word(c, r, w->word), __ATOMIC_SEQ_CST), w->target))
             return r;
     }
     return c->nranks;
@@ -193,7 +197,7 @@ static inline int pto_comm_wait_all(const PtoCommDeviceContext *c, uint32_t word
         int probe = now >= next_probe;
         if (probe)
             next_probe = now + (uint64_t)PTO_COMM_PARK_SLICE_MS * 1000000u;
-        uint32_t lost = pto_comm_lost_peer(c, probe);
+        uint32_t lost = pto_comm_lost_peer(&w, probe);
         if (lost != c->nranks) {
             *who = lost;
             return PTO_COMM_WAIT_LOST;
