@@ -60,6 +60,8 @@ public final class ChipWorker implements AutoCloseable {
     private final RunBinding[] bindings;
     /** A run may be prepared in another slot while one executes (depth > 1 and the library supports it). */
     private final boolean concurrentPrepare;
+    /** Why no run overlaps another on this chip, or null: made once, a prepare must not build strings. */
+    private final String noConcurrentPrepare;
     /** The config the last run passed validation with; racy on purpose: a stale read only validates again. */
     private CallConfig validatedConfig;
     private final LeakNet.Handle leakNet;
@@ -100,6 +102,7 @@ public final class ChipWorker implements AutoCloseable {
         this.callables = opened.callables;
         this.bindings = opened.bindings;
         this.concurrentPrepare = opened.concurrentPrepare;
+        this.noConcurrentPrepare = concurrentPrepare ? null : device.variant() + " cannot prepare while a run executes";
         this.leakNet = LeakNet.register(this, "ChipWorker of " + device.describe(), opened::close);
     }
 
@@ -548,8 +551,8 @@ public final class ChipWorker implements AutoCloseable {
 
     /** Why a run may not overlap another, or null: only where the library supports it and no diagnostic is on. */
     private String noOverlap(CallConfig config) {
-        if (!concurrentPrepare) {
-            return device.variant() + " cannot prepare while a run executes";
+        if (noConcurrentPrepare != null) {
+            return noConcurrentPrepare;
         }
         return config.hasDiagnostics() ? "this run has a diagnostic on" : null;
     }
