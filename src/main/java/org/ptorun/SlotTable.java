@@ -1,5 +1,7 @@
 package org.ptorun;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -9,17 +11,29 @@ import java.util.concurrent.TimeUnit;
  * The phase table of one chip (lifecycle.md §4): per pipeline slot the phase of the run
  * it holds, its epoch and lease generation, and whether a call on it is inside the
  * library; the chip's open state; and the lease-generation filter. Pure transitions: no
- * native call, no I/O, one monitor.
+ * native call, no I/O.
  *
- * <p>Invariants, all under the table's monitor (which no caller holds across a native
- * call): a slot is {@link Phase#EMPTY} exactly when it holds no run (epoch 0, no run);
- * a slot whose call is <em>in flight</em> ({@code PREPARING}, {@code LAUNCHING},
+ * <p>Invariants: a slot is {@link Phase#EMPTY} exactly when it holds no run (epoch 0, no
+ * run); a slot whose call is <em>in flight</em> ({@code PREPARING}, {@code LAUNCHING},
  * {@code FINALIZING}, or a poll or await under way) belongs to the one thread that began
  * the call, and every other transition on it is refused until that thread ends the
  * call; a call is begun only while the chip is open, and ending one wakes a closing
  * chip; the newest lease generation a slot has seen never decreases. Phases follow C's
  * {@code NativeRunPhase} (PREPARED, LAUNCHING, RUNNING, COMPLETE) with the three Java
  * adds: EMPTY, PREPARING and FINALIZING.
+ *
+ * <p>How (a trivial run makes eight transitions, so each is one atomic step on one
+ * word): each slot's phase, in-flight bit and successor permission live in one
+ * {@code word}, with the count of runs the slot admitted, so a word never repeats.
+ * A call begins with a compare-and-set of that word (the token's epoch read in between:
+ * a slot that admitted another run since has another word) and ends with a plain
+ * volatile store by the thread that holds it; the fields beside the word are written
+ * only by that thread, before the store that publishes them. Admission and close take
+ * the table's monitor, so they exclude each other; admission reads the other slots'
+ * words, each read one consistent snapshot of its slot. A call begun as close starts
+ * sees the chip closing right after its compare-and-set and gives the slot back; close
+ * waits (on the monitor) for every call in flight, and an ending call that sees the chip
+ * closing wakes it.
  */
 final class SlotTable {
 
@@ -46,31 +60,54 @@ final class SlotTable {
     record Closing(List<Finalizing> outstanding, List<MidCall> midCall) {
     }
 
+    // a row's word: bits 0-2 the phase, bit 3 a call in flight, bit 4 admits a successor, the rest admissions
+    private static final long PHASE_MASK = 0x7;
+    private static final long IN_CALL = 1L << 3;
+    private static final long PERMITS_SUCCESSOR = 1L << 4;
+    private static final int ADMISSIONS_SHIFT = 5;
+    private static final Phase[] PHASES = Phase.values();
+
+    private static Phase phase(long word) {
+        return PHASES[(int) (word & PHASE_MASK)];
+    }
+
+    private static boolean inCall(long word) {
+        return (word & IN_CALL) != 0;
+    }
+
+    /** The word with its phase replaced and the call flag as given. */
+    private static long with(long word, Phase phase, boolean inCall) {
+        return (word & ~(PHASE_MASK | IN_CALL)) | phase.ordinal() | (inCall ? IN_CALL : 0);
+    }
+
+    private static final VarHandle WORD;
+
+    static {
+        try {
+            WORD = MethodHandles.lookup().findVarHandle(Row.class, "word", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private static final class Row {
-        Phase phase = Phase.EMPTY;
-        boolean inCall;
-        long runEpoch;
-        long newestGeneration; // the generation filter's mark: never decreases
+        volatile long word;       // EMPTY, no call, no admission yet
+        volatile long runEpoch;   // read by any thread's gate before its compare-and-set
+        // written by the thread holding the row's call, published by the store that ends it
         NativeRun run;
-        boolean permitsSuccessor;
         int timeoutMs;
         int waitResult;
         String waitMessage;
+        long newestGeneration;    // the generation filter's mark (under the monitor): never decreases
 
-        void empty() {
-            phase = Phase.EMPTY;
-            inCall = false;
-            runEpoch = 0;
-            run = null;
-            permitsSuccessor = false;
-            waitResult = 0;
-            waitMessage = null;
+        boolean tryBegin(long seen, long next) {
+            return WORD.compareAndSet(this, seen, next);
         }
     }
 
     private final String chip;
     private final Row[] rows;
-    private State state = State.OPEN;
+    private volatile State state = State.OPEN;
     /** Tests: runs (under the monitor) when close starts waiting for calls in flight. */
     private volatile Runnable closeWaitsHook;
 
@@ -87,12 +124,12 @@ final class SlotTable {
         return rows.length;
     }
 
-    synchronized boolean isOpen() {
+    boolean isOpen() {
         return state == State.OPEN;
     }
 
-    synchronized Phase phaseOf(int slot) {
-        return rows[slot].phase;
+    Phase phaseOf(int slot) {
+        return phase(rows[slot].word);
     }
 
     /** The newest generation a slot has seen (0: none). */
@@ -100,7 +137,7 @@ final class SlotTable {
         return rows[slot].newestGeneration;
     }
 
-    synchronized void ensureOpen() {
+    void ensureOpen() {
         if (state != State.OPEN) {
             throw new IllegalStateException(chip + " is closed");
         }
@@ -119,21 +156,23 @@ final class SlotTable {
     synchronized void admit(NativeRun run, String noOverlap, boolean filtered, int timeoutMs) {
         ensureOpen();
         Row row = rows[run.slot()];
-        if (row.phase != Phase.EMPTY) {
+        long word = row.word;
+        if (phase(word) != Phase.EMPTY) {
             throw new ChipBusyException("prepare refused: " + SLOT_OCCUPIED + " (slot " + run.slot()
-                    + " holds run_epoch=" + Long.toUnsignedString(row.runEpoch) + " in phase " + row.phase + ")",
+                    + " holds run_epoch=" + Long.toUnsignedString(row.runEpoch) + " in phase " + phase(word) + ")",
                     PtoError.BUSY.code(), "", run);
         }
         for (int i = 0; i < rows.length; i++) {
-            Row other = rows[i];
-            if (other == row || other.phase == Phase.EMPTY) {
+            long other = rows[i].word;
+            Phase phase = phase(other);
+            if (rows[i] == row || phase == Phase.EMPTY) {
                 continue;
             }
-            boolean active = other.phase == Phase.RUNNING || other.phase == Phase.COMPLETE;
-            if (noOverlap != null || !other.permitsSuccessor || !active) {
+            boolean active = phase == Phase.RUNNING || phase == Phase.COMPLETE;
+            boolean permits = (other & PERMITS_SUCCESSOR) != 0;
+            if (noOverlap != null || !permits || !active) {
                 throw new ChipBusyException("prepare refused: the run in slot " + run.slot() + " " + NO_PREDECESSOR
-                        + " (slot " + i + " is " + other.phase
-                        + (other.permitsSuccessor ? "" : ", admits no successor")
+                        + " (slot " + i + " is " + phase + (permits ? "" : ", admits no successor")
                         + (noOverlap == null ? "" : ", " + noOverlap) + ")", PtoError.BUSY.code(), "", run);
             }
         }
@@ -145,47 +184,44 @@ final class SlotTable {
             }
             row.newestGeneration = run.generation();
         }
-        row.phase = Phase.PREPARING;
-        row.inCall = true;
         row.run = run;
         row.runEpoch = run.runEpoch();
-        row.permitsSuccessor = noOverlap == null;
         row.timeoutMs = timeoutMs;
         row.waitResult = 0;
         row.waitMessage = null;
+        // only admission (under this monitor) moves a row out of EMPTY, and no call begins on an EMPTY row
+        long admitted = ((word >>> ADMISSIONS_SHIFT) + 1) << ADMISSIONS_SHIFT;
+        row.word = admitted | Phase.PREPARING.ordinal() | IN_CALL | (noOverlap == null ? PERMITS_SUCCESSOR : 0);
     }
 
     /** The native prepare succeeded: PREPARING → PREPARED. */
-    synchronized void prepared(int slot) {
-        Row row = inCall(slot, Phase.PREPARING);
-        row.phase = Phase.PREPARED;
-        endCall(row);
+    void prepared(int slot) {
+        end(inCall(slot, Phase.PREPARING), Phase.PREPARED);
     }
 
     /** The run in flight is gone (prepare failed, blocking run returned, finalize returned): → EMPTY. */
-    synchronized void emptied(int slot) {
+    void emptied(int slot) {
         Row row = rows[slot];
-        if (!row.inCall) {
-            throw new IllegalStateException("slot " + slot + " has no call in flight (" + row.phase + ")");
+        if (!inCall(row.word)) {
+            throw new IllegalStateException("slot " + slot + " has no call in flight (" + phase(row.word) + ")");
         }
-        row.empty();
-        endCall(row);
+        row.run = null;
+        row.runEpoch = 0;
+        row.waitResult = 0;
+        row.waitMessage = null;
+        end(row, Phase.EMPTY);
     }
 
     // ---- launch --------------------------------------------------------------------------------
 
     /** PREPARED → LAUNCHING, call in flight. */
-    synchronized void beginLaunch(NativeRun run) {
-        Row row = gate(run, "launch", WRONG_PHASE, Phase.PREPARED, Phase.PREPARED, Phase.PREPARED);
-        row.phase = Phase.LAUNCHING;
-        row.inCall = true;
+    void beginLaunch(NativeRun run) {
+        begin(run, "launch", WRONG_PHASE, Call.LAUNCH);
     }
 
     /** Launch returned 0: the run crossed its launch marker. LAUNCHING → RUNNING. */
-    synchronized void launched(int slot) {
-        Row row = inCall(slot, Phase.LAUNCHING);
-        row.phase = Phase.RUNNING;
-        endCall(row);
+    void launched(int slot) {
+        end(inCall(slot, Phase.LAUNCHING), Phase.RUNNING);
     }
 
     /**
@@ -196,25 +232,20 @@ final class SlotTable {
      *
      * @return true when the run ended (COMPLETE), false when it stays PREPARED
      */
-    synchronized boolean launchFailed(int slot, int code, String message) {
+    boolean launchFailed(int slot, int code, String message) {
         Row row = inCall(slot, Phase.LAUNCHING);
         boolean ended = !leavesPrepared(code);
         if (ended) {
-            row.phase = Phase.COMPLETE;
             row.waitResult = code;
             row.waitMessage = message;
-        } else {
-            row.phase = Phase.PREPARED;
         }
-        endCall(row);
+        end(row, ended ? Phase.COMPLETE : Phase.PREPARED);
         return ended;
     }
 
     /** The launch call itself threw (not a native code): the run never left PREPARED. */
-    synchronized void launchAborted(int slot) {
-        Row row = inCall(slot, Phase.LAUNCHING);
-        row.phase = Phase.PREPARED;
-        endCall(row);
+    void launchAborted(int slot) {
+        end(inCall(slot, Phase.LAUNCHING), Phase.PREPARED);
     }
 
     /** The launch codes that leave a run PREPARED. */
@@ -230,46 +261,30 @@ final class SlotTable {
      * @return true when a native call is needed (the call is in flight), false when the
      *         run is already COMPLETE (nothing changes)
      */
-    synchronized boolean beginObserve(NativeRun run, String operation) {
-        Row row = gate(run, operation, WRONG_PHASE, Phase.RUNNING, Phase.COMPLETE, Phase.COMPLETE);
-        if (row.phase == Phase.COMPLETE) {
-            return false;
-        }
-        row.inCall = true;
-        return true;
+    boolean beginObserve(NativeRun run, String operation) {
+        return phase(begin(run, operation, WRONG_PHASE, Call.OBSERVE)) == Phase.RUNNING;
     }
 
     /** A poll returned: COMPLETE when it said so, else the run stays RUNNING. */
-    synchronized void polled(int slot, boolean complete) {
-        Row row = inCall(slot, Phase.RUNNING);
-        if (complete) {
-            row.phase = Phase.COMPLETE;
-        }
-        endCall(row);
+    void polled(int slot, boolean complete) {
+        end(inCall(slot, Phase.RUNNING), complete ? Phase.COMPLETE : Phase.RUNNING);
     }
 
     /** A wait returned with the run's result: RUNNING → COMPLETE. */
-    synchronized void awaited(int slot, int result, String message) {
+    void awaited(int slot, int result, String message) {
         Row row = inCall(slot, Phase.RUNNING);
-        row.phase = Phase.COMPLETE;
         row.waitResult = result;
         row.waitMessage = message;
-        endCall(row);
+        end(row, Phase.COMPLETE);
     }
 
     // ---- finalize and close ----------------------------------------------------------------------
 
     /** PREPARED, RUNNING or COMPLETE → FINALIZING, call in flight; end it with {@link #emptied}. */
-    synchronized Finalizing beginFinalize(NativeRun run) {
-        Row row = gate(run, "finalize", ALREADY_FINALIZED, Phase.PREPARED, Phase.RUNNING, Phase.COMPLETE);
-        return finalizing(row);
-    }
-
-    private static Finalizing finalizing(Row row) {
-        Finalizing f = new Finalizing(row.run, row.phase, row.waitResult, row.waitMessage);
-        row.phase = Phase.FINALIZING;
-        row.inCall = true;
-        return f;
+    Finalizing beginFinalize(NativeRun run) {
+        Phase previous = phase(begin(run, "finalize", ALREADY_FINALIZED, Call.FINALIZE));
+        Row row = rows[run.slot()];
+        return new Finalizing(row.run, previous, row.waitResult, row.waitMessage);
     }
 
     /**
@@ -286,22 +301,55 @@ final class SlotTable {
             return null;
         }
         state = State.CLOSING;
-        awaitCallsInFlight(graceMs);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(boundOfCallsInFlight(graceMs));
+        boolean waited = false;
+        boolean interrupted = false;
         List<Finalizing> outstanding = new ArrayList<>(rows.length);
         List<MidCall> midCall = new ArrayList<>(0);
         for (int i = 0; i < rows.length; i++) {
             Row row = rows[i];
-            if (row.inCall) {
-                midCall.add(new MidCall(i, row.phase, row.run, row.timeoutMs));
-            } else if (row.phase == Phase.PREPARED || row.phase == Phase.RUNNING || row.phase == Phase.COMPLETE) {
-                outstanding.add(finalizing(row));
+            while (true) {
+                long word = row.word;
+                Phase phase = phase(word);
+                if (inCall(word)) {
+                    long left = deadline - System.nanoTime();
+                    if (left > 0) {
+                        if (!waited) {
+                            waited = true;
+                            Runnable hook = closeWaitsHook;
+                            if (hook != null) {
+                                hook.run();
+                            }
+                        }
+                        try {
+                            TimeUnit.NANOSECONDS.timedWait(this, left);
+                        } catch (InterruptedException e) {
+                            interrupted = true;
+                        }
+                        continue;
+                    }
+                    MidCall m = new MidCall(i, phase, row.run, row.timeoutMs);
+                    if (row.word != word) {
+                        continue; // the call ended while its fields were read
+                    }
+                    midCall.add(m);
+                } else if (phase != Phase.EMPTY) {
+                    if (!row.tryBegin(word, with(word, Phase.FINALIZING, true))) {
+                        continue; // a call that began as close started gave the slot back
+                    }
+                    outstanding.add(new Finalizing(row.run, phase, row.waitResult, row.waitMessage));
+                }
+                break;
             }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
         return new Closing(List.copyOf(outstanding), List.copyOf(midCall));
     }
 
     /** The device is released: CLOSING → CLOSED. */
-    synchronized void closed() {
+    void closed() {
         state = State.CLOSED;
     }
 
@@ -309,72 +357,48 @@ final class SlotTable {
         this.closeWaitsHook = hook;
     }
 
-    private void awaitCallsInFlight(long graceMs) {
-        long boundMs = -1;
+    /** How long close waits: the longest timeout + grace of the calls in flight, else the grace. */
+    private long boundOfCallsInFlight(long graceMs) {
+        long boundMs = graceMs;
         for (Row row : rows) {
-            if (row.inCall) {
+            if (inCall(row.word)) {
                 boundMs = Math.max(boundMs, row.timeoutMs + graceMs);
             }
         }
-        if (boundMs < 0) {
-            return;
-        }
-        Runnable hook = closeWaitsHook;
-        if (hook != null) {
-            hook.run();
-        }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(boundMs);
-        boolean interrupted = false;
-        while (anyInCall()) {
-            long left = deadline - System.nanoTime();
-            if (left <= 0) {
-                break;
-            }
-            try {
-                TimeUnit.NANOSECONDS.timedWait(this, left);
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private boolean anyInCall() {
-        for (Row row : rows) {
-            if (row.inCall) {
-                return true;
-            }
-        }
-        return false;
+        return boundMs;
     }
 
     // ---- the gate ------------------------------------------------------------------------------
 
-    /** The call on {@code row} returned from the library; a closing chip re-checks. */
-    private void endCall(Row row) {
-        row.inCall = false;
-        if (state != State.OPEN) {
-            notifyAll();
-        }
-    }
+    /** The calls that begin on a run the token names, and the phases each begins in. */
+    private enum Call {
+        LAUNCH, OBSERVE, FINALIZE;
 
-    /** The row of a call in flight, which must be in {@code expected}. */
-    private Row inCall(int slot, Phase expected) {
-        Row row = rows[slot];
-        if (!row.inCall || row.phase != expected) {
-            throw new IllegalStateException("slot " + slot + " is " + row.phase + (row.inCall ? "" : " with no call")
-                    + ", expected a call in flight in " + expected);
+        boolean allows(Phase p) {
+            switch (this) {
+                case LAUNCH:
+                    return p == Phase.PREPARED;
+                case OBSERVE:
+                    return p == Phase.RUNNING || p == Phase.COMPLETE;
+                default:
+                    return p == Phase.PREPARED || p == Phase.RUNNING || p == Phase.COMPLETE;
+            }
         }
-        return row;
+
+        /** The phase the slot is in while the call is in flight. */
+        Phase during(Phase p) {
+            return this == LAUNCH ? Phase.LAUNCHING : this == FINALIZE ? Phase.FINALIZING : p;
+        }
     }
 
     /**
-     * The row a token names, if it still holds that run (same epoch), is in one of the
-     * allowed phases and no other call on it is in flight.
+     * Begins {@code call} on the row the token names, if it still holds that run (same
+     * epoch), is in a phase the call allows and no other call on it is in flight. An
+     * observation of a COMPLETE run begins nothing.
+     *
+     * @return the row's word before the call began
      */
-    private Row gate(NativeRun run, String operation, String refusal, Phase a, Phase b, Phase c) {
+    private long begin(NativeRun run, String operation, String refusal, Call call) {
         Objects.requireNonNull(run, "run");
         ensureOpen();
         if (run.slot() < 0 || run.slot() >= rows.length || run.runEpoch() == 0) {
@@ -382,16 +406,54 @@ final class SlotTable {
                     + Long.toUnsignedString(run.runEpoch()) + " on " + chip);
         }
         Row row = rows[run.slot()];
-        if (row.runEpoch != run.runEpoch()) {
-            throw stale(operation, refusal, run, row.phase == Phase.EMPTY
-                    ? "slot " + run.slot() + " holds no run"
-                    : "slot " + run.slot() + " holds run_epoch=" + Long.toUnsignedString(row.runEpoch));
+        while (true) {
+            long word = row.word;
+            long epoch = row.runEpoch; // after the word: a row that admitted another run since has another word
+            Phase phase = phase(word);
+            if (epoch != run.runEpoch()) {
+                throw stale(operation, refusal, run, phase == Phase.EMPTY
+                        ? "slot " + run.slot() + " holds no run"
+                        : "slot " + run.slot() + " holds run_epoch=" + Long.toUnsignedString(epoch));
+            }
+            if (inCall(word)) {
+                throw stale(operation, refusal, run, "another call on this run is in progress (phase " + phase + ")");
+            }
+            if (!call.allows(phase)) {
+                throw stale(operation, refusal, run, "the run is " + phase);
+            }
+            if (call == Call.OBSERVE && phase == Phase.COMPLETE) {
+                return word;
+            }
+            if (row.tryBegin(word, with(word, call.during(phase), true))) {
+                if (state != State.OPEN) { // close began meanwhile: give the slot back
+                    row.word = word;
+                    wakeCloser();
+                    throw new IllegalStateException(chip + " is closed");
+                }
+                return word;
+            }
         }
-        if (row.inCall) {
-            throw stale(operation, refusal, run, "another call on this run is in progress (phase " + row.phase + ")");
+    }
+
+    /** Ends the call on {@code row} (this thread holds it): the row is in {@code phase}, no call in flight. */
+    private void end(Row row, Phase phase) {
+        row.word = with(row.word, phase, false);
+        if (state != State.OPEN) {
+            wakeCloser();
         }
-        if (row.phase != a && row.phase != b && row.phase != c) {
-            throw stale(operation, refusal, run, "the run is " + row.phase);
+    }
+
+    private synchronized void wakeCloser() {
+        notifyAll();
+    }
+
+    /** The row of a call in flight, which must be in {@code expected}. */
+    private Row inCall(int slot, Phase expected) {
+        Row row = rows[slot];
+        long word = row.word;
+        if (!inCall(word) || phase(word) != expected) {
+            throw new IllegalStateException("slot " + slot + " is " + phase(word) + (inCall(word) ? "" : " with no call")
+                    + ", expected a call in flight in " + expected);
         }
         return row;
     }
