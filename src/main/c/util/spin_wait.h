@@ -5,10 +5,12 @@
 #ifndef PTORUN_SPIN_WAIT_H
 #define PTORUN_SPIN_WAIT_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
 #define PTO_SPIN_BUDGET_NS 20000u
+#define PTO_SPIN_YIELD_AFTER_NS 4000u
 
 static inline uint64_t pto_monotonic_ns(void)
 {
@@ -26,19 +28,30 @@ static inline void pto_cpu_relax(void)
 #endif
 }
 
-/* Spins at most PTO_SPIN_BUDGET_NS for ready(arg) to turn non-zero; returns it. */
+/* Spins at most PTO_SPIN_BUDGET_NS for ready(arg) to turn non-zero; returns it.
+ * After PTO_SPIN_YIELD_AFTER_NS it yields the core between rounds of pauses: on a
+ * machine with as many busy threads as cores, the thread this one waits for may
+ * be queued on this very core, and a spinner that keeps it waits out its whole
+ * budget for nothing. Not sooner: when that thread runs on another core, pauses
+ * see its event within nanoseconds, a yield (a system call) within a microsecond. */
 static inline int pto_spin_until(int (*ready)(const void *), const void *arg)
 {
     if (ready(arg))
         return 1;
-    uint64_t deadline = pto_monotonic_ns() + PTO_SPIN_BUDGET_NS;
+    uint64_t start = pto_monotonic_ns(), now = start;
     do {
         for (int i = 0; i < 64; i++) {
             pto_cpu_relax();
             if (ready(arg))
                 return 1;
         }
-    } while (pto_monotonic_ns() < deadline);
+        if (now - start >= PTO_SPIN_YIELD_AFTER_NS) {
+            sched_yield();
+            if (ready(arg))
+                return 1;
+        }
+        now = pto_monotonic_ns();
+    } while (now - start < PTO_SPIN_BUDGET_NS);
     return 0;
 }
 
