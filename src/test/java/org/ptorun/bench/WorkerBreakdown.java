@@ -73,11 +73,12 @@ public final class WorkerBreakdown {
                 }
                 StringBuilder line = new StringBuilder(String.format(Locale.ROOT,
                         "%s round %d: Worker %.2f us/run, bare loop %.2f us/run, runs/s ratio %.3f |"
-                        + " Worker means (us):", a[0], round, workerNanos / 1e3 / n, bareNanos / 1e3 / n,
+                        + " Worker, mean (p50) in us:", a[0], round, workerNanos / 1e3 / n, bareNanos / 1e3 / n,
                         (double) bareNanos / workerNanos));
                 String[] names = {"admit", "pick-up", "prepare", "launch", "execution", "finalize", "seen"};
                 for (int k = 0; k < 7; k++) {
-                    line.append(String.format(Locale.ROOT, " %s %.2f", names[k], mean(w[k])));
+                    line.append(String.format(Locale.ROOT, " %s %.2f (p50 %.2f)", names[k], mean(w[k]),
+                            quantile(w[k], 0.5)));
                 }
                 line.append(String.format(Locale.ROOT, " | launch p50/p90 (us): Worker %.2f/%.2f, bare %.2f/%.2f",
                         quantile(w[3], 0.5), quantile(w[3], 0.9), quantile(bareLaunch, 0.5),
