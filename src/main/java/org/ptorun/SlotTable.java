@@ -196,7 +196,7 @@ final class SlotTable {
 
     /** The native prepare succeeded: PREPARING → PREPARED. */
     void prepared(int slot) {
-        end(inCall(slot, Phase.PREPARING), Phase.PREPARED);
+        end(heldRow(slot, Phase.PREPARING), Phase.PREPARED);
     }
 
     /** The run in flight is gone (prepare failed, blocking run returned, finalize returned): → EMPTY. */
@@ -221,7 +221,7 @@ final class SlotTable {
 
     /** Launch returned 0: the run crossed its launch marker. LAUNCHING → RUNNING. */
     void launched(int slot) {
-        end(inCall(slot, Phase.LAUNCHING), Phase.RUNNING);
+        end(heldRow(slot, Phase.LAUNCHING), Phase.RUNNING);
     }
 
     /**
@@ -233,7 +233,7 @@ final class SlotTable {
      * @return true when the run ended (COMPLETE), false when it stays PREPARED
      */
     boolean launchFailed(int slot, int code, String message) {
-        Row row = inCall(slot, Phase.LAUNCHING);
+        Row row = heldRow(slot, Phase.LAUNCHING);
         boolean ended = !leavesPrepared(code);
         if (ended) {
             row.waitResult = code;
@@ -245,7 +245,7 @@ final class SlotTable {
 
     /** The launch call itself threw (not a native code): the run never left PREPARED. */
     void launchAborted(int slot) {
-        end(inCall(slot, Phase.LAUNCHING), Phase.PREPARED);
+        end(heldRow(slot, Phase.LAUNCHING), Phase.PREPARED);
     }
 
     /** The launch codes that leave a run PREPARED. */
@@ -267,12 +267,12 @@ final class SlotTable {
 
     /** A poll returned: COMPLETE when it said so, else the run stays RUNNING. */
     void polled(int slot, boolean complete) {
-        end(inCall(slot, Phase.RUNNING), complete ? Phase.COMPLETE : Phase.RUNNING);
+        end(heldRow(slot, Phase.RUNNING), complete ? Phase.COMPLETE : Phase.RUNNING);
     }
 
     /** A wait returned with the run's result: RUNNING → COMPLETE. */
     void awaited(int slot, int result, String message) {
-        Row row = inCall(slot, Phase.RUNNING);
+        Row row = heldRow(slot, Phase.RUNNING);
         row.waitResult = result;
         row.waitMessage = message;
         end(row, Phase.COMPLETE);
@@ -447,8 +447,8 @@ final class SlotTable {
         notifyAll();
     }
 
-    /** The row of a call in flight, which must be in {@code expected}. */
-    private Row inCall(int slot, Phase expected) {
+    /** The row of the call in flight this thread holds, which must be in {@code expected}. */
+    private Row heldRow(int slot, Phase expected) {
         Row row = rows[slot];
         long word = row.word;
         if (!inCall(word) || phase(word) != expected) {
