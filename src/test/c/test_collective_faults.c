@@ -133,6 +133,24 @@ TEST(collective_concurrent_breaks_leave_one_culprit_in_every_block)
     domain_free(&d);
 }
 
+/* A wait reads a peer's counter, then its PID word: a peer that reached the target
+   in between and left did its part. Only a peer still short of the target is lost. */
+TEST(collective_a_peer_that_reached_the_target_and_then_left_fails_nobody)
+{
+    Domain d;
+    domain_init(&d, 3, 64, 1000);
+    d.signals[1][PTO_COMM_SIG_COUNTERS] = 5;
+    d.signals[1][PTO_COMM_SIG_PID] = PTO_COMM_PID_GONE; /* reached 5, then left */
+    d.signals[2][PTO_COMM_SIG_COUNTERS] = 4;             /* short, still here */
+    const PtoCommWaitArg w = { &d.ctx[0], PTO_COMM_SIG_COUNTERS, 5 };
+    CHECK_EQ_INT(pto_comm_lost_peer(&w, 1), 3);
+    d.signals[2][PTO_COMM_SIG_PID] = PTO_COMM_PID_GONE; /* short and gone: lost */
+    CHECK_EQ_INT(pto_comm_lost_peer(&w, 1), 2);
+    const PtoCommWaitArg next = { &d.ctx[0], PTO_COMM_SIG_COUNTERS, 6 };
+    CHECK_EQ_INT(pto_comm_lost_peer(&next, 1), 1); /* gone before reaching the next target */
+    domain_free(&d);
+}
+
 /* ---- refusals: nothing written, codes, and the domain broken naming the caller -------- */
 
 /* Resets every rank's broken word (a refusal breaks the domain). */
