@@ -58,9 +58,6 @@ public final class ChipWorker implements AutoCloseable {
     private final DeviceMemory memory;
     private final CallableRegistry callables;
     private final RunBinding[] bindings;
-    /** A run may be prepared in another slot while one executes (depth > 1 and the library supports it). */
-    private final boolean concurrentPrepare;
-    /** Why no run overlaps another on this chip, or null: made once, a prepare must not build strings. */
     private final String noConcurrentPrepare;
     /** The config the last run passed validation with; racy on purpose: a stale read only validates again. */
     private CallConfig validatedConfig;
@@ -101,8 +98,8 @@ public final class ChipWorker implements AutoCloseable {
         this.memory = opened.memory;
         this.callables = opened.callables;
         this.bindings = opened.bindings;
-        this.concurrentPrepare = opened.concurrentPrepare;
-        this.noConcurrentPrepare = concurrentPrepare ? null : device.variant() + " cannot prepare while a run executes";
+        this.noConcurrentPrepare = opened.concurrentPrepare ? null
+                : device.variant() + " cannot prepare while a run executes";
         this.leakNet = LeakNet.register(this, "ChipWorker of " + device.describe(), opened::close);
     }
 
@@ -611,7 +608,7 @@ public final class ChipWorker implements AutoCloseable {
 
     /** True when a run may be prepared in another slot while a run executes (depth > 1 and the library supports it). */
     public boolean supportsConcurrentPrepare() {
-        return concurrentPrepare;
+        return noConcurrentPrepare == null;
     }
 
     /** The native device context (tests and benchmark probes that call the library directly). */

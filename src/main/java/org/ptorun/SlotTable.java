@@ -283,7 +283,11 @@ final class SlotTable {
     /** PREPARED, RUNNING or COMPLETE → FINALIZING, call in flight; end it with {@link #emptied}. */
     Finalizing beginFinalize(NativeRun run) {
         Phase previous = phase(begin(run, "finalize", ALREADY_FINALIZED, Call.FINALIZE));
-        Row row = rows[run.slot()];
+        return finalizing(rows[run.slot()], previous);
+    }
+
+    /** What the thread that began a row's finalize needs of it. */
+    private static Finalizing finalizing(Row row, Phase previous) {
         return new Finalizing(row.run, previous, row.waitResult, row.waitMessage);
     }
 
@@ -337,7 +341,7 @@ final class SlotTable {
                     if (!row.tryBegin(word, with(word, Phase.FINALIZING, true))) {
                         continue; // a call that began as close started gave the slot back
                     }
-                    outstanding.add(new Finalizing(row.run, phase, row.waitResult, row.waitMessage));
+                    outstanding.add(finalizing(row, phase));
                 }
                 break;
             }
