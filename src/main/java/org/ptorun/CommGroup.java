@@ -33,12 +33,14 @@ public final class CommGroup implements AutoCloseable {
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(45);
 
     private final int size;
+    private final String name;
     private final List<CommRank> local;
     private final ExecutorService threads;
     private boolean closed;
 
-    private CommGroup(int size, List<CommRank> local, ExecutorService threads) {
+    private CommGroup(int size, String name, List<CommRank> local, ExecutorService threads) {
         this.size = size;
+        this.name = name;
         this.local = List.copyOf(local);
         this.threads = threads;
     }
@@ -81,6 +83,7 @@ public final class CommGroup implements AutoCloseable {
                     + " are not ranks of a group of " + size);
         }
         int n = chips.size();
+        String name = describe(size, Objects.requireNonNull(rootInfo, "rootInfo"));
         ExecutorService threads = Executors.newFixedThreadPool(n, r -> {
             Thread t = new Thread(r, "ptorun-comm");
             t.setDaemon(true);
@@ -90,7 +93,7 @@ public final class CommGroup implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             ChipWorker chip = chips.get(i);
             int rank = firstRank + i;
-            joins.add(threads.submit(() -> joinRank(chip, rank, size, rootInfo, timeout)));
+            joins.add(threads.submit(() -> joinRank(chip, rank, size, rootInfo, timeout, name)));
         }
         List<CommRank> ranks = new ArrayList<>(n);
         RuntimeException failure = gather(joins, ranks);
@@ -99,10 +102,15 @@ public final class CommGroup implements AutoCloseable {
             threads.shutdown();
             throw failure;
         }
-        return new CommGroup(size, ranks, threads);
+        return new CommGroup(size, name, ranks, threads);
     }
 
-    private static CommRank joinRank(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout) {
+    private static String describe(int size, Path rootInfo) {
+        return "CommGroup[" + size + " ranks, root info " + rootInfo + "]";
+    }
+
+    private static CommRank joinRank(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout,
+                                     String name) {
         Objects.requireNonNull(chip, "chip");
         Objects.requireNonNull(rootInfo, "rootInfo");
         long ms = Objects.requireNonNull(timeout, "timeout").toMillis();
@@ -120,7 +128,7 @@ public final class CommGroup implements AutoCloseable {
                     String message = device.lastError();
                     throw new CommException("comm_init", rank, codeOf(message), message.replaceFirst("^\\(-?\\d+\\) ", ""));
                 }
-                return new CommRank(chip, rank, size, handle);
+                return new CommRank(chip, rank, size, handle, name);
             } finally {
                 device.exit();
             }
@@ -186,7 +194,7 @@ public final class CommGroup implements AutoCloseable {
         List<Future<T>> futures = new ArrayList<>(ranks.size());
         synchronized (this) {
             if (closed) {
-                throw new IllegalStateException("the comm group is closed");
+                throw new IllegalStateException(name + " is closed");
             }
             for (CommRank r : ranks) {
                 futures.add(threads.submit(() -> call.apply(r)));
@@ -215,19 +223,35 @@ public final class CommGroup implements AutoCloseable {
 
     /**
      * Every local rank leaves; the windows go with the last rank that maps them. Idempotent.
+     * Refused, with nothing changed, while a run (prepared, executing or queued in a Worker)
+     * uses a window of a local rank; once it returns every use of the group, its ranks and
+     * their window buffers is refused naming the group. A copy into a window in flight on
+     * another thread is waited for (the library unmaps nothing under a copy).
      *
-     * @throws CommException ({@code PTO_ERR_BUSY}) for a rank whose chip has a run outstanding: it stays
+     * @throws CommException ({@code PTO_ERR_BUSY}) naming the runs that use a window; or for a
+     *         rank whose chip has another run outstanding: that rank stays, close again later
      */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
+        for (int i = 0; i < local.size(); i++) {
+            try {
+                local.get(i).closeWindows();
+            } catch (RuntimeException e) {
+                for (int j = 0; j < i; j++) {
+                    local.get(j).uses.reopen();
+                }
+                throw e;
+            }
+        }
         RuntimeException failure = null;
         for (CommRank r : local) {
             try {
                 r.destroy();
             } catch (RuntimeException e) {
+                r.uses.reopen(); // it stays in the group
                 failure = addTo(failure, e);
             }
         }
@@ -236,6 +260,16 @@ public final class CommGroup implements AutoCloseable {
         }
         closed = true;
         threads.shutdown();
+    }
+
+    /** True once {@link #close()} returned. */
+    public synchronized boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public String toString() {
+        return name;
     }
 
     private static <T> T get(Future<T> f) {

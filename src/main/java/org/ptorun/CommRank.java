@@ -1,6 +1,7 @@
 package org.ptorun;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.OffHeapBlock;
@@ -24,15 +25,22 @@ public final class CommRank {
     private final ChipWorker chip;
     private final int rank;
     private final int size;
+    /** How refusals name the group: "CommGroup[3 ranks, root info /path]". */
+    private final String group;
+    /** The runs that use any window buffer of this rank; closed when the rank leaves. */
+    final BufferUses uses = new BufferUses();
     private long handle;
+    /** Set once the rank left because its group closed (not because its chip closed first). */
+    private boolean groupClosed;
     private long windowBytes;
     private long deviceContext;
     private long[] windows = new long[0];
 
-    CommRank(ChipWorker chip, int rank, int size, long handle) {
+    CommRank(ChipWorker chip, int rank, int size, long handle, String group) {
         this.chip = chip;
         this.rank = rank;
         this.size = size;
+        this.group = group;
         this.handle = handle;
         chip.device().commJoined(handle);
     }
@@ -89,7 +97,7 @@ public final class CommRank {
     public synchronized DeviceBuffer peerWindow(int peer) {
         requireWindows();
         Objects.checkIndex(peer, size);
-        return DeviceBuffer.window(chip, windows[peer], windowBytes);
+        return DeviceBuffer.window(chip, uses, windows[peer], windowBytes);
     }
 
     /**
@@ -114,7 +122,7 @@ public final class CommRank {
             throw new IllegalArgumentException("[" + offset + ", +" + bytes + ") is not inside the window of "
                     + windowBytes + " bytes");
         }
-        return DeviceBuffer.window(chip, windows[peer] + offset, bytes);
+        return DeviceBuffer.window(chip, uses, windows[peer] + offset, bytes);
     }
 
     /** {@code bytes} of this rank's window from {@code offset}. */
@@ -157,7 +165,7 @@ public final class CommRank {
             long[] domainWindows = readWindows(ctx, ranks.length);
             DeviceBuffer[] buffers = new DeviceBuffer[ranks.length];
             for (int i = 0; i < ranks.length; i++) {
-                buffers[i] = DeviceBuffer.window(chip, domainWindows[i], bytes);
+                buffers[i] = DeviceBuffer.window(chip, uses, domainWindows[i], bytes);
             }
             return new CommDomain(allocationId, ranks.clone(), domainRank, ctx, bytes, Arrays.asList(buffers));
         }
@@ -169,18 +177,35 @@ public final class CommRank {
                 domain.ranks().length, domain.domainRank()));
     }
 
-    /** Leaves the group (idempotent); refused (PTO_ERR_BUSY) while a run is outstanding on the chip. */
+    /**
+     * Leaves the group because it closes (idempotent); refused (PTO_ERR_BUSY) while a run
+     * is outstanding on the chip. Every later use of the rank or of its window buffers is
+     * refused naming the closed group.
+     */
     synchronized void destroy() {
         if (handle == 0) {
             return;
         }
-        if (chip.isClosed()) { // the chip's close made the rank leave
-            handle = 0;
-            return;
+        if (!chip.isClosed()) { // else the chip's close made the rank leave
+            call("comm_destroy", api -> api.commDestroy(handle));
+            chip.device().commLeft(handle);
         }
-        call("comm_destroy", api -> api.commDestroy(handle));
-        chip.device().commLeft(handle);
         handle = 0;
+        groupClosed = true;
+    }
+
+    /**
+     * The first step of the group's close: refuses the use of the rank's windows by any
+     * further run or copy, unless runs use them now.
+     *
+     * @throws CommException (PTO_ERR_BUSY) naming the runs that use the windows; nothing changed
+     */
+    void closeWindows() {
+        List<Object> held = uses.closeUnlessUsed("belongs to " + group + ", which is closed");
+        if (!held.isEmpty()) {
+            throw new CommException("comm_destroy", rank, PtoError.BUSY.code(), "its windows are used by "
+                    + BufferUses.describe(held) + "; finalize them before closing " + group);
+        }
     }
 
     @Override
@@ -192,12 +217,13 @@ public final class CommRank {
 
     private long open() {
         if (handle == 0) {
-            throw new IllegalStateException(this + " left its group");
+            throw new IllegalStateException(this + (groupClosed ? ": " + group + " is closed" : " left its group"));
         }
         return handle;
     }
 
     private void requireWindows() {
+        open();
         if (deviceContext == 0) {
             throw new IllegalStateException(this + ": the group has no windows yet (allocWindows)");
         }

@@ -169,9 +169,7 @@ final class DeviceMemory {
             throw new IllegalArgumentException(operation + ": " + buffer + " belongs to another ChipWorker ("
                     + buffer.memory().describe() + ")");
         }
-        if (buffer.isClosed()) {
-            throw new IllegalStateException(operation + ": " + buffer + " is closed");
-        }
+        buffer.requireOpen(operation + ": ");
         if (offset < 0 || bytes < 0 || offset > buffer.size() - bytes) {
             throw new IllegalArgumentException(operation + ": " + bytes + " bytes at offset " + offset
                     + " do not fit in " + buffer);

@@ -33,6 +33,8 @@ final class RunBinding implements TaskArgs.TensorPlacement {
 
     // the bound run's resources
     private AcceptanceWord acceptance;
+    /** The run whose device buffers this binding holds (their holder), until release. */
+    private NativeRun boundRun;
     private Direction[] directions;
     private final Tensor[] tensors = new Tensor[TaskArgs.MAX_TENSORS];
     private final long[] addresses = new long[TaskArgs.MAX_TENSORS];
@@ -106,9 +108,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
                     throw new IllegalArgumentException("tensor argument " + i + ": " + buffer
                             + " belongs to another ChipWorker (" + buffer.memory().describe() + ")");
                 }
-                if (buffer.isClosed()) {
-                    throw new IllegalStateException("tensor argument " + i + ": " + buffer + " is closed");
-                }
+                buffer.requireOpen("tensor argument " + i + ": ");
             } else if (t.source() == Tensor.Source.DIRECT && ((ByteBuffer) t.data()).isReadOnly()
                     && directionOf(directions, i).writes()) {
                 throw new IllegalArgumentException("tensor argument " + i + " is "
@@ -129,6 +129,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
             this.acceptance = word;
         }
         this.directions = signature;
+        this.boundRun = run;
         long bytes = 0;
         boolean anyArray = false;
         for (int i = 0; i < taskArgs.tensorCount(); i++) {
@@ -192,7 +193,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
                 break;
             default:
                 DeviceBuffer buffer = (DeviceBuffer) t.data();
-                buffer.retainForRun();
+                buffer.retainForRun(boundRun);
                 address = buffer.address();
                 break;
         }
@@ -221,12 +222,13 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         for (int i = 0; i < tensorCount; i++) {
             Tensor t = tensors[i];
             if (t.source() == Tensor.Source.DEVICE) {
-                ((DeviceBuffer) t.data()).releaseFromRun();
+                ((DeviceBuffer) t.data()).releaseFromRun(boundRun);
             }
             tensors[i] = null;
         }
         tensorCount = 0;
         directions = null;
+        boundRun = null;
     }
 
     /** Frees the slot's blocks (close: never under a call in flight). */

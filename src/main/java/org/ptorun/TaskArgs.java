@@ -1,6 +1,8 @@
 package org.ptorun;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import org.ptorun.internal.Layouts;
 
@@ -108,6 +110,29 @@ public final class TaskArgs {
     public long scalarAt(int index) {
         Objects.checkIndex(index, scalarCount);
         return scalars[index];
+    }
+
+    /**
+     * {@link DeviceBuffer#hold Holds} every device buffer these args name, for {@code holder}:
+     * none of them can be freed (nor a window's group closed) until the returned holds are
+     * closed. For code that queues a run to prepare later, as the Worker does.
+     *
+     * @return one hold per device-buffer tensor, in order (empty when there is none)
+     * @throws IllegalStateException when one is closed; then none is held
+     */
+    public List<DeviceBuffer.Hold> holdDeviceBuffers(Object holder) {
+        List<DeviceBuffer.Hold> holds = new ArrayList<>(0);
+        try {
+            for (int i = 0; i < tensorCount; i++) {
+                if (tensors[i].source() == Tensor.Source.DEVICE) {
+                    holds.add(((DeviceBuffer) tensors[i].data()).hold(holder));
+                }
+            }
+        } catch (RuntimeException e) {
+            holds.forEach(DeviceBuffer.Hold::close);
+            throw e;
+        }
+        return holds;
     }
 
     /**

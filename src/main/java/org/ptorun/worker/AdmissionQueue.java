@@ -157,9 +157,25 @@ final class AdmissionQueue {
                 if (queuedRuns + runs <= capacity) {
                     checkRegisteredLocked(callableId);
                     RunTicket[] out = new RunTicket[argsPerLane.length];
-                    for (int lane = 0; lane < argsPerLane.length; lane++) {
-                        if (argsPerLane[lane] != null) {
-                            out[lane] = enqueueLocked(callableId, argsPerLane[lane], config, lane);
+                    long dispatchId = nextDispatchId;
+                    try {
+                        for (int lane = 0; lane < argsPerLane.length; lane++) {
+                            if (argsPerLane[lane] != null) {
+                                out[lane] = newTicketLocked(dispatchId++, callableId, argsPerLane[lane], config,
+                                        lane);
+                            }
+                        }
+                    } catch (RuntimeException e) {
+                        for (RunTicket t : out) {
+                            if (t != null) {
+                                t.releaseBuffers();
+                            }
+                        }
+                        throw e;
+                    }
+                    for (int lane = 0; lane < out.length; lane++) {
+                        if (out[lane] != null) {
+                            queueLocked(out[lane], lane);
                         }
                     }
                     return out;
@@ -184,13 +200,25 @@ final class AdmissionQueue {
     }
 
     private RunTicket enqueueLocked(int callableId, TaskArgs args, CallConfig config, int lane) {
-        long dispatchId = nextDispatchId++;
+        RunTicket t = newTicketLocked(nextDispatchId, callableId, args, config, lane);
+        queueLocked(t, lane);
+        return t;
+    }
+
+    /** A ticket with the next dispatch id holding its args' device buffers; not yet queued. */
+    private RunTicket newTicketLocked(long dispatchId, int callableId, TaskArgs args, CallConfig config, int lane) {
         RunTicket t = new RunTicket(dispatchId, dispatchId, deviceIds[lane], callableId, args, config,
                 System.nanoTime(), callbacks);
+        t.holdBuffers();
+        return t;
+    }
+
+    /** Queues a ticket of {@link #newTicketLocked}: its dispatch id is taken now. */
+    private void queueLocked(RunTicket t, int lane) {
+        nextDispatchId++;
         ledger.runAdmitted(lane);
         queuedRuns++;
         addLocked(lane, t);
-        return t;
     }
 
     /** Queues a registration on every usable lane; {@code parts} receives one future per lane. */

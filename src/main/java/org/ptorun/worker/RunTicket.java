@@ -1,10 +1,12 @@
 package org.ptorun.worker;
 
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.CallConfig;
+import org.ptorun.DeviceBuffer;
 import org.ptorun.NativeRun;
 import org.ptorun.PipelineSlotLease;
 import org.ptorun.TaskArgs;
@@ -34,6 +36,8 @@ public final class RunTicket {
     final CallConfig config;
     TaskArgs args;
     final long enqueuedAt;
+    /** The device buffers of its args, held from enqueue until it finishes (none: empty). */
+    private List<DeviceBuffer.Hold> holds = List.of();
 
     // owned by the thread driving the chip's lane (one at a time, see ChipLane)
     NativeRun run;
@@ -126,11 +130,29 @@ public final class RunTicket {
         this.word = w;
     }
 
-    /** The run no longer holds its word: remember whether it was accepted. */
+    /**
+     * Holds every device buffer of its args until it finishes, so none is freed (nor a
+     * window's group closed) under the queued run.
+     *
+     * @throws IllegalStateException when one is closed; then it holds none
+     */
+    void holdBuffers() {
+        holds = args.holdDeviceBuffers(this);
+    }
+
+    /** Ends the holds of {@link #holdBuffers} (a ticket that finishes, or is never queued). */
+    void releaseBuffers() {
+        List<DeviceBuffer.Hold> h = holds;
+        holds = List.of();
+        h.forEach(DeviceBuffer.Hold::close);
+    }
+
+    /** The run no longer holds its word nor its buffers: remember whether it was accepted. */
     void finish(boolean accepted) {
         this.acceptedAtFinish = accepted;
         this.finished = true;
         this.args = null;
+        releaseBuffers();
     }
 
     @Override

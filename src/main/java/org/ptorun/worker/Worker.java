@@ -148,9 +148,12 @@ public final class Worker implements AutoCloseable {
      * its result is complete; the tensors' data must stay untouched until the result is
      * complete.
      *
+     * <p>Every device buffer of {@code args} is held from now until the run is finalized:
+     * its close is refused meanwhile, naming the run (docs/reliability.md, Lifetimes).
+     *
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      * @throws ChipPoisonedException when every chip is poisoned
-     * @throws IllegalStateException after close
+     * @throws IllegalStateException after close, or when a device buffer of {@code args} is closed
      */
     public RunTicket enqueue(int callableId, TaskArgs args, CallConfig config) throws InterruptedException {
         checkRunArguments(callableId, args, config);
@@ -199,11 +202,16 @@ public final class Worker implements AutoCloseable {
      * for all of them.
      *
      * @throws IllegalArgumentException when a rank's chip is not one of this Worker's
+     * @throws IllegalStateException when the group is closed, or a device buffer (a window) of
+     *         the args is closed; nothing was admitted
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      */
     public CollectiveStep enqueueCollective(CommGroup group, int callableId, Function<CommRank, TaskArgs> argsOfRank,
                                             CallConfig config) throws InterruptedException {
         Objects.requireNonNull(group, "group");
+        if (group.isClosed()) {
+            throw new IllegalStateException("enqueueCollective: " + group + " is closed");
+        }
         Objects.requireNonNull(argsOfRank, "argsOfRank");
         checkCallableId(callableId);
         Objects.requireNonNull(config, "config");
