@@ -414,6 +414,10 @@ final class SlotTable {
             long word = row.word;
             long epoch = row.runEpoch; // after the word: a row that admitted another run since has another word
             Phase phase = phase(word);
+            if (state != State.OPEN && (epoch != run.runEpoch() || inCall(word))) {
+                // close took the run since ensureOpen: that, not the emptied row, is the reason
+                throw new IllegalStateException(chip + " is closed");
+            }
             if (epoch != run.runEpoch()) {
                 throw stale(operation, refusal, run, phase == Phase.EMPTY
                         ? "slot " + run.slot() + " holds no run"
