@@ -301,23 +301,25 @@ int emu_comm_window_break(PtoDrvComm *comm, PtoDrvWindows *windows, uint32_t cul
     PtoDrvComm *c = comm_enter(comm);
     if (c == NULL)
         return PTO_DRV_ERR_INVALID;
-    int found = 0;
-    pthread_mutex_lock(&g_comm_lock);
-    for (PtoDrvWindows *w = c->windows; w != NULL && !found; w = w->next)
-        found = w == windows;
-    pthread_mutex_unlock(&g_comm_lock);
     int rc = PTO_DRV_ERR_INVALID;
-    if (!found)
+    /* held throughout: comm_window_free unlinks under it before it unmaps, and the
+       break itself never blocks (atomics and futex wakes) */
+    pthread_mutex_lock(&g_comm_lock);
+    PtoDrvWindows *w = c->windows;
+    while (w != NULL && w != windows)
+        w = w->next;
+    if (w == NULL) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_break: not a live window set of this comm");
-    else if (culprit >= shm_windows_count(windows->windows))
+    } else if (culprit >= shm_windows_count(w->windows)) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_break: culprit %u is not a member", culprit);
-    else {
-        PtoCommDeviceContext d = { .magic = PTO_COMM_CTX_MAGIC, .nranks = (uint32_t)shm_windows_count(windows->windows) };
+    } else {
+        PtoCommDeviceContext d = { .magic = PTO_COMM_CTX_MAGIC, .nranks = (uint32_t)shm_windows_count(w->windows) };
         for (uint32_t i = 0; i < d.nranks; i++)
-            d.signals[i] = (uint64_t)(uintptr_t)shm_windows_signals(windows->windows, i);
+            d.signals[i] = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
         pto_comm_break(&d, culprit);
         rc = PTO_DRV_OK;
     }
+    pthread_mutex_unlock(&g_comm_lock);
     comm_exit(c);
     return rc;
 }
