@@ -218,3 +218,44 @@ TEST(emudrv_comm_join_times_out_and_closing_a_device_takes_its_rank_out)
     CHECK_STATS(stats_now(), before);
     CHECK_EQ_INT(shm_names_left(), 0);
 }
+
+/* The last rank breaks the domain naming itself (ABI 3): every member's signal block
+ * then holds BROKEN = 1 + that rank; a second break naming another rank changes
+ * nothing (the first culprit wins); bad arguments are refused. */
+static int script_break(Rank *r)
+{
+    PtoDrvWindows *w = NULL;
+    r->rc_alloc = API->comm_window_alloc(r->comm, 3, ALL, (size_t)r->nranks, 0, &w);
+    if (r->rc_alloc != PTO_DRV_OK)
+        return r->rc_alloc;
+    const int breaker = r->nranks - 1;
+    if (r->rank == breaker) {
+        CHECK_EQ_INT(API->comm_window_break(r->comm, w, (uint32_t)r->nranks), PTO_DRV_ERR_INVALID);
+        CHECK_EQ_INT(API->comm_window_break(r->comm, NULL, 0), PTO_DRV_ERR_INVALID);
+        CHECK_EQ_INT(API->comm_window_break(NULL, w, 0), PTO_DRV_ERR_INVALID);
+        CHECK_EQ_INT(API->comm_window_break(r->comm, w, (uint32_t)breaker), PTO_DRV_OK);
+        CHECK_EQ_INT(API->comm_window_break(r->comm, w, 0), PTO_DRV_OK);
+    }
+    r->rc_barrier = API->comm_barrier(r->comm);
+    uint64_t window = 0, signals = 0;
+    CHECK_EQ_INT(API->comm_window_addrs(w, (size_t)r->rank, &window, &signals), PTO_DRV_OK);
+    CHECK_EQ_INT((int)((const uint32_t *)(uintptr_t)signals)[PTO_COMM_SIG_BROKEN], 1 + breaker);
+    CHECK_EQ_INT(API->comm_barrier(r->comm), PTO_DRV_OK);
+    CHECK_EQ_INT(API->comm_window_free(r->comm, w), PTO_DRV_OK);
+    return PTO_DRV_OK;
+}
+
+TEST(emudrv_comm_window_break_marks_every_member_with_the_first_culprit)
+{
+    PtoEmuStats before = stats_now();
+    Rank ranks[MAX_RANKS] = { 0 };
+    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-break-rootinfo", 20000, script_break);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(ranks[i].rc_join, PTO_DRV_OK);
+        CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_OK);
+        CHECK_EQ_INT(ranks[i].rc_barrier, PTO_DRV_OK);
+    }
+    close_ranks(ranks, 3);
+    CHECK_STATS(stats_now(), before);
+    unlink("/tmp/ptorun-emudrv-comm-break-rootinfo");
+}

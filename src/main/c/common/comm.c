@@ -9,12 +9,21 @@
  * domain has a PtoCommDeviceContext in this device's memory, written once, and
  * its windows registered with the runner so copies and child_memory tensors
  * may use them. Calls on one handle are serialized by its lock; the registry
- * refuses stale handles and makes comm_destroy wait for calls in flight. */
+ * refuses stale handles and makes comm_destroy wait for calls in flight.
+ *
+ * A failed run breaks the domains its scalars name (common/comm_run.h), and
+ * comm_break_domain breaks one on request: neither takes the handle's lock (a
+ * barrier may hold it for the whole timeout). They walk the registry under
+ * registry_lock instead, which is why a handle's domain list is linked and
+ * unlinked under registry_lock too, and comm_destroy marks the handle dying
+ * (under it) before it frees a domain. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/comm_run.h"
 #include "common/device_context.h"
 #include "platform/comm_backend.h"
 #include "ptorun/pto_comm.h"
@@ -191,8 +200,10 @@ static int open_domain(CommHandle *h, CommDomain *d, size_t alloc_bytes, size_t 
         goto fail_register;
     if ((rc = write_descriptor(h, d)) != PTO_OK)
         goto fail_descriptor;
+    pthread_mutex_lock(&registry_lock); /* breakers walk the list under it */
     d->next = h->domains;
     h->domains = d;
+    pthread_mutex_unlock(&registry_lock);
     return PTO_OK;
 
 fail_descriptor:
@@ -481,10 +492,90 @@ int comm_release_domain_windows(void *comm, uint64_t allocation_id, size_t rank_
     else if (device_context_outstanding_runs(h->dc) != 0)
         rc = pto_fail(PTO_ERR_BUSY, "%s: native runs are outstanding and may use the windows; finalize them first", fn);
     if (rc == PTO_OK) {
+        pthread_mutex_lock(&registry_lock); /* breakers walk the list under it */
         *link = d->next;
+        pthread_mutex_unlock(&registry_lock);
         free_domain(h, d);
     }
     comm_release(h);
+    return rc;
+}
+
+/* ---- breaking domains: failed runs, comm_break_domain -------------------------- */
+
+/* Breaks d naming this rank (registry_lock held, h not dying). */
+static int break_domain(CommHandle *h, CommDomain *d)
+{
+    return comm_backend_break(h->backend, d->set, d->domain_rank);
+}
+
+void comm_run_note(DeviceContext *dc, const uint64_t *scalars, size_t count, RunCommDomains *out)
+{
+    out->count = 0;
+    if (__atomic_load_n(&dc->comm_groups, __ATOMIC_ACQUIRE) == 0 || count == 0)
+        return; /* the usual run: no group over this context */
+    pthread_mutex_lock(&registry_lock);
+    for (CommHandle *h = registry; h != NULL; h = h->next) {
+        if (h->dc != dc || h->dying)
+            continue;
+        for (CommDomain *d = h->domains; d != NULL && out->count < PTO_RUN_COMM_DOMAINS; d = d->next)
+            for (size_t i = 0; i < count; i++)
+                if (scalars[i] == d->device_ctx) {
+                    out->device_ctx[out->count++] = d->device_ctx;
+                    break;
+                }
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+void comm_run_break(DeviceContext *dc, RunCommDomains *named)
+{
+    if (named->count == 0)
+        return;
+    /* a backend's refusal records a message: the run's own stays the thread's */
+    int code = pto_last_error_code();
+    char saved[PTO_ERROR_MESSAGE_BYTES];
+    snprintf(saved, sizeof saved, "%s", pto_last_error());
+    pthread_mutex_lock(&registry_lock);
+    for (CommHandle *h = registry; h != NULL; h = h->next) {
+        if (h->dc != dc || h->dying)
+            continue;
+        for (CommDomain *d = h->domains; d != NULL; d = d->next)
+            for (uint32_t i = 0; i < named->count; i++)
+                if (named->device_ctx[i] == d->device_ctx) {
+                    (void)break_domain(h, d); /* best effort: the run failed either way */
+                    break;
+                }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    named->count = 0;
+    if (code != 0)
+        pto_fail(code, "%s", saved);
+    else
+        pto_clear_error();
+}
+
+int comm_break_domain(void *comm, uint64_t device_ctx)
+{
+    pto_clear_error();
+    static const char fn[] = "comm_break_domain";
+    pthread_mutex_lock(&registry_lock);
+    CommHandle *h = registry;
+    while (h != NULL && (void *)h != comm)
+        h = h->next;
+    int rc;
+    if (h == NULL || h->dying) {
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: %s is not a live comm handle", fn,
+                      comm == NULL ? "NULL" : "the handle");
+    } else {
+        CommDomain *d = h->domains;
+        while (d != NULL && d->device_ctx != device_ctx)
+            d = d->next;
+        rc = d == NULL ? pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: 0x%llx is no live domain descriptor of this rank", fn,
+                                  (unsigned long long)device_ctx)
+                       : break_domain(h, d);
+    }
+    pthread_mutex_unlock(&registry_lock);
     return rc;
 }
 

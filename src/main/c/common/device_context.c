@@ -343,8 +343,8 @@ int device_context_comm_join(DeviceContext *dc, const char *fn)
 {
     pthread_mutex_lock(&dc->lock);
     DeviceState s = dc->state;
-    if (s == DEVICE_INITIALIZED)
-        dc->comm_groups++;
+    if (s == DEVICE_INITIALIZED) /* atomic: the run path reads it without the lock */
+        __atomic_fetch_add(&dc->comm_groups, 1u, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dc->lock);
     return s == DEVICE_INITIALIZED ? PTO_OK
                                    : pto_fail(PTO_ERR_WRONG_PHASE, "%s: the device context is %s", fn, state_name(s));
@@ -355,7 +355,7 @@ int device_context_comm_leave(DeviceContext *dc, const char *fn)
     pthread_mutex_lock(&dc->lock);
     unsigned outstanding = run_ownership_outstanding(&dc->ownership);
     if (outstanding == 0)
-        dc->comm_groups--;
+        __atomic_fetch_sub(&dc->comm_groups, 1u, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dc->lock);
     return outstanding == 0 ? PTO_OK
                             : pto_fail(PTO_ERR_BUSY, "%s: %u native run(s) outstanding on the device context, and a "
@@ -366,6 +366,6 @@ int device_context_comm_leave(DeviceContext *dc, const char *fn)
 void device_context_comm_unjoin(DeviceContext *dc)
 {
     pthread_mutex_lock(&dc->lock);
-    dc->comm_groups--;
+    __atomic_fetch_sub(&dc->comm_groups, 1u, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dc->lock);
 }

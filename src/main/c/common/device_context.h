@@ -37,7 +37,8 @@ typedef struct DeviceContext {
        holding the slot's reservation has it lent (runtime.h) */
     RuntimeSlotScratch *slot_scratch[PTO_PIPELINE_MAX_DEPTH];
     Executor executor;                 /* threads run only while INITIALIZED */
-    unsigned comm_groups;              /* live comm handles over this context (common/comm.c) */
+    unsigned comm_groups;              /* live comm handles over this context (common/comm.c); written
+                                          under the lock with __atomic, read without it by runs */
 } DeviceContext;
 
 DeviceContext *device_context_create(void);

@@ -181,6 +181,33 @@ static void tear_down(NativeRunContext *run)
     atomic_store_explicit(&run->tag, 0, memory_order_release);
 }
 
+/* ---- a failed run breaks its communication domains ------------------------ */
+
+/* Notes the domains the run's scalars name (common/comm_run.h) as soon as the
+ * args are structurally readable: any non-NULL args block has its 128 scalar
+ * slots, and a count out of range is clamped (the checks refuse it later). A
+ * context without a comm handle pays one atomic load. */
+static void note_domains(DeviceContext *dc, const void *args, RunCommDomains *out)
+{
+    out->count = 0;
+    if (args == NULL || __atomic_load_n(&dc->comm_groups, __ATOMIC_RELAXED) == 0)
+        return;
+    const ChipStorageTaskArgs *a = args;
+    int32_t n = a->scalar_count;
+    n = n < 0 ? 0 : n > PTO_MAX_SCALAR_ARGS ? PTO_MAX_SCALAR_ARGS : n;
+    comm_run_note(dc, a->scalars, (size_t)n, out);
+}
+
+/* The run failed with rc (non-zero): its domains break, naming this rank, so its
+ * peers fail now instead of at the group timeout. PTO_ERR_BUSY is no failure:
+ * the caller retries the prepare, or launches the still-Prepared run later. */
+static int run_failed(DeviceContext *dc, RunCommDomains *named, int rc)
+{
+    if (rc != PTO_OK && rc != PTO_ERR_BUSY)
+        comm_run_break(dc, named);
+    return rc;
+}
+
 /* ---- prepare -------------------------------------------------------------- */
 
 /* Checks everything that needs no construction, in the documented order. */
@@ -273,8 +300,11 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     DeviceContext *dc = device_context_from(ctx, fn);
     if (dc == NULL)
         return PTO_ERR_INVALID_ARGUMENT;
+    /* before every check that refuses: a bad view and a poisoned chip both break */
+    RunCommDomains named;
+    note_domains(dc, args, &named);
     if (caller_desc == NULL)
-        return check_prepare(dc, storage, id, args, cfg, NULL, fn);
+        return run_failed(dc, &named, check_prepare(dc, storage, id, args, cfg, NULL, fn));
     /* The caller's descriptor is read exactly once, here: the checks, the
        reservation, the slot and the HostApi all use this copy, so a caller
        changing its descriptor during prepare (hbg runs the orchestration in
@@ -283,11 +313,12 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     NativeRunDescriptor desc = *caller_desc;
     int rc = check_prepare(dc, storage, id, args, cfg, &desc, fn);
     if (rc != PTO_OK)
-        return rc;
+        return run_failed(dc, &named, rc);
 
     NativeRunContext *run = storage;
     if ((rc = construct(run, dc, cfg, &desc)) != PTO_OK)
-        return run_fail_current(rc, fn, &desc);
+        return run_failed(dc, &named, run_fail_current(rc, fn, &desc));
+    run->comm = named;
     run->trace_spans.prepare_start = prepare_start;
     RuntimeCallable *callable;
     if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
@@ -313,6 +344,7 @@ fail_slot: {
         rc = run_fail_current(outcome, fn, &run->desc);
 }
 fail:
+    run_failed(dc, &run->comm, rc);
     tear_down(run); /* drops the reservation (if taken) and empties the storage */
     return rc;
 }
@@ -354,14 +386,16 @@ int native_run_launch(void *ctx, void *storage)
                         phase_name(phase));
     Runner *runner = run->owner->runner;
     if (runner_poisoned(runner))
-        return run_fail(PTO_ERR_POISONED, fn, &run->desc,
-                        "the device context refuses work after an unrecovered device error");
+        return run_failed(run->owner, &run->comm,
+                          run_fail(PTO_ERR_POISONED, fn, &run->desc,
+                                   "the device context refuses work after an unrecovered device error"));
     if ((rc = take_claim(run, fn)) != PTO_OK)
-        return rc;
+        return run_failed(run->owner, &run->comm, rc);
     if (runner_poisoned(runner)) { /* the predecessor may have poisoned it before releasing the claim */
         drop_claim(run);
-        return run_fail(PTO_ERR_POISONED, fn, &run->desc,
-                        "the device context refuses work after an unrecovered device error");
+        return run_failed(run->owner, &run->comm,
+                          run_fail(PTO_ERR_POISONED, fn, &run->desc,
+                                   "the device context refuses work after an unrecovered device error"));
     }
 
     set_phase(run, NATIVE_RUN_LAUNCHING);
@@ -373,7 +407,7 @@ int native_run_launch(void *ctx, void *storage)
     if (executor_job_done(&run->job)) {
         /* ended before the marker, or so short that it already finished */
         set_phase(run, NATIVE_RUN_COMPLETE);
-        return job_outcome(run, fn, run->job.result);
+        return run_failed(run->owner, &run->comm, job_outcome(run, fn, run->job.result));
     }
     set_phase(run, NATIVE_RUN_RUNNING);
     return PTO_OK;
@@ -402,8 +436,9 @@ int native_run_poll(void *ctx, void *storage)
     if (device == SIMPLER_NATIVE_RUN_POLL_NOT_READY || device == SIMPLER_NATIVE_RUN_POLL_COMPLETE)
         return SIMPLER_NATIVE_RUN_POLL_NOT_READY; /* COMPLETE means execution and the await ended */
     if (device < 0)
-        return run_fail_current(device, fn, &run->desc);
-    return run_fail(PTO_ERR_FAILED, fn, &run->desc, "the platform's device query returned %d", device);
+        return run_failed(run->owner, &run->comm, run_fail_current(device, fn, &run->desc));
+    return run_failed(run->owner, &run->comm,
+                      run_fail(PTO_ERR_FAILED, fn, &run->desc, "the platform's device query returned %d", device));
 }
 
 int native_run_wait(void *ctx, void *storage)
@@ -422,7 +457,7 @@ int native_run_wait(void *ctx, void *storage)
     rc = executor_job_wait(&run->job);
     run->trace_spans.wait_end = pto_monotonic_ns();
     set_phase(run, NATIVE_RUN_COMPLETE);
-    return job_outcome(run, fn, rc);
+    return run_failed(run->owner, &run->comm, job_outcome(run, fn, rc));
 }
 
 /* ---- finalize and the blocking composition -------------------------------- */
@@ -464,6 +499,7 @@ int native_run_finalize(void *ctx, void *storage)
         int released = runner_abandon_slot(run->owner->runner, desc.pipeline_slot);
         rc = pto_device_failure(released) ? run_fail_current(released, fn, &desc) : PTO_OK;
     }
+    run_failed(run->owner, &run->comm, rc);
     runtime_unbind(&run->runtime, &run->host_api);
     tear_down(run);
     return rc;

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/comm_run.h"
 #include "common/device_context.h"
 #include "common/executor.h"
 #include "common/host_api.h"
@@ -48,6 +49,7 @@ typedef struct NativeRunContext {
     RunExec exec;                       /* the platform's per-run execution state */
     ExecutorJob job;                    /* the run's job record, from launch through finalize */
     RunTraceSpans trace_spans;          /* host phase stamps (CallConfig.enable_trace only) */
+    RunCommDomains comm;                /* the domains its scalars name: broken if the run fails */
 } NativeRunContext;
 
 _Static_assert(offsetof(NativeRunContext, tag) == 0, "the storage tag is the first 8 bytes");

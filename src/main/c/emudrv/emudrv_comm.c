@@ -1,5 +1,5 @@
 /*
- * Communication groups of the emulated driver (pto_driver.h, ABI 2): each comm
+ * Communication groups of the emulated driver (pto_driver.h, ABI 3): each comm
  * is one rank of the shared-memory group of util/comm_shm.h, on one device.
  * The windows it maps are entered in its device's window table, so the
  * device's copies, memsets and kernels reach them like device memory (the
@@ -15,6 +15,7 @@
 #include "emudrv/emudrv.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/comm_shm.h"
+#include "util/comm_signal.h"
 #include "util/last_error.h"
 
 struct PtoDrvWindows {
@@ -290,4 +291,35 @@ int emu_comm_window_addrs(PtoDrvWindows *windows, size_t i, uint64_t *window, ui
 const char *emu_comm_last_message(void)
 {
     return pto_last_error();
+}
+
+/* The emulated device's memory is host memory: the break is pto_comm_break over
+   a descriptor naming the members' signal blocks. A lost device still breaks (its
+   ranks are marked lost, not gone): the culprit's peers learn why sooner. */
+int emu_comm_window_break(PtoDrvComm *comm, PtoDrvWindows *windows, uint32_t culprit)
+{
+    PtoDrvComm *c = comm_enter(comm);
+    if (c == NULL)
+        return PTO_DRV_ERR_INVALID;
+    int rc = PTO_DRV_ERR_INVALID;
+    /* held throughout: comm_window_free unlinks under it before it unmaps, and the
+       break itself never blocks (atomics and futex wakes) */
+    pthread_mutex_lock(&g_comm_lock);
+    PtoDrvWindows *w = c->windows;
+    while (w != NULL && w != windows)
+        w = w->next;
+    if (w == NULL) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_break: not a live window set of this comm");
+    } else if (culprit >= shm_windows_count(w->windows)) {
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_break: culprit %u is not a member", culprit);
+    } else {
+        PtoCommDeviceContext d = { .magic = PTO_COMM_CTX_MAGIC, .nranks = (uint32_t)shm_windows_count(w->windows) };
+        for (uint32_t i = 0; i < d.nranks; i++)
+            d.signals[i] = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
+        pto_comm_break(&d, culprit);
+        rc = PTO_DRV_OK;
+    }
+    pthread_mutex_unlock(&g_comm_lock);
+    comm_exit(c);
+    return rc;
 }

@@ -3,7 +3,7 @@
  * how one rank of a device joins a group, meets its peers and gets windows
  * every member can address. Exactly one platform is linked into each library,
  * so these resolve at link time: the sim runs the group itself in shared
- * memory (util/comm_shm.h), onboard asks its driver (pto_driver.h, ABI 2),
+ * memory (util/comm_shm.h), onboard asks its driver (pto_driver.h, ABI 3),
  * whose emulated implementation runs the same shared-memory group.
  *
  * Every function returns PTO_OK or a PTO_ERR_* code with a message naming the
@@ -36,5 +36,11 @@ int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size
 void comm_backend_free(CommBackend *b, CommWindowSet *w);
 /* Member i's window and signal block, as device addresses of this rank's device. */
 void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint64_t *signals);
+/* Breaks the domain over w naming `culprit` (a member index): every member's
+ * signal block gets BROKEN = 1 + culprit (the first culprit wins) and every
+ * doorbell rings, so every wait of every member fails at once naming it
+ * (util/comm_signal.h, pto_comm_break). Local and non-blocking; callable from
+ * any thread while w is live (it does not need the handle's lock). */
+int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit);
 
 #endif

@@ -7,6 +7,7 @@
 #include "fake_device.h"
 #include "platform/comm_backend.h"
 #include "ptorun/pto_comm.h"
+#include "util/comm_signal.h"
 #include "util/last_error.h"
 
 struct CommBackend {
@@ -92,4 +93,12 @@ void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint
     (void)i;
     *window = (uint64_t)(uintptr_t)w->window;
     *signals = (uint64_t)(uintptr_t)w->signals;
+}
+
+int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit)
+{
+    (void)b;
+    PtoCommDeviceContext c = { .magic = PTO_COMM_CTX_MAGIC, .nranks = 1, .signals = { (uint64_t)(uintptr_t)w->signals } };
+    pto_comm_break(&c, culprit);
+    return PTO_OK;
 }

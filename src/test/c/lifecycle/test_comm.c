@@ -218,3 +218,26 @@ TEST(calls_racing_comm_destroy_run_whole_or_are_refused_as_stale)
         fix_teardown(&f);
     }
 }
+
+/* comm_break_domain: checked arguments; on a live domain it writes BROKEN = 1 + this
+ * rank into the signal block (one rank: its own) and leaves the error clear. */
+TEST(comm_break_domain_breaks_a_live_domain_of_the_handle_and_checks_its_arguments)
+{
+    Fixture f;
+    fix_setup(&f);
+    void *comm = join_one(&f);
+    uint64_t ctx_dev = 0;
+    CHECK_EQ_INT(comm_alloc_windows(comm, 4096, &ctx_dev), PTO_OK);
+    CHECK_EQ_INT(comm_break_domain(NULL, ctx_dev), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(simpler_last_error(), "comm_break_domain: NULL is not a live comm handle");
+    CHECK_EQ_INT(comm_break_domain(comm, ctx_dev + 8), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(simpler_last_error(), "is no live domain descriptor of this rank");
+    CHECK_EQ_INT(comm_break_domain(comm, ctx_dev), PTO_OK);
+    CHECK_EQ_INT((int)strlen(simpler_last_error()), 0);
+    PtoCommDeviceContext d;
+    memcpy(&d, (const void *)(uintptr_t)ctx_dev, sizeof d);
+    CHECK_EQ_INT((int)((const uint32_t *)(uintptr_t)d.signals[0])[PTO_COMM_SIG_BROKEN], 1);
+    CHECK_EQ_INT(comm_destroy(comm), PTO_OK);
+    CHECK_EQ_INT(comm_break_domain(comm, ctx_dev), PTO_ERR_INVALID_ARGUMENT);
+    fix_teardown(&f);
+}

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DRIVER_ABI_VERSION 2u
+#define PTO_DRIVER_ABI_VERSION 3u
 #define PTO_DRIVER_API_SYMBOL "pto_driver_api"
 
 typedef enum PtoDriverError {
@@ -102,7 +102,7 @@ typedef struct PtoDriverApi {
 
     const char *(*error_string)(int code);           /* static text for a PtoDriverError */
 
-    /* Communication (ABI 2; docs/communication.md). A comm is one rank of a group of
+    /* Communication (ABI 2, comm_window_break ABI 3; docs/communication.md). A comm is one rank of a group of
        devices that meet at barriers and address each other's windows: peer-accessible
        device memory exported by its owner and imported by every peer. A hardware
        backend maps these onto its collective library (docs/driver.md); the emulated
@@ -130,6 +130,14 @@ typedef struct PtoDriverApi {
     /* The calling thread's message for its last failed comm call ("" when none): the
        rank a TIMEOUT or PEER_LOST names. */
     const char *(*comm_last_message)(void);
+    /* ABI 3. Breaks the domain over `windows` naming member `culprit` (< its count):
+       writes BROKEN = 1 + culprit into every member's signal block unless one is
+       there already (the first culprit wins, rank 0's block arbitrates), then rings
+       every member's doorbell, so every device-side wait of every member fails at
+       once naming that member (ptorun/pto_comm.h). Local and non-blocking: the host
+       calls it when a run of this rank failed before or outside its collective
+       kernel. INVALID (stale comm or windows, culprit out of range). */
+    int (*comm_window_break)(PtoDrvComm *comm, PtoDrvWindows *windows, uint32_t culprit);
 } PtoDriverApi;
 
 typedef const PtoDriverApi *(*PtoDriverApiFn)(void);

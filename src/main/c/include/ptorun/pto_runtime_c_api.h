@@ -303,6 +303,12 @@ PTO_EXPORT int comm_alloc_domain_windows(void *comm, uint64_t allocation_id, con
 PTO_EXPORT int comm_release_domain_windows(void *comm, uint64_t allocation_id, size_t rank_count,
                                            uint32_t domain_rank);
 PTO_EXPORT int comm_barrier(void *comm);
+/* Breaks the domain whose descriptor is device_ctx (a *device_ctx_out of this handle)
+ * naming this rank: every member's collective waits fail at once naming it. For callers
+ * that refuse a run naming the domain before it reaches the library; a run the library
+ * refuses, or that fails, breaks the domains its scalars name itself. Local, never
+ * blocks; a broken domain stays broken (close the group, open a new one). */
+PTO_EXPORT int comm_break_domain(void *comm, uint64_t device_ctx);
 PTO_EXPORT int comm_destroy(void *comm);
 
 /* native log: native code never prints; it records (level, text) in a bounded ring

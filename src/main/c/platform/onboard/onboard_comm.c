@@ -118,3 +118,11 @@ void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint
     *window = w->addrs[2 * i];
     *signals = w->addrs[2 * i + 1];
 }
+
+/* Only the driver reaches the signal blocks (device memory, peers' included):
+   its comm_window_break does what pto_comm_break does, on the device's side. */
+int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit)
+{
+    int drc = api_of(b)->comm_window_break(b->comm, w->windows, culprit);
+    return drc == PTO_DRV_OK ? PTO_OK : comm_fail(api_of(b), b->runner->core.device_id, drc, "comm_window_break");
+}

@@ -24,6 +24,7 @@ static const struct {
     ENTRY(host_unregister), ENTRY(stream_create), ENTRY(stream_destroy), ENTRY(launch), ENTRY(stream_query),
     ENTRY(stream_synchronize), ENTRY(error_string), ENTRY(comm_join), ENTRY(comm_leave), ENTRY(comm_barrier),
     ENTRY(comm_window_alloc), ENTRY(comm_window_free), ENTRY(comm_window_addrs), ENTRY(comm_last_message),
+    ENTRY(comm_window_break),
 };
 #undef ENTRY
 

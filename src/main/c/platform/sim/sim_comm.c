@@ -6,6 +6,7 @@
 #include "platform/comm_backend.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/comm_shm.h"
+#include "util/comm_signal.h"
 #include "util/last_error.h"
 
 struct CommBackend {
@@ -70,4 +71,18 @@ void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint
 {
     *window = (uint64_t)(uintptr_t)shm_windows_base(w->windows, i);
     *signals = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
+}
+
+/* The signal blocks are host memory of this process: break them directly,
+   over a host-side descriptor that names only what pto_comm_break reads. */
+int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit)
+{
+    (void)b;
+    PtoCommDeviceContext c = { .magic = PTO_COMM_CTX_MAGIC, .nranks = (uint32_t)shm_windows_count(w->windows) };
+    if (culprit >= c.nranks)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: culprit %u is not a member of the domain", culprit);
+    for (uint32_t i = 0; i < c.nranks; i++)
+        c.signals[i] = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
+    pto_comm_break(&c, culprit);
+    return PTO_OK;
 }

@@ -27,6 +27,8 @@ final class ChipDevice {
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     /** Comm handles of ranks on this device ({@link CommRank}): they pin the context, so release leaves them first. */
     private final java.util.Set<Long> commHandles = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** The live domain descriptors of those ranks (a collective's comm scalar), each with its rank's handle. */
+    private final java.util.Map<Long, Long> commDomains = new java.util.concurrent.ConcurrentHashMap<>();
     private volatile boolean poisoned;
     /** Set under the write side once finalize_device ran (or the context was leaked). */
     private boolean released;
@@ -166,6 +168,40 @@ final class ChipDevice {
 
     void commLeft(long handle) {
         commHandles.remove(handle);
+        commDomains.values().removeIf(h -> h == handle);
+    }
+
+    void commDomainOpened(long handle, long deviceContext) {
+        commDomains.put(deviceContext, handle);
+    }
+
+    void commDomainClosed(long deviceContext) {
+        commDomains.remove(deviceContext);
+    }
+
+    /**
+     * A run of this chip was refused before it reached the library: breaks every live
+     * domain its scalars name, naming this chip's rank, so the peers' collectives fail at
+     * once instead of waiting for the group timeout (the library does the same for the
+     * runs it refuses or that fail; docs/communication.md, Fault model). Best effort,
+     * never throws: the refusal is what the caller reports.
+     */
+    void breakDomainsNamedBy(TaskArgs args) {
+        if (commDomains.isEmpty() || args == null) {
+            return; // the usual run: no domain on this chip
+        }
+        lock.readLock().lock();
+        try {
+            for (int i = 0; i < args.scalarCount() && !released; i++) {
+                long scalar = args.scalarAt(i);
+                Long handle = commDomains.get(scalar);
+                if (handle != null) {
+                    api.commBreakDomain(handle, scalar); // a stale handle is refused, harmlessly
+                }
+            }
+        } finally {
+            lock.readLock().unlock();
+        }
     }
 
     /** Frees device memory; a no-op once the device released everything. */
@@ -201,6 +237,7 @@ final class ChipDevice {
                         + (left == 0 ? "its peers see it gone" : PtoError.nameOf(left) + ": " + lastError()) + ")");
             }
             commHandles.clear();
+            commDomains.clear();
             int rc = api.finalizeDevice(ctx);
             if (rc == PtoError.BUSY.code()) {
                 warn.accept("finalize_device refused (" + lastError() + "); leaking the device context and every"

@@ -281,8 +281,12 @@ public final class ChipWorker implements AutoCloseable {
      */
     public NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                              long dispatchId, AcceptanceWord acceptance) {
-        checkRunArguments(callableId, args, config, acceptance);
-        checkLeaseShape(lease);
+        try {
+            checkRunArguments(callableId, args, config, acceptance);
+            checkLeaseShape(lease);
+        } catch (RuntimeException e) {
+            throw refused(args, e);
+        }
         NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
         admitAndCall(run, callableId, args, config, acceptance, true, false);
         if (LOG.isDebugEnabled()) {
@@ -459,9 +463,13 @@ public final class ChipWorker implements AutoCloseable {
      */
     private void runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                              long dispatchId, AcceptanceWord acceptance) {
-        checkRunArguments(callableId, args, config, acceptance);
-        if (lease != null) {
-            checkLeaseShape(lease);
+        try {
+            checkRunArguments(callableId, args, config, acceptance);
+            if (lease != null) {
+                checkLeaseShape(lease);
+            }
+        } catch (RuntimeException e) {
+            throw refused(args, e);
         }
         NativeRun run = lease == null
                 ? new NativeRun(0, 0, 0, runId, dispatchId)
@@ -489,9 +497,14 @@ public final class ChipWorker implements AutoCloseable {
         long use = callables.beginUse();
         try {
             Direction[] directions = callables.directionsOf(callableId);
-            RunBinding.checkArgs(args, directions, memory);
-            RunEvents.Prepare event = blocking ? null : RunEvents.beginPrepare();
-            table.admit(run, noOverlap(config), filtered, timeoutOf(config));
+            RunEvents.Prepare event;
+            try {
+                RunBinding.checkArgs(args, directions, memory);
+                event = blocking ? null : RunEvents.beginPrepare();
+                table.admit(run, noOverlap(config), filtered, timeoutOf(config));
+            } catch (RuntimeException e) {
+                throw refused(args, e);
+            }
             try {
                 b.bind(run, args, config, acceptance, directions);
                 rc = blocking
@@ -524,6 +537,18 @@ public final class ChipWorker implements AutoCloseable {
             throw device.failure((blocking ? "run of callable " : "prepare of callable ") + callableId, rc, message,
                     run);
         }
+    }
+
+    /**
+     * A run refused here, before the library saw it: the domains its scalars name break
+     * (its peers would otherwise wait in their collective for the group timeout). A busy
+     * chip is no failure: the caller retries.
+     */
+    private RuntimeException refused(TaskArgs args, RuntimeException e) {
+        if (!(e instanceof ChipBusyException)) {
+            device.breakDomainsNamedBy(args);
+        }
+        return e;
     }
 
     /** The run was seen complete: its Completion event. */

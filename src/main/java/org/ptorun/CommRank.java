@@ -72,6 +72,7 @@ public final class CommRank {
             call("comm_alloc_windows", api -> api.commAllocWindows(open(), bytes, out.address()));
             deviceContext = out.buffer().getLong(0);
         }
+        chip.device().commDomainOpened(handle, deviceContext);
         windowBytes = bytes;
         windows = readWindows(deviceContext, size);
     }
@@ -148,6 +149,7 @@ public final class CommRank {
         try (OffHeapBlock ids = rankIds(ranks); OffHeapBlock out = OffHeapBlock.allocate(8, 8)) {
             call("comm_derive_context", api -> api.commDeriveContext(open(), ids.address(), ranks.length, domainRank,
                     offset, bytes, out.address()));
+            chip.device().commDomainOpened(handle, out.buffer().getLong(0));
             return out.buffer().getLong(0);
         }
     }
@@ -162,6 +164,7 @@ public final class CommRank {
             call("comm_alloc_domain_windows", api -> api.commAllocDomainWindows(open(), allocationId, ids.address(),
                     ranks.length, domainRank, bytes, out.address(), out.address() + 8));
             long ctx = out.buffer().getLong(0);
+            chip.device().commDomainOpened(handle, ctx);
             long[] domainWindows = readWindows(ctx, ranks.length);
             DeviceBuffer[] buffers = new DeviceBuffer[ranks.length];
             for (int i = 0; i < ranks.length; i++) {
@@ -175,6 +178,7 @@ public final class CommRank {
     public synchronized void releaseDomainWindows(CommDomain domain) {
         call("comm_release_domain_windows", api -> api.commReleaseDomainWindows(open(), domain.allocationId(),
                 domain.ranks().length, domain.domainRank()));
+        chip.device().commDomainClosed(domain.deviceContext());
     }
 
     /**

@@ -416,6 +416,11 @@ final class FakeNativeApi implements NativeApi, AutoCloseable {
     }
 
     @Override
+    public int commBreakDomain(long comm, long deviceCtx) {
+        throw new UnsupportedOperationException("comm_break_domain");
+    }
+
+    @Override
     public int commDestroy(long comm) {
         throw new UnsupportedOperationException("comm_destroy");
     }

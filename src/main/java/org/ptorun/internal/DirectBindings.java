@@ -279,6 +279,13 @@ public final class DirectBindings implements NativeApi {
         return comm_barrier(comm);
     }
 
+    private static native int comm_break_domain(long comm, long deviceCtx);
+
+    @Override
+    public int commBreakDomain(long comm, long deviceCtx) {
+        return comm_break_domain(comm, deviceCtx);
+    }
+
     private static native int comm_destroy(long comm);
 
     @Override

@@ -340,6 +340,15 @@ public final class DrainingNativeApi implements NativeApi {
     }
 
     @Override
+    public int commBreakDomain(long comm, long deviceCtx) {
+        try {
+            return api.commBreakDomain(comm, deviceCtx);
+        } finally {
+            log.drain();
+        }
+    }
+
+    @Override
     public int commDestroy(long comm) {
         try {
             return api.commDestroy(comm);

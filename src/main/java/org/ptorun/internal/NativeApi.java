@@ -23,7 +23,7 @@ public interface NativeApi {
             "get_pipeline_contract", "supports_concurrent_native_prepare_ctx", "get_arena_bank_gm_heap_base_ctx",
             "get_retained_temp_addr_ctx", "comm_init", "comm_alloc_windows", "comm_get_local_window_base",
             "comm_get_window_size", "comm_derive_context", "comm_alloc_domain_windows", "comm_release_domain_windows",
-            "comm_barrier", "comm_destroy", "ptorun_log_pending", "ptorun_log_next");
+            "comm_barrier", "comm_break_domain", "comm_destroy", "ptorun_log_pending", "ptorun_log_next");
 
     /** The ambient-selection setters this design replaces: no library may export them. */
     List<String> FORBIDDEN_SYMBOLS = List.of(
@@ -146,6 +146,9 @@ public interface NativeApi {
 
     /** {@code comm_barrier} */
     int commBarrier(long comm);
+
+    /** {@code comm_break_domain} */
+    int commBreakDomain(long comm, long deviceCtx);
 
     /** {@code comm_destroy} */
     int commDestroy(long comm);
