@@ -57,6 +57,8 @@ static int job_outcome(NativeRunContext *run, const char *fn, int rc)
         int named = runtime_read_failure(&run->runtime, &run->host_api, rc);
         if (named == PTO_ERR_KERNEL_FAULT && strncmp(pto_last_error(), "kernel fault: ", 14) == 0)
             return run_fail_current(rc, fn, &run->desc);
+        if (named == PTO_ERR_RANKS_DISAGREE) /* a collective's ranks disagreed: its own code */
+            return run_fail_current(named, fn, &run->desc);
         if (pto_device_failure(named)) {
             /* reading the status met a device failure: from now on it is the
                run's outcome (the job is done: the executor no longer writes it),

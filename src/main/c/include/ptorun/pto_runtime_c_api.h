@@ -36,6 +36,7 @@ extern "C" {
 #define PTO_ERR_CAPACITY            -13
 #define PTO_ERR_ORCHESTRATION       -14
 #define PTO_ERR_POISONED            -15
+#define PTO_ERR_RANKS_DISAGREE      -16 /* the ranks of a collective call asked for different things */
 
 /* native log levels (ptorun_log_next), in SLF4J's order */
 #define PTO_LOG_ERROR 1
