@@ -207,6 +207,7 @@ int main(void)
     CODE(PTO_ERR_CAPACITY);
     CODE(PTO_ERR_ORCHESTRATION);
     CODE(PTO_ERR_POISONED);
+    CODE(PTO_ERR_RANKS_DISAGREE);
     dump_callable_format();
     return 0;
 }

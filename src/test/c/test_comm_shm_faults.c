@@ -550,6 +550,70 @@ TEST(comm_shm_an_allocation_retried_with_the_same_key_after_a_failure_succeeds)
     free(t);
 }
 
+/* Windows of different sizes: refused on every member with one code and one
+ * message naming the odd member first; nothing named; the group usable. */
+typedef struct SizeFail {
+    int names_after_failure;
+} SizeFail;
+
+static void script_sizes_differ(ShmRank *r)
+{
+    SizeFail *sf = r->team->test;
+    const uint32_t ALL[3] = { 0, 1, 2 }, DOWN[3] = { 2, 1, 0 }, PAIR[2] = { 0, 2 };
+    ShmWindows *w = NULL;
+    record(r, 0, shm_group_alloc_windows(r->g, 1, ALL, 3, r->rank == 1 ? 65536 : 4096, PTO_OK, &w));
+    RCHECK(r, w == NULL);
+    sync_threads(r);
+    if (r->rank == 0)
+        sf->names_after_failure = shm_names_left();
+    sync_threads(r);
+    /* a size mismatch outranks a member's failure to create */
+    record(r, 1, shm_group_alloc_windows(r->g, 2, DOWN, 3, r->rank == 0 ? 100 : 200,
+                                         r->rank == 2 ? PTO_ERR_OUT_OF_MEMORY : PTO_OK, &w));
+    RCHECK(r, w == NULL);
+    /* two members, two sizes: the tie goes to the first member's size */
+    if (r->rank != 1)
+        record(r, 2, shm_group_alloc_windows(r->g, 3, PAIR, 2, r->rank == 0 ? 8192 : 4096, PTO_OK, &w));
+    RCHECK(r, w == NULL);
+    /* every rank differs: the first member's size is the others' */
+    record(r, 3, shm_group_alloc_windows(r->g, 4, ALL, 3, 1000u * (size_t)(r->rank + 1), PTO_OK, &w));
+    /* the same keys, equal sizes: the group is usable */
+    RCHECK(r, alloc_check_free(r, 1, ALL, 3, 4096) == PTO_OK);
+    RCHECK(r, alloc_check_free(r, 2, DOWN, 3, 200) == PTO_OK);
+    RCHECK(r, shm_checked_meet(r, 0, NULL, 0) == PTO_OK);
+}
+
+TEST(comm_shm_windows_of_different_sizes_are_refused_alike_naming_the_odd_rank)
+{
+    ShmTmp tmp;
+    REQUIRE(shm_tmp_make(&tmp));
+    ShmRank ranks[3];
+    SizeFail sf = { -1 };
+    ShmTeam *t = new_team(3, tmp.path, 20000, &sf);
+    REQUIRE(t != NULL);
+    shm_run(t, ranks, 7u, 0, script_sizes_differ);
+    SHM_CHECK_JOINED(ranks, 3);
+    SHM_REPORT(ranks, 3);
+    CHECK_EQ_INT(sf.names_after_failure, 0);
+    for (int r = 0; r < 3; r++) {
+        CHECK_EQ_INT(ranks[r].rc[0], PTO_ERR_RANKS_DISAGREE);
+        CHECK_CONTAINS(ranks[r].msg[0],
+                       "comm: the ranks disagree on the window size: rank 1 asked for 65536 bytes, the others for 4096");
+        CHECK(strcmp(ranks[r].msg[0], ranks[0].msg[0]) == 0);
+        CHECK_EQ_INT(ranks[r].rc[1], PTO_ERR_RANKS_DISAGREE);
+        CHECK_CONTAINS(ranks[r].msg[1], "rank 0 asked for 100 bytes, the others for 200");
+        CHECK_EQ_INT(ranks[r].rc[3], PTO_ERR_RANKS_DISAGREE);
+        CHECK_CONTAINS(ranks[r].msg[3], "rank 1 asked for 2000 bytes, rank 2 asked for 3000 bytes, the others for 1000");
+    }
+    for (int r = 0; r < 3; r += 2) {
+        CHECK_EQ_INT(ranks[r].rc[2], PTO_ERR_RANKS_DISAGREE);
+        CHECK_CONTAINS(ranks[r].msg[2], "rank 2 asked for 4096 bytes, the others for 8192");
+    }
+    CHECK_EQ_INT(shm_names_left(), 0);
+    CHECK_EQ_INT(rmdir(tmp.dir), 0);
+    free(t);
+}
+
 /* Every rank passes every bad list to meet and alloc; then the group works. */
 static void script_bad_members(ShmRank *r)
 {

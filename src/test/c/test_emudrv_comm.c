@@ -151,6 +151,38 @@ TEST(emudrv_comm_an_allocation_failing_on_one_rank_fails_on_every_rank_naming_it
     CHECK_STATS(stats_now(), before);
 }
 
+/* Rank 1 asks for a window 16 times the others', then all ask alike. */
+static int script_sizes_differ(Rank *r)
+{
+    PtoDrvWindows *w = NULL;
+    r->rc_alloc = API->comm_window_alloc(r->comm, 1, ALL, (size_t)r->nranks, r->rank == 1 ? 65536 : 4096, &w);
+    snprintf(r->message, sizeof r->message, "%s", API->comm_last_message());
+    CHECK(w == NULL);
+    r->rc_barrier = API->comm_window_alloc(r->comm, 1, ALL, (size_t)r->nranks, 4096, &w);
+    if (r->rc_barrier == PTO_DRV_OK)
+        CHECK_EQ_INT(API->comm_window_free(r->comm, w), PTO_DRV_OK);
+    return r->rc_alloc;
+}
+
+TEST(emudrv_comm_windows_of_different_sizes_are_refused_alike_naming_the_odd_rank)
+{
+    PtoEmuStats before = stats_now();
+    Rank ranks[3] = { 0 };
+    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-rootinfo", 20000, script_sizes_differ);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_ERR_MISMATCH);
+        CHECK_CONTAINS(ranks[i].message, "the ranks disagree on the window size: rank 1 asked for 65536 bytes, the "
+                                         "others for 4096");
+        const char *at = strstr(ranks[i].message, "rank ");
+        CHECK(at != NULL && atoi(at + 5) == 1);
+        CHECK_EQ_INT(ranks[i].rc_barrier, PTO_DRV_OK); /* the equal allocation after it */
+    }
+    CHECK_EQ_INT(stats_now().comm_window_sets, before.comm_window_sets);
+    CHECK_EQ_INT(shm_names_left(), 0);
+    close_ranks(ranks, 3);
+    CHECK_STATS(stats_now(), before);
+}
+
 static int script_barrier(Rank *r)
 {
     r->rc_barrier = API->comm_barrier(r->comm);

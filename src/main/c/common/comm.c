@@ -181,9 +181,18 @@ static void free_domain(CommHandle *h, CommDomain *d)
 /* Collective over d->ranks: the platform's allocation, this rank's view of
  * every member's window, the descriptor. `slice_offset` places a derived
  * domain's windows inside the group's. On success d joins the handle. */
-static int open_domain(CommHandle *h, CommDomain *d, size_t alloc_bytes, size_t slice_offset)
+static int open_domain(CommHandle *h, const char *fn, CommDomain *d, size_t alloc_bytes, size_t slice_offset)
 {
     int rc = comm_backend_alloc(h->backend, d->key, d->ranks, d->rank_count, alloc_bytes, &d->set);
+    if (rc == PTO_ERR_RANKS_DISAGREE) {
+        /* the same words on every platform: the backend's own lead (the
+           driver's, the sim's) would differ, and the first rank named must be
+           the odd one */
+        const char *why = strstr(pto_last_error(), "the ranks disagree");
+        char text[512];
+        snprintf(text, sizeof text, "%s", why != NULL ? why : pto_last_error());
+        rc = pto_fail(rc, "%s: %s", fn, text);
+    }
     if (rc != PTO_OK)
         goto fail_alloc;
     for (uint32_t i = 0; i < d->rank_count; i++) {
@@ -345,7 +354,7 @@ int comm_alloc_windows(void *comm, size_t win_size, uint64_t *device_ctx_out)
         rc = new_domain(h, fn, DOMAIN_GROUP, all, (size_t)h->nranks, (uint32_t)h->rank, win_size, &d);
     if (rc == PTO_OK) {
         d->key = COMM_KEY_GROUP;
-        rc = open_domain(h, d, win_size, 0);
+        rc = open_domain(h, fn, d, win_size, 0);
     }
     if (rc == PTO_OK) {
         h->group = d;
@@ -427,7 +436,7 @@ int comm_derive_context(void *comm, const uint32_t *rank_ids, size_t rank_count,
             free(d);
             rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: an identical context was derived already; use it", fn);
         } else {
-            rc = open_domain(h, d, 0, window_offset);
+            rc = open_domain(h, fn, d, 0, window_offset);
         }
     }
     if (rc == PTO_OK)
@@ -461,7 +470,7 @@ int comm_alloc_domain_windows(void *comm, uint64_t allocation_id, const uint32_t
         rc = new_domain(h, fn, DOMAIN_ALLOCATED, rank_ids, rank_count, domain_rank, window_size, &d);
     if (rc == PTO_OK) {
         d->key = COMM_KEY_DOMAIN | allocation_id;
-        rc = open_domain(h, d, window_size, 0);
+        rc = open_domain(h, fn, d, window_size, 0);
     }
     if (rc == PTO_OK) {
         *device_ctx_out = d->device_ctx;

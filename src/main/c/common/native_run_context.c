@@ -57,6 +57,8 @@ static int job_outcome(NativeRunContext *run, const char *fn, int rc)
         int named = runtime_read_failure(&run->runtime, &run->host_api, rc);
         if (named == PTO_ERR_KERNEL_FAULT && strncmp(pto_last_error(), "kernel fault: ", 14) == 0)
             return run_fail_current(rc, fn, &run->desc);
+        if (named == PTO_ERR_RANKS_DISAGREE) /* a collective's ranks disagreed: its own code */
+            return run_fail_current(named, fn, &run->desc);
         if (pto_device_failure(named)) {
             /* reading the status met a device failure: from now on it is the
                run's outcome (the job is done: the executor no longer writes it),
@@ -200,10 +202,12 @@ static void note_domains(DeviceContext *dc, const void *args, RunCommDomains *ou
 
 /* The run failed with rc (non-zero): its domains break, naming this rank, so its
  * peers fail now instead of at the group timeout. PTO_ERR_BUSY is no failure:
- * the caller retries the prepare, or launches the still-Prepared run later. */
+ * the caller retries the prepare, or launches the still-Prepared run later.
+ * PTO_ERR_RANKS_DISAGREE breaks nothing: every rank of the collective refused it
+ * alike after the exit sync, so no peer waits, and the domain stays usable. */
 static int run_failed(DeviceContext *dc, RunCommDomains *named, int rc)
 {
-    if (rc != PTO_OK && rc != PTO_ERR_BUSY)
+    if (rc != PTO_OK && rc != PTO_ERR_BUSY && rc != PTO_ERR_RANKS_DISAGREE)
         comm_run_break(dc, named);
     return rc;
 }

@@ -56,6 +56,11 @@
 #define PTO_KERNEL_ERR_COMM_CONTEXT 12  /* the comm scalar is 0 or no valid PtoCommDeviceContext */
 #define PTO_KERNEL_ERR_NOT_IN_WINDOW 13 /* a data tensor that must lie in this rank's window does not */
 #define PTO_KERNEL_ERR_COMM_OVERLAP 14  /* an output overlaps a rank's input */
+/* The ranks' intents differ (kind, dtype, count, offset, root, window): no
+   data moved, every rank did the exit sync (the domain stays usable) and left
+   the same text in PtoKernelContext.message; the run fails with
+   PTO_ERR_RANKS_DISAGREE. */
+#define PTO_KERNEL_ERR_RANKS_DISAGREE 15
 /* Sync failures name a rank r (0..PTO_COMM_MAX_RANKS-1) in the low byte. */
 #define PTO_KERNEL_ERR_PEER_LOST_BASE 0x100    /* + r: rank r is gone, or the domain was broken naming it */
 #define PTO_KERNEL_ERR_COMM_TIMEOUT_BASE 0x200 /* + r: timed out waiting for rank r */
@@ -82,6 +87,7 @@ static inline const char *pto_kernel_code_describe(int32_t code, char *buf, size
     case PTO_KERNEL_ERR_COMM_CONTEXT: m = "no valid communication domain descriptor"; break;
     case PTO_KERNEL_ERR_NOT_IN_WINDOW: m = "a tensor is not inside this rank's communication window"; break;
     case PTO_KERNEL_ERR_COMM_OVERLAP: m = "an output overlaps a rank's input"; break;
+    case PTO_KERNEL_ERR_RANKS_DISAGREE: m = "the ranks disagree on the collective"; break;
     default:
         if (code >= PTO_KERNEL_ERR_PEER_LOST_BASE && code < PTO_KERNEL_ERR_PEER_LOST_BASE + PTO_KERNEL_ERR_RANK_SPAN) {
             snprintf(buf, size, "rank %d is gone or broke the communication domain",

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DEVICE_ABI_VERSION 3u
+#define PTO_DEVICE_ABI_VERSION 4u
 
 /* Both images export `uint32_t pto_device_abi_version(void)`; a platform refuses
  * an image whose version differs from the one it was built with. */
@@ -136,9 +136,12 @@ typedef struct PtoAicpuArgs {
                                  pto_graph_state_bytes(task_count) for GRAPH */
     uint64_t state_bytes;
     uint64_t message_dev;     /* 0, or the device address of a NUL-terminated message
-                                 (< 512 bytes) the executor writes when it records an
-                                 error other than KERNEL_FAULT or TIMEOUT (trb:
-                                 orchestration failures); a platform may quote it */
+                                 (< 512 bytes) the executor writes when it records the
+                                 run's first error: for KERNEL_FAULT the faulting
+                                 kernel's own text (PtoKernelContext.message, < 256
+                                 bytes, "" when it left none); for other errors but
+                                 TIMEOUT the executor's (trb: orchestration failures);
+                                 a platform may quote it */
     PtoDeviceStatus status;
     uint64_t trace_dev;       /* 0, or the device address of the run's PtoTraceHeader
                                  (CallConfig.enable_trace): every task's kernel call is

@@ -43,6 +43,7 @@ static int drv_code(int pto_rc)
     case PTO_ERR_TIMEOUT: return PTO_DRV_ERR_TIMEOUT;
     case PTO_ERR_OUT_OF_MEMORY: return PTO_DRV_ERR_OUT_OF_MEMORY;
     case PTO_ERR_DEVICE: return PTO_DRV_ERR_PEER_LOST;
+    case PTO_ERR_RANKS_DISAGREE: return PTO_DRV_ERR_MISMATCH;
     default: return PTO_DRV_ERR_INVALID;
     }
 }

@@ -695,6 +695,7 @@ static const char *error_string(int code)
     case PTO_DRV_ERR_DEVICE_LOST: return "device lost (reset required)";
     case PTO_DRV_ERR_UNSUPPORTED: return "not supported by this device";
     case PTO_DRV_ERR_PEER_LOST: return "a peer rank is gone or the comm group broke";
+    case PTO_DRV_ERR_MISMATCH: return "the comm group's members asked for different things";
     default: return "unknown driver error";
     }
 }

@@ -51,19 +51,28 @@ int runtime_run_check(const RuntimeRun *run, const HostApi *api, uint32_t magic,
     return PTO_OK;
 }
 
-int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, const char *progress)
+int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, const char *progress,
+                         const char *message)
 {
     int child = chip_callable_child_of(v, s->func_id);
     ChipCallableChild c = { 0 };
     char meaning[96];
     if (child >= 0)
         chip_callable_child(v, (uint32_t)child, &c);
-    return pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u, kernel '%.*s') returned %d (%s) on core %u; %s",
-                    (unsigned long long)s->task_id, s->func_id, (int)c.name.size,
-                    child >= 0 ? chip_callable_blob(v, c.name) : "", s->kernel_code,
+    const char *name = child >= 0 ? chip_callable_blob(v, c.name) : "";
+    int builtin = child >= 0 && c.source_kind != PTO_KERNEL_LIBRARY;
+    const char *text = message != NULL ? message : "";
+    /* a built-in collective's ranks asked for different things: its own code,
+       and the kernel's text (the same on every rank) leads */
+    if (builtin && s->kernel_code == PTO_KERNEL_ERR_RANKS_DISAGREE)
+        return pto_fail(PTO_ERR_RANKS_DISAGREE, "%s; task %llu (func_id %u, kernel '%.*s') moved no data; %s",
+                        text[0] != '\0' ? text : "the ranks disagree on the collective", (unsigned long long)s->task_id,
+                        s->func_id, (int)c.name.size, name, progress);
+    return pto_fail(PTO_ERR_KERNEL_FAULT, "kernel fault: task %llu (func_id %u, kernel '%.*s') returned %d (%s) on core %u; %s%s%s",
+                    (unsigned long long)s->task_id, s->func_id, (int)c.name.size, name, s->kernel_code,
                     c.source_kind == PTO_KERNEL_LIBRARY ? "the kernel library's own code"
                                                         : pto_kernel_code_describe(s->kernel_code, meaning, sizeof meaning),
-                    s->core_id, progress);
+                    s->core_id, progress, text[0] != '\0' ? "; the kernel says: " : "", text);
 }
 
 int runtime_unreadable_status(int execution_rc, int read_rc)

@@ -37,8 +37,12 @@ int runtime_run_bound(const RuntimeRun *run, const HostApi *api, uint32_t magic)
 int runtime_run_check(const RuntimeRun *run, const HostApi *api, uint32_t magic, const char *fn);
 
 /* PTO_ERR_KERNEL_FAULT naming the task, func_id, kernel (from the callable),
- * code and its meaning, and core; `progress` says how many tasks completed. */
-int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, const char *progress);
+ * code and its meaning, and core; `progress` says how many tasks completed;
+ * `message` is the kernel's own text (the executor's message, "" or NULL when
+ * none), appended. A built-in's PTO_KERNEL_ERR_RANKS_DISAGREE is
+ * PTO_ERR_RANKS_DISAGREE instead, the kernel's text leading. */
+int runtime_kernel_fault(const ChipCallableView *v, const PtoDeviceStatus *s, const char *progress,
+                         const char *message);
 
 /* read_failure's answer when the status block of a run that failed with
  * execution_rc could not be read (the read's code read_rc, its message the

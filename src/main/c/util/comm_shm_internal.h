@@ -36,6 +36,7 @@ typedef struct ShmControl {
     uint32_t meet[PTO_COMM_MAX_RANKS][PTO_COMM_MAX_RANKS]; /* meet[r][p]: meetings r entered that include p */
     int32_t created[PTO_COMM_MAX_RANKS];  /* a window allocation, phase 1: 0 or the code of what failed */
     int32_t mapped[PTO_COMM_MAX_RANKS];   /* phase 2 */
+    uint64_t wanted[PTO_COMM_MAX_RANKS];  /* phase 1: the window bytes each member asked for */
 } ShmControl;
 
 struct ShmGroup {

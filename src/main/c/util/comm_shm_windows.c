@@ -7,6 +7,13 @@
  * after mapping (`mapped`), and after reading the statuses and unlinking the
  * names (so no status is overwritten, and no name of a later allocation under
  * the same key unlinked, before every member is done with this one).
+ *
+ * Every member publishes the size it asks for (`wanted`) with its `created`
+ * status; after the first meeting every member compares them all and, when
+ * they differ, maps nothing and fails with PTO_ERR_RANKS_DISAGREE naming the
+ * odd member first (the same words read by every member: the same message on
+ * every member). `wanted` is stable until the third meeting, which no member
+ * passes before every member has read it.
  */
 #include "util/comm_shm_internal.h"
 
@@ -122,6 +129,36 @@ static int member_failed(const ShmWindows *w, const int32_t *status, size_t i, c
     return pto_fail(code, "comm: rank %u could not %s a window of %zu bytes", w->ranks[i], what, w->bytes);
 }
 
+/* The size most members asked for (ties: the one of the lowest-indexed of
+ * them, so rank 0's when two sizes tie on two members); 0 when all agree, else
+ * writes the refusal into last_error and returns PTO_ERR_RANKS_DISAGREE. */
+static int check_sizes(const ShmGroup *g, const ShmWindows *w)
+{
+    uint64_t want[PTO_COMM_MAX_RANKS];
+    for (size_t i = 0; i < w->count; i++)
+        want[i] = __atomic_load_n(&g->ctl->wanted[w->ranks[i]], __ATOMIC_SEQ_CST);
+    size_t best = 0, best_votes = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        size_t votes = 0;
+        for (size_t j = 0; j < w->count; j++)
+            votes += want[j] == want[i];
+        if (votes > best_votes) {
+            best = i;
+            best_votes = votes;
+        }
+    }
+    if (best_votes == w->count)
+        return PTO_OK;
+    char odd[320];
+    size_t used = 0;
+    for (size_t i = 0; i < w->count && used < sizeof odd; i++)
+        if (want[i] != want[best])
+            used += (size_t)snprintf(odd + used, sizeof odd - used, "%srank %u asked for %" PRIu64 " bytes",
+                                     used == 0 ? "" : ", ", w->ranks[i], want[i]);
+    return pto_fail(PTO_ERR_RANKS_DISAGREE, "comm: the ranks disagree on the window size: %s, the others for %" PRIu64,
+                    odd, want[best]);
+}
+
 int shm_group_alloc_windows(ShmGroup *g, uint64_t key, const uint32_t *ranks, size_t count, size_t window_bytes,
                             int local_failure, ShmWindows **out)
 {
@@ -150,19 +187,24 @@ int shm_group_alloc_windows(ShmGroup *g, uint64_t key, const uint32_t *ranks, si
     use->segment_bytes = use->signals_offset + page;
     memcpy(use->ranks, ranks, count * sizeof *ranks);
 
+    __atomic_store_n(&g->ctl->wanted[g->rank], (uint64_t)window_bytes, __ATOMIC_SEQ_CST);
     int created = local_failure != PTO_OK ? local_failure : create_own(g, use);
     __atomic_store_n(&g->ctl->created[g->rank], created, __ATOMIC_SEQ_CST);
     if ((rc = shm_group_meet(g, ranks, count)) != PTO_OK)
         goto fail;
-    size_t bad = first_failed(use, g->ctl->created);
+    /* different sizes outrank any member's failure to create: they are why */
+    int sizes = check_sizes(g, use);
+    size_t bad = sizes != PTO_OK ? count : first_failed(use, g->ctl->created);
     int mapped = PTO_OK;
-    for (size_t i = 0; bad == count && mapped == PTO_OK && i < count; i++)
+    for (size_t i = 0; sizes == PTO_OK && bad == count && mapped == PTO_OK && i < count; i++)
         if (i != self)
             mapped = map_peer(g, use, i);
     __atomic_store_n(&g->ctl->mapped[g->rank], mapped, __ATOMIC_SEQ_CST);
     if ((rc = shm_group_meet(g, ranks, count)) != PTO_OK)
         goto fail;
-    if (bad != count)
+    if (sizes != PTO_OK)
+        rc = check_sizes(g, use); /* again: the meeting may have overwritten last_error */
+    else if (bad != count)
         rc = member_failed(use, g->ctl->created, bad, "allocate");
     else if ((bad = first_failed(use, g->ctl->mapped)) != count)
         rc = member_failed(use, g->ctl->mapped, bad, "map");

@@ -26,11 +26,26 @@
  * naming itself before returning its code: its peers would otherwise wait for
  * it until their timeout. A refusal writes no data.
  *
+ * Agreement: before its entry signal every rank publishes its intent (kind,
+ * dtype, op, root, element count, x's offset in the window, the window's
+ * bytes) in its own signal block (PTO_COMM_SIG_INTENT); after the entry sync
+ * every rank reads every rank's intent. A peer cannot overwrite its intent
+ * before a slow rank has read it: it writes the next one only when it starts
+ * its next collective on the domain, after its exit sync, which completes
+ * only once every rank signalled exit, i.e. after every rank compared. When
+ * the intents differ no data moves, every rank still does the exit sync (each
+ * call consumes one count of each counter, so the domain stays aligned and
+ * usable for the next, agreeing collective: nothing is broken, nothing was
+ * written) and fails with PTO_KERNEL_ERR_RANKS_DISAGREE, its message built
+ * from the same words on every rank: the same text everywhere.
+ *
  * Sums are exact rank-order f32 (or wrapping i32) additions, one rounding
  * each: ((x0 + x1) + x2) + ..., the same bits on every rank (the image is
  * built with -ffp-contract=off).
  */
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "device/aicore/kernel_common.h"
@@ -142,6 +157,178 @@ static int32_t coll_sync(const PtoCommDeviceContext *c, uint32_t word)
         pto_comm_break(c, who);
         return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)who;
     }
+}
+
+/* What a collective call is about to do (ptorun/pto_comm.h, the intent words). */
+typedef struct CollIntent {
+    uint32_t kind, dtype, op, root;
+    uint64_t count, offset, window;
+} CollIntent;
+
+static void put64(uint32_t *b, uint32_t at, uint64_t v)
+{
+    __atomic_store_n(&b[at], (uint32_t)v, __ATOMIC_RELAXED);
+    __atomic_store_n(&b[at + 1], (uint32_t)(v >> 32), __ATOMIC_RELAXED);
+}
+
+static uint64_t get64(const uint32_t *b, uint32_t at)
+{
+    return (uint64_t)__atomic_load_n(&b[at], __ATOMIC_RELAXED) |
+           (uint64_t)__atomic_load_n(&b[at + 1], __ATOMIC_RELAXED) << 32;
+}
+
+/* Into this rank's block; relaxed, published by the entry signal's seq_cst add
+   (a release) and read after the wait saw it (an acquire). */
+static void publish_intent(const PtoCommDeviceContext *c, const CollIntent *i)
+{
+    uint32_t *b = pto_comm_word(c, c->rank, PTO_COMM_SIG_INTENT);
+    __atomic_store_n(&b[PTO_COMM_INTENT_KIND], i->kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&b[PTO_COMM_INTENT_DTYPE], i->dtype, __ATOMIC_RELAXED);
+    __atomic_store_n(&b[PTO_COMM_INTENT_OP], i->op, __ATOMIC_RELAXED);
+    __atomic_store_n(&b[PTO_COMM_INTENT_ROOT], i->root, __ATOMIC_RELAXED);
+    put64(b, PTO_COMM_INTENT_COUNT, i->count);
+    put64(b, PTO_COMM_INTENT_OFFSET, i->offset);
+    put64(b, PTO_COMM_INTENT_WINDOW, i->window);
+}
+
+static CollIntent read_intent(const PtoCommDeviceContext *c, uint32_t r)
+{
+    const uint32_t *b = pto_comm_word(c, r, PTO_COMM_SIG_INTENT);
+    return (CollIntent){ __atomic_load_n(&b[PTO_COMM_INTENT_KIND], __ATOMIC_RELAXED),
+                         __atomic_load_n(&b[PTO_COMM_INTENT_DTYPE], __ATOMIC_RELAXED),
+                         __atomic_load_n(&b[PTO_COMM_INTENT_OP], __ATOMIC_RELAXED),
+                         __atomic_load_n(&b[PTO_COMM_INTENT_ROOT], __ATOMIC_RELAXED),
+                         get64(b, PTO_COMM_INTENT_COUNT), get64(b, PTO_COMM_INTENT_OFFSET),
+                         get64(b, PTO_COMM_INTENT_WINDOW) };
+}
+
+/* The intent's fields in the order they are compared (the first that differs
+   is reported). */
+enum { F_KIND, F_OP, F_DTYPE, F_COUNT, F_OFFSET, F_ROOT, F_WINDOW, F_FIELDS };
+
+static const char *const field_name[F_FIELDS] = {
+    "collective", "operation", "dtype", "element count", "data offset in the window", "root", "window size",
+};
+
+static uint64_t field_of(const CollIntent *i, int f)
+{
+    switch (f) {
+    case F_KIND: return i->kind;
+    case F_OP: return i->op;
+    case F_DTYPE: return i->dtype;
+    case F_COUNT: return i->count;
+    case F_OFFSET: return i->offset;
+    case F_ROOT: return i->root;
+    default: return i->window;
+    }
+}
+
+static const char *kind_name(uint64_t kind)
+{
+    switch (kind) {
+    case PTO_COMM_ALLREDUCE_SUM: return "allreduce_sum";
+    case PTO_COMM_ALLGATHER: return "allgather";
+    case PTO_COMM_REDUCE_SCATTER: return "reduce_scatter";
+    case PTO_COMM_BROADCAST: return "broadcast";
+    default: return "no collective";
+    }
+}
+
+/* A field's value as the message shows it. */
+static void format_value(int f, uint64_t v, char *buf, size_t size)
+{
+    if (f == F_KIND)
+        snprintf(buf, size, "%s", kind_name(v));
+    else if (f == F_OP)
+        snprintf(buf, size, "%s", v == PTO_COMM_OP_SUM ? "sum" : "none");
+    else if (f == F_DTYPE && (v == PTO_DTYPE_F32 || v == PTO_DTYPE_I32))
+        snprintf(buf, size, "%s", v == PTO_DTYPE_F32 ? "f32" : "i32");
+    else
+        snprintf(buf, size, "%llu", (unsigned long long)v);
+}
+
+/* Appends to buf at *used, never past size (truncates). */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t size, size_t *used, const char *fmt, ...)
+{
+    if (*used + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, size - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used = *used + (size_t)n < size ? *used + (size_t)n : size - 1;
+}
+
+/* "<kind>: the ranks disagree on the <field>: rank 1 has 1000, the others 1001
+   (rank 0 1001, rank 1 1000, rank 2 1001)": the odd ranks first (those whose
+   value is not the majority's; ties go to the lowest rank's value), so the
+   first rank a reader finds is one that differs, then every rank's value. */
+static void disagree_message(const PtoCommDeviceContext *c, const CollIntent *all, int f, char *buf, size_t size)
+{
+    uint32_t best = 0, best_votes = 0;
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        uint32_t votes = 0;
+        for (uint32_t q = 0; q < c->nranks; q++)
+            votes += field_of(&all[q], f) == field_of(&all[r], f);
+        if (votes > best_votes) {
+            best = r;
+            best_votes = votes;
+        }
+    }
+    const uint64_t majority = field_of(&all[best], f);
+    char v[32];
+    size_t used = 0;
+    buf[0] = '\0';
+    append(buf, size, &used, "%s: the ranks disagree on the %s: ", f == F_KIND ? "collective" : kind_name(all[0].kind),
+           field_name[f]);
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        if (field_of(&all[r], f) == majority)
+            continue;
+        format_value(f, field_of(&all[r], f), v, sizeof v);
+        append(buf, size, &used, "rank %u has %s, ", r, v);
+    }
+    format_value(f, majority, v, sizeof v);
+    append(buf, size, &used, "the others %s (", v);
+    for (uint32_t r = 0; r < c->nranks; r++) {
+        format_value(f, field_of(&all[r], f), v, sizeof v);
+        append(buf, size, &used, "%srank %u %s", r == 0 ? "" : ", ", r, v);
+    }
+    append(buf, size, &used, ")");
+}
+
+/* The first field on which some rank's intent differs from rank 0's, or -1. */
+static int first_disagreement(const PtoCommDeviceContext *c, const CollIntent *all)
+{
+    for (int f = 0; f < F_FIELDS; f++)
+        for (uint32_t r = 1; r < c->nranks; r++)
+            if (field_of(&all[r], f) != field_of(&all[0], f))
+                return f;
+    return -1;
+}
+
+/* A collective's entry: publishes this rank's intent, does the entry sync and
+   compares every rank's intent. PTO_KERNEL_OK: go ahead (the caller does the
+   exit sync). On disagreement writes the message into k's channel, does the
+   exit sync itself and returns PTO_KERNEL_ERR_RANKS_DISAGREE (or the exit
+   sync's failure). A failed entry sync returns its code. */
+static int32_t coll_enter(const PtoCommDeviceContext *c, const PtoKernelContext *k, const CollIntent *mine)
+{
+    publish_intent(c, mine);
+    int32_t rc = coll_sync(c, COLL_ENTRY);
+    if (rc != PTO_KERNEL_OK)
+        return rc;
+    CollIntent all[PTO_COMM_MAX_RANKS];
+    for (uint32_t r = 0; r < c->nranks; r++)
+        all[r] = read_intent(c, r);
+    int f = first_disagreement(c, all);
+    if (f < 0)
+        return PTO_KERNEL_OK;
+    if ((rc = coll_sync(c, COLL_EXIT)) != PTO_KERNEL_OK)
+        return rc; /* the domain broke meanwhile: that is the run's failure */
+    if (k->message != NULL && k->message_bytes > 0)
+        disagree_message(c, all, f, k->message, k->message_bytes);
+    return PTO_KERNEL_ERR_RANKS_DISAGREE;
 }
 
 /* The first element of rank r's chunk of n: floor(r * n / nr), without
@@ -265,7 +452,8 @@ KERNEL_SIGNATURE(allreduce_sum)
     int32_t rc = inout_in_window(args, nargs, 2, k, &c, &x, &off);
     if (rc != PTO_KERNEL_OK)
         return rc;
-    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+    const CollIntent intent = { PTO_COMM_ALLREDUCE_SUM, x.dtype, PTO_COMM_OP_SUM, 0, x.bytes / 4u, off, c->window_size };
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
         return rc;
     if (c->nranks > 1) {
         uint64_t n = x.bytes / 4u;
@@ -315,7 +503,8 @@ KERNEL_SIGNATURE(allgather)
         return refuse(c, PTO_KERNEL_ERR_SHAPE);
     if (overlaps_any_input(c, off, x.bytes, &y))
         return refuse(c, PTO_KERNEL_ERR_COMM_OVERLAP);
-    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+    const CollIntent intent = { PTO_COMM_ALLGATHER, x.dtype, PTO_COMM_OP_NONE, 0, x.bytes / 4u, off, c->window_size };
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
         return rc;
     for (uint32_t p = 0; p < c->nranks; p++)
         memcpy(y.p + (uint64_t)p * x.bytes, (const char *)(uintptr_t)(c->windows[p] + off), x.bytes);
@@ -338,7 +527,8 @@ KERNEL_SIGNATURE(reduce_scatter)
         return refuse(c, PTO_KERNEL_ERR_SHAPE);
     if (overlaps_any_input(c, off, x.bytes, &y))
         return refuse(c, PTO_KERNEL_ERR_COMM_OVERLAP);
-    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+    const CollIntent intent = { PTO_COMM_REDUCE_SCATTER, x.dtype, PTO_COMM_OP_SUM, 0, n, off, c->window_size };
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
         return rc;
     ReduceScatterCtx r = { y.p, lo, x.dtype, c->nranks };
     for_each_block(c, off, lo, hi, reduce_scatter_block, &r);
@@ -357,7 +547,8 @@ KERNEL_SIGNATURE(broadcast)
     if (args[2] >= c->nranks)
         return refuse(c, PTO_KERNEL_ERR_BAD_SCALAR);
     uint32_t root = (uint32_t)args[2];
-    if ((rc = coll_sync(c, COLL_ENTRY)) != PTO_KERNEL_OK)
+    const CollIntent intent = { PTO_COMM_BROADCAST, x.dtype, PTO_COMM_OP_NONE, root, x.bytes / 4u, off, c->window_size };
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
         return rc;
     if (c->rank != root)
         memcpy(x.p, (const char *)(uintptr_t)(c->windows[root] + off), x.bytes);

@@ -6,6 +6,8 @@
  */
 #include "device/aicpu/aicpu_device.h"
 
+#include <string.h>
+
 #include "util/spin_wait.h"
 #include "util/tensor_view.h"
 #include "device/aicpu/aicpu_work.h"
@@ -71,6 +73,20 @@ void aicpu_record_error(AicpuDevice *d, int32_t code, int32_t kernel_code, uint6
         s->error_code = code;
     }
     d->stopping = 1;
+}
+
+void aicpu_record_kernel_fault(AicpuDevice *d, int32_t rc, uint64_t task_id, uint32_t func_id, uint32_t core_id,
+                               const char *message)
+{
+    int first = d->args->status.error_code == 0;
+    aicpu_record_error(d, PTO_ERR_KERNEL_FAULT, rc, task_id, func_id, core_id);
+    char *out = (char *)(uintptr_t)d->args->message_dev;
+    if (!first || out == NULL)
+        return;
+    /* the kernel may have left it unterminated: bound it */
+    size_t n = strnlen(message, PTO_KERNEL_MESSAGE_BYTES - 1);
+    memcpy(out, message, n);
+    out[n] = '\0';
 }
 
 void aicpu_check_stop_request(AicpuDevice *d, int work_left)
@@ -168,7 +184,7 @@ int aicpu_idle(AicpuDevice *d, int over, uint64_t tasks_left, const PtoAicpuHook
 
 int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes,
                          const PtoTensorView *views, uint32_t nargs, uint32_t core_type, uint32_t core,
-                         uint32_t block_dim, uint64_t task_id, uint32_t func_id)
+                         uint32_t block_dim, uint64_t task_id, uint32_t func_id, char *message)
 {
     PtoTensorView made[PTO_MAX_TASK_PARAMS];
     if (views == NULL && nargs <= PTO_MAX_TASK_PARAMS) {
@@ -184,7 +200,10 @@ int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint6
         .task_id = task_id,
         .arg_sizes = arg_sizes,
         .views = views,
+        .message = message,
+        .message_bytes = PTO_KERNEL_MESSAGE_BYTES,
     };
+    message[0] = '\0';
     PtoKernelFn fn = (PtoKernelFn)(uintptr_t)kernel_addr;
     PtoTraceHeader *tr = aicpu_device.trace;
     if (tr == NULL)

@@ -64,6 +64,12 @@ void aicpu_core_give(AicpuDevice *d, uint32_t core_type, uint32_t core);
 void aicpu_record_error(AicpuDevice *d, int32_t code, int32_t kernel_code, uint64_t task_id, uint32_t func_id,
                         uint32_t core_id);
 
+/* A kernel returned rc != 0: records the run's first error as KERNEL_FAULT
+   and, when it is the first, copies the kernel's message (its
+   PtoKernelContext.message, "" when it left none) to args->message_dev. */
+void aicpu_record_kernel_fault(AicpuDevice *d, int32_t rc, uint64_t task_id, uint32_t func_id, uint32_t core_id,
+                               const char *message);
+
 /* A host stop request (the sim's timeout) becomes the error when work is left. */
 void aicpu_check_stop_request(AicpuDevice *d, int work_left);
 
@@ -99,9 +105,12 @@ int aicpu_idle(AicpuDevice *d, int over, uint64_t tasks_left, const PtoAicpuHook
 /* Calls a kernel (unlocked), recording it in the run's trace buffer when there is one.
    views: the kernel's views parallel to args, or NULL when they follow from
    args and arg_sizes (util/tensor_view.h, tensor_view_entry_of_arg): then they
-   are made on this stack. */
+   are made on this stack. message: PTO_KERNEL_MESSAGE_BYTES of the caller's
+   (one per call, so per core), handed to the kernel empty as its message
+   channel. */
 int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint64_t *arg_sizes,
                          const PtoTensorView *views, uint32_t nargs,
-                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id, uint32_t func_id);
+                         uint32_t core_type, uint32_t core, uint32_t block_dim, uint64_t task_id, uint32_t func_id,
+                         char *message);
 
 #endif

@@ -15,6 +15,7 @@
 #include "device/aicpu/aicpu_work.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/chip_callable.h"
+#include "ptorun/pto_kernel.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 typedef struct GraphRun {
@@ -157,7 +158,7 @@ static int pick(AicpuDevice *d, GraphRun *g, uint32_t *task, uint32_t *core)
     return 1;
 }
 
-static void complete(AicpuDevice *d, GraphRun *g, uint32_t id, uint32_t core, int32_t rc)
+static void complete(AicpuDevice *d, GraphRun *g, uint32_t id, uint32_t core, int32_t rc, const char *message)
 {
     const PtoGraphTask *t = &g->tasks[id];
     d->in_flight--;
@@ -165,7 +166,7 @@ static void complete(AicpuDevice *d, GraphRun *g, uint32_t id, uint32_t core, in
     aicpu_core_give(d, t->core_type, core);
     d->args->status.tasks_completed = d->completed;
     if (rc != 0) {
-        aicpu_record_error(d, PTO_ERR_KERNEL_FAULT, rc, id, t->func_id, core);
+        aicpu_record_kernel_fault(d, rc, id, t->func_id, core, message);
     } else if (!d->stopping) {
         for (uint32_t e = 0; e < t->fanout_count; e++) {
             uint32_t c = g->fanout[t->fanout_index + e];
@@ -194,14 +195,15 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
             pthread_mutex_unlock(&d->lock);
             uint32_t granted = aicpu_request_threads(hooks, ask);
             const PtoGraphTask *t = &g->tasks[task];
+            char message[PTO_KERNEL_MESSAGE_BYTES];
             int32_t rc = aicpu_run_kernel(t->kernel_addr, &g->task_args[t->arg_index],
                                           &g->task_arg_sizes[t->arg_index],
                                           t->view_index != 0 ? &g->views[t->view_index - 1] : NULL, t->arg_count,
                                           t->core_type, core,
-                                          d->block_dim, task, t->func_id);
+                                          d->block_dim, task, t->func_id, message);
             pthread_mutex_lock(&d->lock);
             aicpu_requests_granted(d, ask, granted);
-            complete(d, g, task, core, rc);
+            complete(d, g, task, core, rc, message);
             continue;
         }
         if (aicpu_idle(d, d->in_flight == 0, g->task_count - d->completed, hooks))

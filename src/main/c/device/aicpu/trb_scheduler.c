@@ -5,6 +5,7 @@
 #include "device/aicpu/trb_scheduler.h"
 
 #include "util/last_error.h"
+#include "ptorun/pto_kernel.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* the orchestrator parks here while it waits for the rings (trb_orch_wait) */
@@ -129,7 +130,7 @@ void trb_sched_maybe_end(AicpuDevice *d, TrbRun *t)
 
 /* A kernel returned: release its consumers, its dependency nodes, its scopes'
    heap and its slot. */
-static void complete(AicpuDevice *d, TrbRun *t, uint64_t ref, uint32_t core, int32_t rc)
+static void complete(AicpuDevice *d, TrbRun *t, uint64_t ref, uint32_t core, int32_t rc, const char *message)
 {
     PtoTrbSlot *s = trb_slot_of(t, ref);
     d->in_flight--;
@@ -137,7 +138,7 @@ static void complete(AicpuDevice *d, TrbRun *t, uint64_t ref, uint32_t core, int
     aicpu_core_give(d, s->core_type, core);
     d->args->status.tasks_completed = d->completed;
     if (rc != 0)
-        aicpu_record_error(d, PTO_ERR_KERNEL_FAULT, rc, s->task_id, s->func_id, core);
+        aicpu_record_kernel_fault(d, rc, s->task_id, s->func_id, core, message);
     trb_set_task_state(s, TASK_COMPLETED);
     for (uint64_t node = s->fanout_head; node != 0;) {
         TrbRing *nr = &t->rings[node >> 32];
@@ -177,11 +178,12 @@ static int run_one(AicpuDevice *d, TrbRun *t, uint32_t thread_count, const PtoAi
     uint32_t granted = aicpu_request_threads(hooks, ask);
     PtoTrbSlot *s = trb_slot_of(t, ref);
     const PtoTensorView *views = s->view_index != 0 ? &t->rings[ref & 3u].views[s->view_index - 1] : NULL;
+    char message[PTO_KERNEL_MESSAGE_BYTES];
     int32_t rc = aicpu_run_kernel(s->kernel_addr, s->args, s->arg_sizes, views, s->arg_count, s->core_type, core,
-                                  d->block_dim, s->task_id, s->func_id);
+                                  d->block_dim, s->task_id, s->func_id, message);
     pthread_mutex_lock(&d->lock);
     aicpu_requests_granted(d, ask, granted);
-    complete(d, t, ref, core, rc);
+    complete(d, t, ref, core, rc, message);
     return 1;
 }
 

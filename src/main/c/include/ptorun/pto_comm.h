@@ -20,7 +20,14 @@
  *   PTO_COMM_SIG_PID       the owner's process id while it takes part, or
  *                          PTO_COMM_PID_GONE once it left (comm_destroy) or was
  *                          lost; a peer whose process no longer exists is lost
- *   PTO_COMM_SIG_COUNTERS  the first of the collectives' counters
+ *   PTO_COMM_SIG_COUNTERS  the first of the collectives' counters (8: entry,
+ *                          9: exit)
+ *   PTO_COMM_SIG_INTENT    PTO_COMM_INTENT_WORDS words: what the owner's
+ *                          current collective is about to do (kind, dtype, op,
+ *                          root, element count, the data's offset in the
+ *                          window, the window's bytes), written before it
+ *                          signals its entry counter and compared by every
+ *                          rank after the entry sync (kernels_collective.c)
  *
  * Counters only ever increase (monotonic), so a collective called again needs
  * no reset. A device-side wait spins at most the bounded spin, then parks on
@@ -42,6 +49,29 @@
 #define PTO_COMM_SIG_PID 2u
 #define PTO_COMM_SIG_COUNTERS 8u
 #define PTO_COMM_PID_GONE 0xFFFFFFFFu
+
+/* A collective's intent: PTO_COMM_SIG_INTENT + one of these. 64-bit values
+   take two words, the low one first. */
+#define PTO_COMM_SIG_INTENT 16u
+#define PTO_COMM_INTENT_KIND 0u     /* PtoCommCollective */
+#define PTO_COMM_INTENT_DTYPE 1u    /* PtoDataType of the data */
+#define PTO_COMM_INTENT_OP 2u       /* PtoCommOp: 0 none, 1 sum */
+#define PTO_COMM_INTENT_ROOT 3u     /* broadcast's root, else 0 */
+#define PTO_COMM_INTENT_COUNT 4u    /* elements of x (2 words) */
+#define PTO_COMM_INTENT_OFFSET 6u   /* x's byte offset in the window (2 words) */
+#define PTO_COMM_INTENT_WINDOW 8u   /* the window's bytes as this rank's descriptor says (2 words) */
+#define PTO_COMM_INTENT_WORDS 10u
+
+typedef enum PtoCommCollective {
+    PTO_COMM_ALLREDUCE_SUM = 1,
+    PTO_COMM_ALLGATHER = 2,
+    PTO_COMM_REDUCE_SCATTER = 3,
+    PTO_COMM_BROADCAST = 4
+} PtoCommCollective;
+
+typedef enum PtoCommOp { PTO_COMM_OP_NONE = 0, PTO_COMM_OP_SUM = 1 } PtoCommOp;
+
+_Static_assert(PTO_COMM_SIG_INTENT + PTO_COMM_INTENT_WORDS <= PTO_COMM_SIGNAL_WORDS, "intent fits the block");
 
 typedef struct PtoCommDeviceContext {
     uint32_t magic;                          /* PTO_COMM_CTX_MAGIC */

@@ -43,8 +43,10 @@ typedef enum PtoDriverError {
     PTO_DRV_ERR_TIMEOUT = -6,           /* stream_synchronize: not done within the timeout */
     PTO_DRV_ERR_DEVICE_LOST = -7,       /* the device is gone until reset_device */
     PTO_DRV_ERR_UNSUPPORTED = -8,       /* e.g. host_register on a device without host mapping */
-    PTO_DRV_ERR_PEER_LOST = -9          /* comm: a peer rank is gone (its process, its device), or the
+    PTO_DRV_ERR_PEER_LOST = -9,         /* comm: a peer rank is gone (its process, its device), or the
                                            group broke; comm_last_message names the rank */
+    PTO_DRV_ERR_MISMATCH = -10          /* comm: the members of a collective call asked for different
+                                           things (window sizes); comm_last_message names them */
 } PtoDriverError;
 
 typedef struct PtoDrvDevice PtoDrvDevice;

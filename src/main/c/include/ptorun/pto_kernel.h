@@ -23,11 +23,23 @@ typedef struct PtoKernelContext {
      * strided view's is the view as submitted (dims past ndims zero).
      * args[i] == views[i].addr for tensors. */
     const PtoTensorView *views;
+    /* The kernel's message channel: a buffer of message_bytes (0: none, message
+     * NULL) the kernel may fill with a NUL-terminated text before it returns
+     * non-zero; the executor keeps the run's first faulting task's text and the
+     * host appends it to the run's failure message (docs/kernels.md). Private
+     * to this call (one per core), empty when the kernel starts. */
+    char *message;
+    uint32_t message_bytes;
 } PtoKernelContext;
+
+/* What the executors give every kernel call as PtoKernelContext.message. */
+#define PTO_KERNEL_MESSAGE_BYTES 256u
 
 /* args: per task parameter, in order, the device address of a tensor view or the
  * raw 64 bits of a scalar (an f32 scalar is its IEEE bits in the low 32 bits).
- * Non-zero return fails the run with PTO_ERR_KERNEL_FAULT. */
+ * Non-zero return fails the run with PTO_ERR_KERNEL_FAULT (a built-in's
+ * PTO_KERNEL_ERR_RANKS_DISAGREE with PTO_ERR_RANKS_DISAGREE), the text the kernel
+ * left in k->message appended to the run's message. */
 typedef int32_t (*PtoKernelFn)(const uint64_t *args, uint32_t nargs, const PtoKernelContext *k);
 
 #endif

@@ -36,6 +36,10 @@ extern "C" {
 #define PTO_ERR_CAPACITY            -13
 #define PTO_ERR_ORCHESTRATION       -14
 #define PTO_ERR_POISONED            -15
+/* PTO_ERR_RANKS_DISAGREE: the ranks of a collective call (a collective kernel,
+   a window allocation) asked for different things; nothing moved or stayed
+   allocated, the group and its domains stay usable (docs/abi.md). */
+#define PTO_ERR_RANKS_DISAGREE      -16
 
 /* native log levels (ptorun_log_next), in SLF4J's order */
 #define PTO_LOG_ERROR 1

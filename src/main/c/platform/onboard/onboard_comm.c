@@ -31,6 +31,7 @@ static int comm_code(int drv_rc)
     case PTO_DRV_ERR_TIMEOUT: return PTO_ERR_TIMEOUT;
     case PTO_DRV_ERR_INVALID: return PTO_ERR_INVALID_ARGUMENT;
     case PTO_DRV_ERR_UNSUPPORTED: return PTO_RUNTIME_ERR_UNSUPPORTED;
+    case PTO_DRV_ERR_MISMATCH: return PTO_ERR_RANKS_DISAGREE;
     default: return PTO_ERR_DEVICE; /* a peer lost, the group broken, this device lost */
     }
 }

@@ -36,6 +36,7 @@
 #define HBG_RUN_MAGIC 0x48424752u      /* "HBGR": a bound run */
 #define HBG_STAGING_ALIGN 64u          /* staged tensors start on a cache line */
 #define HBG_ARENA_GRANULE (64u << 10)  /* arenas grow in these steps */
+#define HBG_MESSAGE_BYTES 512u         /* the executor's message after the argument block (< 512: device_run.c) */
 
 /* The runtime's part of a run (RuntimeRun.opaque). */
 typedef struct HbgRun {
@@ -299,7 +300,8 @@ static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConf
 {
     HbgGraph *g = &s->graph;
     size_t graph_bytes = hbg_graph_image_bytes(g);
-    size_t total = sizeof(PtoAicpuArgs) + graph_bytes;
+    /* the argument block, the executor's message (a faulting kernel's text), the graph */
+    size_t total = sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES + graph_bytes;
     int rc = host_api_setup_static_arena(api, 0, round_up(pto_graph_state_bytes(g->task_count), HBG_ARENA_GRANULE),
                                          round_up(total, HBG_ARENA_GRANULE));
     if (rc != PTO_OK)
@@ -319,14 +321,16 @@ static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConf
         .work_kind = PTO_DEVICE_WORK_GRAPH,
         .block_dim = block_dim,
         .run_serial = runtime_next_run_serial(),
-        .work_dev = (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs),
+        .work_dev = (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES,
         .work_bytes = graph_bytes,
         .state_dev = (uint64_t)(uintptr_t)sm,
         .state_bytes = sm_size,
+        .message_dev = (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs),
         .trace_dev = (uint64_t)(uintptr_t)trace,
     };
     memcpy(s->image, &a, sizeof a);
-    hbg_graph_write_image(g, s->image + sizeof a);
+    memset(s->image + sizeof a, 0, HBG_MESSAGE_BYTES);
+    hbg_graph_write_image(g, s->image + sizeof a + HBG_MESSAGE_BYTES);
     if ((rc = host_api_copy_to_device(api, arena, s->image, total)) != PTO_OK)
         return rc;
     *launch = (DeviceLaunch){
@@ -430,8 +434,14 @@ static int read_failure(const HostApi *api, const HbgRun *h, int execution_rc)
     char progress[96];
     snprintf(progress, sizeof progress, "%llu of %u task(s) completed", (unsigned long long)s.tasks_completed,
              h->task_count);
-    if (s.error_code == PTO_ERR_KERNEL_FAULT)
-        return runtime_kernel_fault(&h->callable->copy.view, &s, progress);
+    if (s.error_code == PTO_ERR_KERNEL_FAULT) {
+        char message[HBG_MESSAGE_BYTES];
+        void *message_dev = (void *)(uintptr_t)(h->args_dev + sizeof(PtoAicpuArgs));
+        if (host_api_copy_from_device(api, message, message_dev, sizeof message) != PTO_OK)
+            message[0] = '\0'; /* the status says what happened; the text only adds to it */
+        message[sizeof message - 1] = '\0';
+        return runtime_kernel_fault(&h->callable->copy.view, &s, progress, message);
+    }
     /* a hung device never writes its status: the host's timeout is the answer */
     if (s.error_code == PTO_ERR_TIMEOUT || (s.error_code == 0 && execution_rc == PTO_ERR_TIMEOUT))
         return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %s", h->timeout_ms, progress);

@@ -459,7 +459,7 @@ static int read_failure(const HostApi *api, const TrbRunState *h, int execution_
     int device_error = s->error_code == 0 && execution_rc == PTO_ERR_TIMEOUT ? PTO_ERR_TIMEOUT : s->error_code;
     switch (device_error) {
     case PTO_ERR_KERNEL_FAULT:
-        return runtime_kernel_fault(&h->callable->copy.view, s, progress);
+        return runtime_kernel_fault(&h->callable->copy.view, s, progress, w->message);
     case PTO_ERR_TIMEOUT:
         return pto_fail(PTO_ERR_TIMEOUT, "the run exceeded its timeout of %u ms: %s", h->timeout_ms, progress);
     case 0:

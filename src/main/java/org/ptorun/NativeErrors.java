@@ -12,7 +12,7 @@ final class NativeErrors {
 
     /** Codes that are the run's own outcome on the device, not a refusal of the call. */
     private static final Set<PtoError> RUN_OUTCOMES =
-            Set.of(PtoError.KERNEL_FAULT, PtoError.TIMEOUT, PtoError.ORCHESTRATION);
+            Set.of(PtoError.KERNEL_FAULT, PtoError.TIMEOUT, PtoError.ORCHESTRATION, PtoError.RANKS_DISAGREE);
 
     /** The calls that report an accepted run's outcome without having failed themselves. */
     private static final Set<String> REPORTING_PHASES = Set.of("launch", "poll", "await", "finalize");
@@ -59,6 +59,7 @@ final class NativeErrors {
             case CAPACITY -> new CapacityExceededException(description, code, nativeMessage, run);
             case ORCHESTRATION -> new OrchestrationException(description, code, nativeMessage, run);
             case POISONED -> new ChipPoisonedException(description, code, nativeMessage, run);
+            case RANKS_DISAGREE -> new CollectiveMismatchException(description, code, nativeMessage, run);
             case OK, FAILED -> new PtoRunException(description, code, nativeMessage, run);
         };
     }

@@ -22,7 +22,8 @@ public enum PtoError {
     BAD_CALLABLE(-12, "PTO_ERR_BAD_CALLABLE"),
     CAPACITY(-13, "PTO_ERR_CAPACITY"),
     ORCHESTRATION(-14, "PTO_ERR_ORCHESTRATION"),
-    POISONED(-15, "PTO_ERR_POISONED");
+    POISONED(-15, "PTO_ERR_POISONED"),
+    RANKS_DISAGREE(-16, "PTO_ERR_RANKS_DISAGREE");
 
     private static final PtoError[] BY_NEGATED_CODE = values();
 
@@ -51,12 +52,12 @@ public enum PtoError {
      */
     public static PtoError fromCode(int code) {
         return lookup(code).orElseThrow(() -> new IllegalArgumentException(
-                "native code " + code + " is not a ptorun status code (0 to -15)"));
+                "native code " + code + " is not a ptorun status code (0 to -16)"));
     }
 
     /** The error of a native code, or empty for a code the contract does not define. */
     public static Optional<PtoError> lookup(int code) {
-        // values() is declared in code order 0, -1, ..., -15
+        // values() is declared in code order 0, -1, ..., -16
         return code <= 0 && -code < BY_NEGATED_CODE.length
                 ? Optional.of(BY_NEGATED_CODE[-code])
                 : Optional.empty();

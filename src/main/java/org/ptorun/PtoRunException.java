@@ -19,7 +19,8 @@ public sealed class PtoRunException extends RuntimeException
         permits UnsupportedVariantException, InvalidNativeArgumentException, StaleRunException, ChipBusyException,
         NotRegisteredException, DeviceOutOfMemoryException, DeviceErrorException, KernelFaultException,
         RunTimeoutException, BadCallableException, CapacityExceededException, OrchestrationException,
-        ChipPoisonedException, LeaseRejectedException, LibraryLoadException, CommException {
+        ChipPoisonedException, LeaseRejectedException, LibraryLoadException, CommException,
+        CollectiveMismatchException {
 
     private static final long serialVersionUID = 1L;
 

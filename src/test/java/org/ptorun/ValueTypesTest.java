@@ -13,7 +13,8 @@ class ValueTypesTest {
         String[] names = {"PTO_OK", "PTO_ERR_FAILED", "PTO_RUNTIME_ERR_UNSUPPORTED", "PTO_ERR_INVALID_ARGUMENT",
             "PTO_ERR_BAD_STORAGE", "PTO_ERR_WRONG_PHASE", "PTO_ERR_BUSY", "PTO_ERR_NOT_REGISTERED",
             "PTO_ERR_OUT_OF_MEMORY", "PTO_ERR_DEVICE", "PTO_ERR_KERNEL_FAULT", "PTO_ERR_TIMEOUT",
-            "PTO_ERR_BAD_CALLABLE", "PTO_ERR_CAPACITY", "PTO_ERR_ORCHESTRATION", "PTO_ERR_POISONED"};
+            "PTO_ERR_BAD_CALLABLE", "PTO_ERR_CAPACITY", "PTO_ERR_ORCHESTRATION", "PTO_ERR_POISONED",
+            "PTO_ERR_RANKS_DISAGREE"};
         assertThat(PtoError.values()).hasSize(names.length);
         for (int i = 0; i < names.length; i++) {
             PtoError e = PtoError.fromCode(-i);
@@ -21,7 +22,7 @@ class ValueTypesTest {
             assertThat(e.cName()).isEqualTo(names[i]);
         }
         assertThat(PtoError.fromCode(-6)).isEqualTo(PtoError.BUSY);
-        assertThatThrownBy(() -> PtoError.fromCode(-16)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> PtoError.fromCode(-17)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> PtoError.fromCode(1)).isInstanceOf(IllegalArgumentException.class);
         assertThat(PtoError.lookup(-99)).isEmpty();
         assertThat(PtoError.nameOf(-99)).isEqualTo("unknown code -99");
@@ -58,7 +59,7 @@ class ValueTypesTest {
                 DeviceErrorException.class, KernelFaultException.class, RunTimeoutException.class,
                 BadCallableException.class, CapacityExceededException.class, OrchestrationException.class,
                 ChipPoisonedException.class, LeaseRejectedException.class, LibraryLoadException.class,
-                CommException.class);
+                CommException.class, CollectiveMismatchException.class);
         assertThat(StaleRunException.class.getPermittedSubclasses()).containsExactly(BadStorageException.class);
         LibraryLoadException load = new LibraryLoadException("driver",
                 NativeErrors.fromNative("simpler_init on device 0", -9, "onboard driver x: cannot load it", null));
@@ -78,6 +79,7 @@ class ValueTypesTest {
             {-10, KernelFaultException.class}, {-11, RunTimeoutException.class},
             {-12, BadCallableException.class}, {-13, CapacityExceededException.class},
             {-14, OrchestrationException.class}, {-15, ChipPoisonedException.class},
+            {-16, CollectiveMismatchException.class},
             {-77, PtoRunException.class}};
         assertThat(expected.length).as("every code of the contract but PTO_OK, and one outside it")
                 .isEqualTo(PtoError.values().length);
@@ -89,7 +91,7 @@ class ValueTypesTest {
             assertThat(e.codeName()).isEqualTo(PtoError.nameOf(code));
             assertThat(e.nativeMessage()).isEqualTo("native words");
             assertThat(e.run()).contains(run);
-            String subject = code == -10 || code == -11 || code == -14 ? "run failed (reported by launch)" : "launch failed";
+            String subject = code == -10 || code == -11 || code == -14 || code == -16 ? "run failed (reported by launch)" : "launch failed";
             assertThat(e.getMessage()).isEqualTo(subject + ": " + PtoError.nameOf(code) + " (" + code
                     + "): native words (run_id=5 slot=0 generation=3 dispatch_id=6 run_epoch=99)");
         }
