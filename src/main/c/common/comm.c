@@ -169,6 +169,8 @@ static int register_windows(CommHandle *h, CommDomain *d)
     return PTO_OK;
 }
 
+/* The windows leave the runner's table (waiting for copies into them) before
+ * the backend unmaps them. */
 static void free_domain(CommHandle *h, CommDomain *d)
 {
     runner_device_free(h->dc->runner, (void *)(uintptr_t)d->device_ctx);

@@ -12,7 +12,9 @@
  *
  * Locks: g_registry_lock (emudrv_device.c) guards the handle registry and the
  * `users` counts; each device's `lock` guards its streams, queues and threads.
- * Never both at once. Handles are validated against the registry on every call,
+ * Never both at once. A call touching device bytes holds a pin of its memory or
+ * window table (and no lock) while it does; frees wait for pins, not locks.
+ * Handles are validated against the registry on every call,
  * so a stale handle (after destroy, reset or close) is refused, never followed.
  */
 #ifndef PTORUN_EMUDRV_H
@@ -165,6 +167,10 @@ int emu_stream_enter(PtoDrvStream *s);
 
 /* Non-zero when [addr, +n) is the device's memory or a comm window it addresses. */
 int emu_device_addresses(PtoDrvDevice *dev, uint64_t addr, size_t n);
+/* emu_device_addresses, and when non-zero *pin holds that allocation or window
+ * until alloc_table_unpin: every entry that touches device bytes pins them, so
+ * mem_free and window frees wait for it (util/alloc_table.h). */
+int emu_device_pin(PtoDrvDevice *dev, uint64_t addr, size_t n, AllocPin *pin);
 /* A use of a live device (as every call on it takes), DEVICE_LOST when it is lost. */
 int emu_device_enter(PtoDrvDevice *dev);
 void emu_device_exit(PtoDrvDevice *dev);

@@ -127,7 +127,8 @@ int emu_comm_join(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_
     return PTO_DRV_OK;
 }
 
-/* Takes members [0, count) of `windows` out of the device's window table. */
+/* Takes members [0, count) of `windows` out of the device's window table; each
+ * removal waits for the copies pinning it, so they may be unmapped after. */
 static void forget_windows(PtoDrvDevice *dev, const ShmWindows *windows, size_t count)
 {
     for (size_t i = 0; shm_windows_bytes(windows) > 0 && i < count; i++) {

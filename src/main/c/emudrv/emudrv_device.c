@@ -173,6 +173,12 @@ int emu_device_addresses(PtoDrvDevice *dev, uint64_t addr, size_t n)
            alloc_table_contains(&dev->windows, (uintptr_t)addr, n);
 }
 
+int emu_device_pin(PtoDrvDevice *dev, uint64_t addr, size_t n, AllocPin *pin)
+{
+    return alloc_table_pin(&dev->memory, (uintptr_t)addr, n, pin) == PTO_OK ||
+           alloc_table_pin(&dev->windows, (uintptr_t)addr, n, pin) == PTO_OK;
+}
+
 int emu_stream_enter(PtoDrvStream *s)
 {
     int rc = emu_stream_acquire(s);
@@ -457,52 +463,72 @@ static int mem_free(PtoDrvDevice *dev, uint64_t dev_addr)
     return rc;
 }
 
-/* Checks a synchronous copy's device range and host pointer, then the fault. */
-static int copy_enter(PtoDrvDevice *dev, uint64_t dev_addr, const void *host, size_t n, PtoEmuFault fault)
+/* Checks a synchronous copy's device range and host pointer, then the fault;
+ * on PTO_DRV_OK the range is pinned (mem_free and window frees wait for the
+ * copy) and the device entered, both given back by copy_exit. */
+static int copy_enter(PtoDrvDevice *dev, uint64_t dev_addr, const void *host, size_t n, PtoEmuFault fault,
+                      AllocPin *pin)
 {
     int rc = device_enter(dev);
     if (rc != PTO_DRV_OK)
         return rc;
-    if ((host == NULL && n > 0) || !emu_device_addresses(dev, dev_addr, n))
+    if ((host == NULL && n > 0) || !emu_device_pin(dev, dev_addr, n, pin)) {
         rc = PTO_DRV_ERR_INVALID;
-    else if (fault != PTO_EMU_FAULT_NONE && n > 0 && emu_fault_hit(fault))
+        goto fail_range;
+    }
+    if (fault != PTO_EMU_FAULT_NONE && n > 0 && emu_fault_hit(fault)) {
         rc = PTO_DRV_ERR_COPY;
-    if (rc != PTO_DRV_OK)
-        device_release(dev);
+        goto fail_fault;
+    }
+    return PTO_DRV_OK;
+
+fail_fault:
+    alloc_table_unpin(pin);
+fail_range:
+    device_release(dev);
     return rc;
+}
+
+static void copy_exit(PtoDrvDevice *dev, const AllocPin *pin)
+{
+    alloc_table_unpin(pin);
+    device_release(dev);
 }
 
 static int memcpy_h2d(PtoDrvDevice *dev, uint64_t dst, const void *src, size_t n)
 {
-    int rc = copy_enter(dev, dst, src, n, PTO_EMU_FAULT_H2D);
+    AllocPin pin;
+    int rc = copy_enter(dev, dst, src, n, PTO_EMU_FAULT_H2D, &pin);
     if (rc != PTO_DRV_OK)
         return rc;
     if (n > 0)
         memcpy((void *)(uintptr_t)dst, src, n);
-    device_release(dev);
+    copy_exit(dev, &pin);
     return PTO_DRV_OK;
 }
 
 static int memcpy_d2h(PtoDrvDevice *dev, void *dst, uint64_t src, size_t n)
 {
-    int rc = copy_enter(dev, src, dst, n, PTO_EMU_FAULT_D2H);
+    AllocPin pin;
+    int rc = copy_enter(dev, src, dst, n, PTO_EMU_FAULT_D2H, &pin);
     if (rc != PTO_DRV_OK)
         return rc;
     if (n > 0)
         memcpy(dst, (const void *)(uintptr_t)src, n);
-    device_release(dev);
+    copy_exit(dev, &pin);
     return PTO_DRV_OK;
 }
 
 static int memset_d(PtoDrvDevice *dev, uint64_t dst, int value, size_t n)
 {
     static const char any_host = 0;
-    int rc = copy_enter(dev, dst, &any_host, n, PTO_EMU_FAULT_NONE);
+    AllocPin pin;
+    int rc = copy_enter(dev, dst, &any_host, n, PTO_EMU_FAULT_NONE, &pin);
     if (rc != PTO_DRV_OK)
         return rc;
     if (n > 0)
         memset((void *)(uintptr_t)dst, value, n);
-    device_release(dev);
+    copy_exit(dev, &pin);
     return PTO_DRV_OK;
 }
 

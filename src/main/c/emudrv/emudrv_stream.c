@@ -118,14 +118,15 @@ static int op_submit(PtoDrvDevice *dev, PtoDrvStream *s, EmuOp *op)
     return PTO_DRV_OK;
 }
 
-/* A copy or memset; runs without dev->lock. The range is checked again: memory
+/* A copy or memset; runs without dev->lock. The range is pinned again: memory
    freed while the operation was queued fails the stream instead of being
-   touched. */
+   touched, and a free meanwhile waits for the bytes to move. */
 static int execute_transfer(PtoDrvDevice *dev, EmuOp *op)
 {
     if (op->skip)
         return op->fail;
-    if (!emu_device_addresses(dev, op->dev_addr, op->n))
+    AllocPin pin;
+    if (!emu_device_pin(dev, op->dev_addr, op->n, &pin))
         return PTO_DRV_ERR_STREAM;
     void *dev_mem = (void *)(uintptr_t)op->dev_addr;
     switch (op->kind) {
@@ -133,6 +134,7 @@ static int execute_transfer(PtoDrvDevice *dev, EmuOp *op)
     case EMU_OP_D2H: memcpy(op->host, dev_mem, op->n); break;
     default: memset(dev_mem, op->value, op->n); break;
     }
+    alloc_table_unpin(&pin);
     return op->fail;
 }
 

@@ -34,13 +34,27 @@ void runner_free(Runner *r, uint64_t dev)
         platform_free(r, dev, 0);
 }
 
+static int refuse_outside(const char *fn, uint64_t dev, size_t n)
+{
+    return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: [0x%llx, +%zu) is not inside one live allocation (or communication "
+                                              "window) of this context",
+                    fn, (unsigned long long)dev, n);
+}
+
 int runner_check_inside(Runner *r, const char *fn, uint64_t dev, size_t n)
 {
     RunnerCore *c = runner_core(r);
     if (!alloc_table_contains(&c->memory, (uintptr_t)dev, n) && !alloc_table_contains(&c->windows, (uintptr_t)dev, n))
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: [0x%llx, +%zu) is not inside one live allocation (or communication "
-                                                  "window) of this context",
-                        fn, (unsigned long long)dev, n);
+        return refuse_outside(fn, dev, n);
+    return PTO_OK;
+}
+
+int runner_pin_inside(Runner *r, const char *fn, uint64_t dev, size_t n, AllocPin *pin)
+{
+    RunnerCore *c = runner_core(r);
+    if (alloc_table_pin(&c->memory, (uintptr_t)dev, n, pin) != PTO_OK &&
+        alloc_table_pin(&c->windows, (uintptr_t)dev, n, pin) != PTO_OK)
+        return refuse_outside(fn, dev, n);
     return PTO_OK;
 }
 
@@ -109,26 +123,47 @@ int runner_device_free(void *runner, void *dev)
     return rc;
 }
 
+/* The copies pin the range for as long as they touch it, so a device_free or
+ * comm_destroy meanwhile waits for them (util/alloc_table.h). Pinned, they take
+ * no lock of the runner's: device_free removes under it. */
 int runner_copy_to_device(void *runner, void *dev, const void *host, size_t n)
 {
     if (runner == NULL || dev == NULL || (host == NULL && n != 0))
         return runner_refuse_null("copy_to_device");
-    int rc = runner_check_inside(runner, "copy_to_device", dev_addr(dev), n);
-    return rc != PTO_OK || n == 0 ? rc : platform_write(runner, dev_addr(dev), host, n);
+    AllocPin pin;
+    int rc = runner_pin_inside(runner, "copy_to_device", dev_addr(dev), n, &pin);
+    if (rc != PTO_OK)
+        return rc;
+    if (n > 0)
+        rc = platform_write(runner, dev_addr(dev), host, n);
+    alloc_table_unpin(&pin);
+    return rc;
 }
 
 int runner_copy_from_device(void *runner, void *host, const void *dev, size_t n)
 {
     if (runner == NULL || dev == NULL || (host == NULL && n != 0))
         return runner_refuse_null("copy_from_device");
-    int rc = runner_check_inside(runner, "copy_from_device", dev_addr(dev), n);
-    return rc != PTO_OK || n == 0 ? rc : platform_read(runner, host, dev_addr(dev), n);
+    AllocPin pin;
+    int rc = runner_pin_inside(runner, "copy_from_device", dev_addr(dev), n, &pin);
+    if (rc != PTO_OK)
+        return rc;
+    if (n > 0)
+        rc = platform_read(runner, host, dev_addr(dev), n);
+    alloc_table_unpin(&pin);
+    return rc;
 }
 
 int runner_device_memset(void *runner, void *dev, int value, size_t n)
 {
     if (runner == NULL || dev == NULL)
         return runner_refuse_null("device_memset");
-    int rc = runner_check_inside(runner, "device_memset", dev_addr(dev), n);
-    return rc != PTO_OK || n == 0 ? rc : platform_fill(runner, dev_addr(dev), value, n);
+    AllocPin pin;
+    int rc = runner_pin_inside(runner, "device_memset", dev_addr(dev), n, &pin);
+    if (rc != PTO_OK)
+        return rc;
+    if (n > 0)
+        rc = platform_fill(runner, dev_addr(dev), value, n);
+    alloc_table_unpin(&pin);
+    return rc;
 }

@@ -87,6 +87,7 @@ int runner_set_retained_temp_buffer(void *runner, uint32_t slot, void *dev, size
     int rc = device_check_slot(slot, "set_retained_temp_buffer");
     if (rc != PTO_OK)
         return rc;
+    /* a check, not a pin: the slot records the address; runs touch it later */
     if (dev != NULL && (rc = runner_check_inside(runner, "set_retained_temp_buffer", dev_addr(dev), size)) != PTO_OK)
         return rc;
     RunnerCore *c = runner_core(runner);
@@ -262,6 +263,7 @@ int runner_mark_prebuilt_runtime_arena_cached(void *runner, uint32_t bank, uint6
 {
     const char *fn = "mark_prebuilt_runtime_arena_cached";
     int rc = check_cache_call(runner, bank, key, key_size, image, fn);
+    /* a check, not a pin: the cache records the address only */
     if (rc != PTO_OK || (rc = runner_check_inside(runner, fn, dev_addr(image), 0)) != PTO_OK)
         return rc;
     void *copy = NULL;
@@ -348,6 +350,7 @@ static int upload_new(Runner *r, const ChipCallableView *v, const void *callable
         goto fail_resolve;
     if ((rc = runner_alloc(r, size, &u.dev)) != PTO_OK)
         goto fail_alloc;
+    /* no pin: the allocation is not handed out yet and device_free needs the lock we hold */
     if ((rc = platform_write(r, u.dev, u.host, size)) != PTO_OK)
         goto fail_copy;
     if ((rc = add_upload(&runner_core(r)->resources, u)) != PTO_OK)

@@ -25,6 +25,7 @@ int device_run_check_launch(Runner *r, const DeviceLaunch *launch)
                         PTO_ARCH_MAX_BLOCKS);
     if (launch->timeout_ms == 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "submit: timeout_ms 0 (unresolved)");
+    /* a check, not a pin: the device reads the block during the run (the caller keeps it) */
     return runner_check_inside(r, "submit: argument block", launch->args_dev, sizeof(PtoAicpuArgs));
 }
 
@@ -71,9 +72,11 @@ int run_exec_known(const RunExecHead *h, int query, int *rc)
 static int device_message(Runner *r, uint64_t message_dev, char *buf, const char **out)
 {
     *out = NULL;
-    if (message_dev == 0 || runner_check_inside(r, "message", message_dev, DEVICE_MESSAGE_BYTES) != PTO_OK)
+    AllocPin pin; /* the caller may free the message buffer meanwhile: device_free waits for the read */
+    if (message_dev == 0 || runner_pin_inside(r, "message", message_dev, DEVICE_MESSAGE_BYTES, &pin) != PTO_OK)
         return PTO_OK;
     int rc = platform_read(r, buf, message_dev, DEVICE_MESSAGE_BYTES);
+    alloc_table_unpin(&pin);
     if (rc != PTO_OK)
         return pto_device_failure(rc) ? rc : PTO_OK;
     *out = memchr(buf, '\0', DEVICE_MESSAGE_BYTES) != NULL && buf[0] != '\0' ? buf : NULL;

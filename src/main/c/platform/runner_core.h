@@ -70,8 +70,15 @@ void *runner_grow(void *array, size_t *cap, size_t count, size_t elem_size, size
 /* Caller holds the lock: PTO_ERR_WRONG_PHASE (message names fn) unless the device is up. */
 int runner_check_up(Runner *r, const char *fn);
 /* PTO_ERR_INVALID_ARGUMENT unless [dev, +n) lies inside one live allocation
- * or one communication window. */
+ * or one communication window. Only for calls that do not touch the bytes
+ * themselves (they record or hand out the address): a call that reads or
+ * writes them pins instead. */
 int runner_check_inside(Runner *r, const char *fn, uint64_t dev, size_t n);
+/* runner_check_inside, and on PTO_OK *pin holds that allocation or window
+ * until alloc_table_unpin(pin): freeing it (device_free, comm_destroy) waits
+ * for the pin, and a pin is refused once freeing began (util/alloc_table.h).
+ * Pinned, a call must not take the runner's lock: removals wait under it. */
+int runner_pin_inside(Runner *r, const char *fn, uint64_t dev, size_t n, AllocPin *pin);
 /* Records "<entry>: NULL runner or pointer" and returns PTO_ERR_INVALID_ARGUMENT. */
 int runner_refuse_null(const char *entry);
 
@@ -97,7 +104,8 @@ int platform_alloc(Runner *r, size_t n, uint64_t *dev);
  * `report` 0 (a rollback, or a release whose caller reports something else) a
  * failure is neither recorded nor acted on. */
 int platform_free(Runner *r, uint64_t dev, int report);
-/* n > 0 bytes inside one live allocation (checked by the caller). */
+/* n > 0 bytes inside one live allocation (pinned by the caller, or owned by a
+ * caller holding the lock). They take no lock of the runner's. */
 int platform_write(Runner *r, uint64_t dev, const void *host, size_t n);
 int platform_read(Runner *r, void *host, uint64_t dev, size_t n);
 int platform_fill(Runner *r, uint64_t dev, int value, size_t n);

@@ -76,6 +76,7 @@ void *runner_register_device_memory_to_host(void *runner, void *dev, size_t n)
     }
 #if PTO_ARCH_HOST_MAPPING
     Runner *r = runner;
+    /* a check, not a pin: mapping touches no bytes (the driver checks again) */
     if (runner_check_inside(r, "register_device_memory_to_host", dev_addr(dev), n) != PTO_OK)
         return NULL;
     pthread_mutex_lock(&r->core.lock);

@@ -66,6 +66,7 @@ void *runner_register_device_memory_to_host(void *runner, void *dev, size_t n)
         runner_refuse_null("register_device_memory_to_host");
         return NULL;
     }
+    /* a check, not a pin: the view is the buffer, and its user touches it after we return */
     return runner_check_inside(runner, "register_device_memory_to_host", dev_addr(dev), n) == PTO_OK ? dev : NULL;
 }
 
