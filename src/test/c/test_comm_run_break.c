@@ -24,12 +24,7 @@ enum { RANKS = 3, BAD = 1, COUNT = 64, ALLREDUCE = 5, GROUP_TIMEOUT_MS = 60000 }
 #define BROKE_BY_1 "rank 1 is gone or broke the communication domain"
 
 typedef struct Api {
-    LoadedLib lib;
-    int (*init)(void *, int, const uint8_t *, size_t, const uint8_t *, size_t, const uint8_t *, size_t,
-                const CallConfig *);
-    int (*register_)(void *, int32_t, const void *);
-    int (*run)(void *, void *, int32_t, const void *, const CallConfig *, const NativeRunDescriptor *);
-    size_t (*size)(void);
+    TestRunApi base; /* the blocking run path */
     void *(*comm_init)(void *, int, int, const char *, uint32_t);
     int (*comm_alloc_windows)(void *, size_t, uint64_t *);
     int (*comm_get_local_window_base)(void *, uint64_t *);
@@ -37,14 +32,12 @@ typedef struct Api {
     int (*comm_destroy)(void *);
 } Api;
 
-#define SYM(f, name) (*(void **)&a->f = dlsym(a->lib.handle, name))
+#define SYM(f, name) (*(void **)&a->f = dlsym(a->base.lib.handle, name))
 static int load_api(const char *variant, Api *a)
 {
-    if (test_load_lib(variant, &a->lib) != 0)
+    if (test_load_run_api(variant, &a->base) != 0)
         return -1;
-    return SYM(init, "simpler_init") && SYM(register_, "simpler_register_callable") && SYM(run, "simpler_run") &&
-                   SYM(size, "get_runtime_size") && SYM(comm_init, "comm_init") &&
-                   SYM(comm_alloc_windows, "comm_alloc_windows") &&
+    return SYM(comm_init, "comm_init") && SYM(comm_alloc_windows, "comm_alloc_windows") &&
                    SYM(comm_get_local_window_base, "comm_get_local_window_base") &&
                    SYM(comm_break_domain, "comm_break_domain") && SYM(comm_destroy, "comm_destroy")
                ? 0
@@ -92,7 +85,7 @@ static void *join_main(void *arg)
         r->api->comm_get_local_window_base(r->comm, &r->window) == PTO_OK)
         r->rc = PTO_OK;
     else
-        snprintf(r->message, sizeof r->message, "%s", r->api->lib.last_error());
+        snprintf(r->message, sizeof r->message, "%s", r->api->base.lib.last_error());
     return NULL;
 }
 
@@ -118,8 +111,8 @@ static void *run_main(void *arg)
 {
     Rank *r = arg;
     NativeRunDescriptor d = { .run_id = 7 };
-    r->rc = r->api->run(r->ctx, r->storage, ALLREDUCE, r->args, &r->cfg, &d);
-    snprintf(r->message, sizeof r->message, "%s", r->rc == PTO_OK ? "" : r->api->lib.last_error());
+    r->rc = r->api->base.run(r->ctx, r->storage, ALLREDUCE, r->args, &r->cfg, &d);
+    snprintf(r->message, sizeof r->message, "%s", r->rc == PTO_OK ? "" : r->api->base.lib.last_error());
     return NULL;
 }
 
@@ -140,7 +133,7 @@ static int open_group(const char *variant, Api *api, Rank *rs, const uint8_t *ca
     snprintf(rootinfo, n, "/tmp/ptorun-run-break-%d-%d-%s", (int)getpid(), groups++, variant);
     unlink(rootinfo);
     const DeviceImages *img = test_images_of(strncmp(variant, "a5", 2) == 0 ? "a5" : "a2a3");
-    size_t bytes = (api->size() + 63) / 64 * 64;
+    size_t bytes = (api->base.size() + 63) / 64 * 64;
     for (int i = 0; i < RANKS; i++) {
         Rank *r = &rs[i];
         memset(r, 0, sizeof *r);
@@ -148,11 +141,11 @@ static int open_group(const char *variant, Api *api, Rank *rs, const uint8_t *ca
         r->variant = variant;
         r->rootinfo = rootinfo;
         r->rank = i;
-        r->ctx = api->lib.create();
+        r->ctx = api->base.lib.create();
         if (r->ctx == NULL ||
-            api->init(r->ctx, i, img->aicpu, img->aicpu_size, img->aicore, img->aicore_size, NULL, 0, NULL) != PTO_OK ||
-            api->register_(r->ctx, ALLREDUCE, callable) != PTO_OK) {
-            fprintf(stderr, "%s: %s\n", variant, api->lib.last_error());
+            api->base.init(r->ctx, i, img->aicpu, img->aicpu_size, img->aicore, img->aicore_size, NULL, 0, NULL) != PTO_OK ||
+            api->base.register_(r->ctx, ALLREDUCE, callable) != PTO_OK) {
+            fprintf(stderr, "%s: %s\n", variant, api->base.lib.last_error());
             return -1;
         }
         r->storage = aligned_alloc(64, bytes);
@@ -181,7 +174,7 @@ static void close_group(Rank *rs, const char *rootinfo)
         if (rs[i].comm != NULL)
             CHECK_EQ_INT(rs[i].api->comm_destroy(rs[i].comm), PTO_OK);
         if (rs[i].ctx != NULL)
-            rs[i].api->lib.destroy(rs[i].ctx);
+            rs[i].api->base.lib.destroy(rs[i].ctx);
         free(rs[i].storage);
         free(rs[i].args);
     }
@@ -229,7 +222,7 @@ static void bad_view_breaks(const char *variant, const uint8_t *callable)
     run_ranks(rs, 7u & ~(1u << BAD));
     check_peers_name_rank_1(variant, rs);
     close_group(rs, rootinfo);
-    test_unload_lib(&api.lib);
+    test_unload_lib(&api.base.lib);
 }
 
 TEST(a_run_refused_at_prepare_breaks_its_domain_so_its_peers_fail_naming_it)
@@ -259,7 +252,7 @@ static void poisoned_breaks(const char *variant, const uint8_t *callable, int (*
     run_ranks(rs, 7u & ~(1u << BAD));
     check_peers_name_rank_1(variant, rs);
     close_group(rs, rootinfo);
-    test_unload_lib(&api.lib);
+    test_unload_lib(&api.base.lib);
 }
 
 TEST(a_run_refused_on_a_poisoned_context_breaks_its_domain)
@@ -291,12 +284,12 @@ static void break_on_request(const char *variant, const uint8_t *callable)
     REQUIRE(open_group(variant, &api, rs, callable, rootinfo, sizeof rootinfo) == 0);
     CHECK_EQ_INT(api.comm_break_domain(NULL, rs[BAD].device_ctx), PTO_ERR_INVALID_ARGUMENT);
     CHECK_EQ_INT(api.comm_break_domain(rs[BAD].comm, rs[BAD].device_ctx + 8), PTO_ERR_INVALID_ARGUMENT);
-    CHECK_CONTAINS(api.lib.last_error(), "no live domain descriptor");
+    CHECK_CONTAINS(api.base.lib.last_error(), "no live domain descriptor");
     CHECK_EQ_INT(api.comm_break_domain(rs[BAD].comm, rs[BAD].device_ctx), PTO_OK);
     run_ranks(rs, 7u & ~(1u << BAD));
     check_peers_name_rank_1(variant, rs);
     close_group(rs, rootinfo);
-    test_unload_lib(&api.lib);
+    test_unload_lib(&api.base.lib);
 }
 
 TEST(comm_break_domain_breaks_a_domain_naming_this_rank)
