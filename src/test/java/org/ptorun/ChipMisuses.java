@@ -467,7 +467,7 @@ final class ChipMisuses {
                     f.refused(() -> f.chip.prepare(CHAIN, bufferArgs(Tensor.of(theirs, DType.F32)),
                             CallConfig.DEFAULT, f.lease(0), 1, 1, null));
                 }));
-        m.add(of(a, "close a buffer a prepared run uses", IllegalStateException.class, "unfinalized run", f -> {
+        m.add(of(a, "close a buffer a prepared run uses", IllegalStateException.class, "not yet finalized", f -> {
             DeviceBuffer buf = f.chip.malloc(4L * N);
             NativeRun run = f.chip.prepare(CHAIN, bufferArgs(Tensor.of(buf, DType.F32)), CallConfig.DEFAULT,
                     f.lease(0), 1, 1, null);
@@ -475,7 +475,7 @@ final class ChipMisuses {
             f.chip.finalizeRun(run);
             buf.close();
         }));
-        m.add(of(a, "free (chip.free) a buffer a launched run uses", IllegalStateException.class, "unfinalized run", f -> {
+        m.add(of(a, "free (chip.free) a buffer a launched run uses", IllegalStateException.class, "not yet finalized", f -> {
             DeviceBuffer buf = f.chip.malloc(4L * N);
             NativeRun run = f.chip.prepare(CHAIN, bufferArgs(Tensor.of(buf, DType.F32)), CallConfig.DEFAULT,
                     f.lease(0), 1, 1, null);

@@ -483,7 +483,7 @@ class ChipWorkerPhaseTableTest {
         assertThat(block.get(second + Layouts.ChipTensor.CHILD_MEMORY)).isEqualTo((byte) 1);
         assertThatThrownBy(device::close)
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("unfinalized run");
+                .hasMessageContaining("not yet finalized");
         chip.launch(run);
         chip.finalizeRun(run);
         assertThat(direct.getFloat(16)).as("the library wrote the buffer in place").isEqualTo(FakeNativeApi.RESULT);

@@ -229,8 +229,10 @@ class CommFaultsE2ETest {
             assertThat(zero.windowSize()).isEqualTo(4096);
             group.close();
             group.close(); // idempotent
-            assertThatThrownBy(group::barrier).isInstanceOf(IllegalStateException.class);
-            assertThatThrownBy(zero::barrier).isInstanceOf(IllegalStateException.class).hasMessageContaining("left");
+            assertThatThrownBy(group::barrier).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining(group + " is closed");
+            assertThatThrownBy(zero::barrier).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining(group + " is closed");
             assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
         } finally {
             chips.forEach(ChipWorker::close);
