@@ -358,6 +358,8 @@ class CloseRaceMatrixE2ETest {
         @Override
         public void close() {
             try {
+                source.close();
+                workerSource.close();
                 workerGroup.close();
             } finally {
                 try {
