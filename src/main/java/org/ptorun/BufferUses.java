@@ -9,14 +9,26 @@ import java.util.List;
  * to it until they are finalized. Freeing is refused while it is used (docs/reliability.md,
  * Lifetimes); a use begun after it closed is refused. One per owned {@link DeviceBuffer};
  * one per {@link CommRank}, shared by every window buffer of that rank, so closing its group
- * sees the runs of every slice. Thread-safe: every method holds the monitor, and none
- * calls out while holding it.
+ * sees the runs of every slice. A sub-domain's windows have uses of their own whose
+ * parent is the rank's: every use counts in both, so the domain's release and the group's
+ * close each see it. Thread-safe: every method holds the monitor and calls out only to the
+ * parent (locks are taken child before parent, never the other way).
  */
 final class BufferUses {
 
+    private final BufferUses parent;
     private final List<Object> holders = new ArrayList<>(2);
     /** Null while open; why it is closed otherwise ("is closed", "belongs to ... which is closed"). */
     private String closedBecause;
+
+    BufferUses() {
+        this(null);
+    }
+
+    /** Uses that also count in {@code parent} (null: none), and are closed when it is. */
+    BufferUses(BufferUses parent) {
+        this.parent = parent;
+    }
 
     /**
      * One more use by {@code holder} (its {@code toString()} names it in a refusal).
@@ -27,6 +39,9 @@ final class BufferUses {
         if (closedBecause != null) {
             throw new IllegalStateException(what + " " + closedBecause);
         }
+        if (parent != null) {
+            parent.retain(holder, what);
+        }
         holders.add(holder);
     }
 
@@ -35,17 +50,23 @@ final class BufferUses {
         for (int i = holders.size() - 1; i >= 0; i--) {
             if (holders.get(i) == holder) {
                 holders.remove(i);
+                if (parent != null) {
+                    parent.release(holder);
+                }
                 return;
             }
         }
     }
 
-    synchronized boolean isClosed() {
-        return closedBecause != null;
+    boolean isClosed() {
+        return closedBecause() != null;
     }
 
-    /** Why it is closed, or null. */
+    /** Why it (or its parent) is closed, or null. */
     synchronized String closedBecause() {
+        if (closedBecause == null && parent != null) {
+            return parent.closedBecause();
+        }
         return closedBecause;
     }
 

@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
 import org.ptorun.internal.LeakNet;
@@ -108,7 +109,14 @@ public final class ChipWorker implements AutoCloseable {
         return source == null || source.getLocation() == null ? "an unknown location" : source.getLocation().toString();
     }
 
+    /** The jar's device images, read once: every open passes the same bytes (the library copies them). */
+    private static final ConcurrentHashMap<String, byte[]> IMAGES = new ConcurrentHashMap<>();
+
     static byte[] readImage(String fileName) {
+        return IMAGES.computeIfAbsent(fileName, ChipWorker::readImageResource);
+    }
+
+    private static byte[] readImageResource(String fileName) {
         String resource = LibraryLoader.resourcePath(fileName);
         try (InputStream in = ChipWorker.class.getClassLoader().getResourceAsStream(resource)) {
             if (in == null) {

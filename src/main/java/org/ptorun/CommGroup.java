@@ -6,10 +6,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import org.ptorun.internal.OffHeapBlock;
 
@@ -19,7 +22,9 @@ import org.ptorun.internal.OffHeapBlock;
  * {@link CommRank}s of this process: every rank of the group when it was {@link #open
  * opened} over chips of this process, one when it {@link #join joined} a group whose
  * other ranks live in other processes of the host (they meet through the root-info
- * file). Collective calls here call every local rank at once (one thread each).
+ * file). Collective calls here call every local rank at once: the calling thread serves
+ * the last local rank and a group thread each of the others, so a group with one local
+ * rank (a rank per process) hands nothing to another thread.
  *
  * <p>Close the group before its chips: a chip closed first makes its rank leave (with a
  * warning; its peers then see it gone). {@link #close()} leaves every rank it can; a rank whose chip has a
@@ -35,7 +40,9 @@ public final class CommGroup implements AutoCloseable {
     private final int size;
     private final String name;
     private final List<CommRank> local;
+    /** Serves every local rank but the last (the caller serves that one); null with one local rank. */
     private final ExecutorService threads;
+    private final ReentrantLock collectiveLock = new ReentrantLock();
     private boolean closed;
 
     private CommGroup(int size, String name, List<CommRank> local, ExecutorService threads) {
@@ -84,25 +91,42 @@ public final class CommGroup implements AutoCloseable {
         }
         int n = chips.size();
         String name = describe(size, Objects.requireNonNull(rootInfo, "rootInfo"));
-        ExecutorService threads = Executors.newFixedThreadPool(n, r -> {
+        ExecutorService threads = n == 1 ? null : Executors.newFixedThreadPool(n - 1, r -> {
             Thread t = new Thread(r, "ptorun-comm");
             t.setDaemon(true);
             return t;
         });
-        List<Future<CommRank>> joins = new ArrayList<>(n);
+        List<Callable<CommRank>> joins = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             ChipWorker chip = chips.get(i);
             int rank = firstRank + i;
-            joins.add(threads.submit(() -> joinRank(chip, rank, size, rootInfo, timeout, name)));
+            joins.add(() -> joinRank(chip, rank, size, rootInfo, timeout, name));
         }
         List<CommRank> ranks = new ArrayList<>(n);
-        RuntimeException failure = gather(joins, ranks);
+        RuntimeException failure = gather(callAll(threads, joins), ranks);
         if (failure != null) {
             ranks.forEach(CommRank::destroy);
-            threads.shutdown();
+            if (threads != null) {
+                threads.shutdown();
+            }
             throw failure;
         }
         return new CommGroup(size, name, ranks, threads);
+    }
+
+    /**
+     * Starts every call but the last on {@code threads}, runs the last on this thread, and
+     * returns their futures in order (all done or running once this returns).
+     */
+    private static <T> List<Future<T>> callAll(ExecutorService threads, List<Callable<T>> calls) {
+        List<Future<T>> futures = new ArrayList<>(calls.size());
+        for (int i = 0; i < calls.size() - 1; i++) {
+            futures.add(threads.submit(calls.get(i)));
+        }
+        FutureTask<T> last = new FutureTask<>(calls.get(calls.size() - 1));
+        last.run();
+        futures.add(last);
+        return futures;
     }
 
     private static String describe(int size, Path rootInfo) {
@@ -190,22 +214,34 @@ public final class CommGroup implements AutoCloseable {
         return on(local, call);
     }
 
+    /**
+     * One collective call at a time: each call's ranks must enter their native calls together,
+     * and two calls interleaved over the ranks would each wait for the other until the timeout.
+     */
     private <T> List<T> on(List<CommRank> ranks, Function<CommRank, T> call) {
-        List<Future<T>> futures = new ArrayList<>(ranks.size());
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException(name + " is closed");
-            }
-            for (CommRank r : ranks) {
-                futures.add(threads.submit(() -> call.apply(r)));
-            }
+        List<Callable<T>> calls = new ArrayList<>(ranks.size());
+        for (CommRank r : ranks) {
+            calls.add(() -> call.apply(r));
         }
-        List<T> out = new ArrayList<>(ranks.size());
-        RuntimeException failure = gather(futures, out);
-        if (failure != null) {
-            throw failure;
+        collectiveLock.lock();
+        try {
+            synchronized (this) {
+                if (closed) {
+                    throw new IllegalStateException(name + " is closed");
+                }
+            }
+            if (calls.isEmpty()) {
+                return List.of();
+            }
+            List<T> out = new ArrayList<>(ranks.size());
+            RuntimeException failure = gather(callAll(threads, calls), out);
+            if (failure != null) {
+                throw failure;
+            }
+            return out;
+        } finally {
+            collectiveLock.unlock();
         }
-        return out;
     }
 
     /** Waits for every future; the results of those that succeeded go to {@code out}, the failures are returned. */
@@ -259,7 +295,9 @@ public final class CommGroup implements AutoCloseable {
             throw failure;
         }
         closed = true;
-        threads.shutdown();
+        if (threads != null) {
+            threads.shutdown();
+        }
     }
 
     /** True once {@link #close()} returned. */

@@ -166,18 +166,39 @@ public final class CommRank {
             long ctx = out.buffer().getLong(0);
             chip.device().commDomainOpened(handle, ctx);
             long[] domainWindows = readWindows(ctx, ranks.length);
+            BufferUses domainUses = new BufferUses(uses);
             DeviceBuffer[] buffers = new DeviceBuffer[ranks.length];
             for (int i = 0; i < ranks.length; i++) {
-                buffers[i] = DeviceBuffer.window(chip, uses, domainWindows[i], bytes);
+                buffers[i] = DeviceBuffer.window(chip, domainUses, domainWindows[i], bytes);
             }
             return new CommDomain(allocationId, ranks.clone(), domainRank, ctx, bytes, Arrays.asList(buffers));
         }
     }
 
-    /** Releases this rank's view of a domain's windows (local). */
+    /**
+     * Releases this rank's view of a domain's windows (local). Refused, with nothing changed,
+     * while a run uses one of them; afterwards every use of the domain's window buffers is
+     * refused naming the released domain.
+     *
+     * @throws CommException ({@code PTO_ERR_BUSY}) naming the runs that use a window of the domain
+     */
     public synchronized void releaseDomainWindows(CommDomain domain) {
-        call("comm_release_domain_windows", api -> api.commReleaseDomainWindows(open(), domain.allocationId(),
-                domain.ranks().length, domain.domainRank()));
+        Objects.requireNonNull(domain, "domain");
+        BufferUses domainUses = domain.window().uses();
+        String what = "domain " + domain.allocationId() + " of " + group;
+        List<Object> held = domainUses.closeUnlessUsed("belongs to " + what + ", whose windows are released");
+        if (!held.isEmpty()) {
+            throw new CommException("comm_release_domain_windows", rank, PtoError.BUSY.code(),
+                    "its windows are used by " + BufferUses.describe(held) + "; finalize them before releasing "
+                            + what);
+        }
+        try {
+            call("comm_release_domain_windows", api -> api.commReleaseDomainWindows(open(), domain.allocationId(),
+                    domain.ranks().length, domain.domainRank()));
+        } catch (RuntimeException e) {
+            domainUses.reopen();
+            throw e;
+        }
         chip.device().commDomainClosed(domain.deviceContext());
     }
 

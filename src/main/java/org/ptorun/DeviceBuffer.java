@@ -52,7 +52,7 @@ public final class DeviceBuffer implements AutoCloseable {
 
     /**
      * A communication window (or a peer's, as this chip addresses it) seen as a buffer of
-     * {@code owner}, whose uses are its rank's {@code rankUses}: copies and runs use it like
+     * {@code owner}, whose uses are its rank's (or its domain's) {@code rankUses}: copies and runs use it like
      * device memory; closing it only ends its use here ({@link CommGroup} releases the window).
      */
     static DeviceBuffer window(ChipWorker owner, BufferUses rankUses, long address, long size) {
@@ -135,6 +135,11 @@ public final class DeviceBuffer implements AutoCloseable {
 
     DeviceMemory memory() {
         return memory;
+    }
+
+    /** Who uses the buffer (a window's: its rank's, or its domain's). */
+    BufferUses uses() {
+        return uses;
     }
 
     /** A run takes the buffer as child memory (at prepare), until {@link #releaseFromRun}. */

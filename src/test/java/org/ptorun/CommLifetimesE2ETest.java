@@ -173,4 +173,56 @@ class CommLifetimesE2ETest {
             assertThat(after.succeeded() + after.failed()).as("nothing was admitted").isZero();
         }
     }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void domainWindowsARunUsesAreNotReleasedAndReleasedOnesRefuseEveryUse(Variant variant, @TempDir Path dir) {
+        List<ChipWorker> chips = CommCollectivesE2ETest.openChips(variant, 2);
+        CommGroup group = null;
+        try {
+            group = CommGroup.open(chips, dir.resolve("rootinfo"), Duration.ofSeconds(30));
+            group.allocWindows(4096);
+            int[] both = {0, 1};
+            List<CommDomain> domains = group.allocDomainWindows(5, both, 4L * N);
+            CommRank rank0 = group.rank(0);
+            ChipWorker chip0 = rank0.chip();
+            chip0.registerCallable(COPY, copy());
+            CommDomain domain0 = domains.get(0);
+            DeviceBuffer window = domain0.window();
+            DeviceBuffer source = chip0.malloc(4L * N);
+            float[] data = SimE2E.random(N, 10);
+            chip0.copyTo(source, data);
+            NativeRun run = chip0.prepare(COPY, TaskArgs.of(Tensor.of(source, DType.F32), Tensor.of(window, DType.F32)),
+                    CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 43, 43, null);
+
+            CommException busy = catchThrowableOfType(() -> rank0.releaseDomainWindows(domain0), CommException.class);
+            assertThat(busy).isNotNull();
+            assertThat(busy.code()).isEqualTo(PtoError.BUSY.code());
+            assertThat(busy.getMessage()).contains("run_id=43").contains("domain 5 of " + group);
+            assertThatThrownBy(group::close).as("the group's close sees the domain's run too")
+                    .isInstanceOf(CommException.class).hasMessageContaining("run_id=43");
+            assertThat(window.isClosed()).isFalse();
+
+            chip0.launch(run);
+            chip0.finalizeRun(run);
+            float[] out = new float[N];
+            chip0.copyFrom(window, out);
+            SimE2E.assertBitExact(out, data);
+
+            rank0.releaseDomainWindows(domain0);
+            group.rank(1).releaseDomainWindows(domains.get(1));
+            assertThat(window.isClosed()).isTrue();
+            assertThat(domain0.windows()).allSatisfy(w -> assertThat(w.isClosed()).isTrue());
+            assertThatThrownBy(() -> chip0.copyTo(window, data)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("domain 5 of " + group).hasMessageContaining("released");
+            assertThatThrownBy(() -> chip0.prepare(COPY, TaskArgs.of(Tensor.of(source, DType.F32),
+                    Tensor.of(window, DType.F32)), CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), 44, 44, null))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("released");
+            // the group's own windows are untouched
+            chip0.copyTo(rank0.window(), data);
+            source.close();
+        } finally {
+            CommCollectivesE2ETest.closeAll(group, chips);
+        }
+    }
 }
