@@ -55,6 +55,12 @@ class ExamplesTest {
 
     @ParameterizedTest
     @MethodSource("variants")
+    void theFirstProjectRunsAndChecksItsResults(Variant variant) throws Exception {
+        com.example.FirstRun.main(new String[] {variant.toString()}); // throws on a wrong result
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
     void theUserKernelComputesScaleAdd(Variant variant) {
         float[] x = {1, 2, 3, 4};
         float[] y = {10, 20, 30, 40};

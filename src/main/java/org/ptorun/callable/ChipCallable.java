@@ -309,7 +309,10 @@ public final class ChipCallable {
         public Builder child(int funcId, Kernel kernel) {
             Objects.requireNonNull(kernel, "kernel");
             CoreType core = kernel.coreType().orElseThrow(() -> new IllegalArgumentException(
-                    "the core type of kernel '" + kernel.name() + "' is not known; name it"));
+                    "the core type of kernel '" + kernel.name() + "' is not known (a kernel of your own does not"
+                            + " say where it runs); name it: child(" + funcId + ", CoreType.AIV, kernel) for a"
+                            + " vector kernel (CoreType.AIC for a cube kernel), or declare it once with"
+                            + " kernel.withSignature(CoreType.AIV, ...)"));
             return child(funcId, core, kernel);
         }
 

@@ -330,7 +330,9 @@ class ProgramBuilderTest {
         assertThat(saxpy.image()).hasValueSatisfying(i -> assertThat(i).containsExactly(image));
         assertThat(saxpy.coreType()).isEmpty();
         assertThatThrownBy(() -> ChipCallable.builder().child(0, saxpy))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("name it");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("core type of kernel 'saxpy' is not known")
+                .hasMessageContaining("child(0, CoreType.AIV, kernel)").hasMessageContaining("withSignature");
         Kernel fail = Kernel.fromLibrary(image, "always_fail");
         ChipCallable c = ChipCallable.builder().signature(IN, INOUT, SCALAR)
                 .child(4, CoreType.AIV, saxpy)
