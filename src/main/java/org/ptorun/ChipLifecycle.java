@@ -69,8 +69,20 @@ final class ChipLifecycle {
         this.memory = new DeviceMemory(device, table);
         this.callables = new CallableRegistry(device, table);
         this.concurrentPrepare = made.length > 1 && api.supportsConcurrentNativePrepare(device.ctx) > 0;
-        LOG.info("opened {}: {} pipeline slot(s) {}, run storage {} bytes aligned {}, concurrent prepare {}",
+        if (LOG.isInfoEnabled()) {
+            LOG.info("opened {} ({})", device.describe(), inFlight(made.length, concurrentPrepare));
+        }
+        LOG.debug("opened {}: {} pipeline slot(s) {}, run storage {} bytes aligned {}, concurrent prepare {}",
                 device.describe(), made.length, contract, storageSize, storageAlignment, concurrentPrepare);
+    }
+
+    /** The open line's plain words for how many runs a chip holds at once. */
+    static String inFlight(int depth, boolean concurrentPrepare) {
+        if (concurrentPrepare) {
+            return depth + " runs in flight at most: the next run is prepared while one executes";
+        }
+        return depth > 1 ? "one run at a time: this library does not prepare a run while another executes"
+                : "one run at a time: this library's pipeline has depth 1";
     }
 
     /**

@@ -33,6 +33,7 @@ public final class HostRuntime {
     private final PipelineContract contract;
     private final long runStorageSize;
     private final long runStorageAlignment;
+    private volatile Boolean concurrentPrepare;
 
     private HostRuntime(Variant variant, Path file, NativeApi api, PipelineContract contract) {
         this.variant = variant;
@@ -130,6 +131,36 @@ public final class HostRuntime {
     /** Alignment of one run storage ({@code get_runtime_alignment()}). */
     public long runStorageAlignment() {
         return runStorageAlignment;
+    }
+
+    /**
+     * True when a chip of this library prepares a run while another executes: the pipeline
+     * contract has depth 2 and the runtime supports it ({@code
+     * supports_concurrent_native_prepare_ctx}, asked once of a device context created for
+     * the question and destroyed; no device is opened). {@link ChipWorker#supportsConcurrentPrepare()}
+     * says the same of an open chip.
+     *
+     * @throws IllegalStateException when the library cannot create a device context
+     */
+    public boolean supportsConcurrentPrepare() {
+        Boolean known = concurrentPrepare;
+        if (known == null) {
+            boolean answer = false;
+            if (contract.pipelineDepth() > 1) {
+                long ctx = api.createDeviceContext();
+                if (ctx == 0) {
+                    throw new IllegalStateException(variant + ": create_device_context failed: " + lastError());
+                }
+                try {
+                    answer = api.supportsConcurrentNativePrepare(ctx) > 0;
+                } finally {
+                    api.destroyDeviceContext(ctx);
+                }
+            }
+            known = answer;
+            concurrentPrepare = known;
+        }
+        return known;
     }
 
     /** The contract symbols this library exports, every one resolved at load. */

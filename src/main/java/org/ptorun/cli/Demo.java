@@ -29,7 +29,7 @@ import org.ptorun.callable.Program;
  * library that supports it), each result checked against plain Java. With a trace file,
  * the last run has {@code CallConfig.enableTrace} on (so it is not prepared while its
  * predecessor executes: a diagnostic run never overlaps another) and its trace is moved
- * to that file.
+ * to that file. The output ends with one verdict line, "ok: ..." or "FAILED: ...".
  */
 public final class Demo {
 
@@ -39,7 +39,11 @@ public final class Demo {
     private Demo() {
     }
 
-    /** {@code runs} runs of the chain on {@code variant}: 0, or an exception (a failure). */
+    /**
+     * {@code runs} runs of the chain on {@code variant}, ending with one verdict line: "ok: ..."
+     * and 0, or "FAILED: ..." and {@link Main#FAILURE} (a library that does not load, a run
+     * that fails, a result that differs from plain Java).
+     */
     static int run(Variant variant, int runs, Path trace, PrintWriter out, PrintWriter err) throws IOException {
         Path traceDir = null;
         if (trace != null) {
@@ -47,8 +51,19 @@ public final class Demo {
             traceDir = Files.createTempDirectory(Files.createDirectories(parent), ".ptorun-trace-");
         }
         try {
-            return run(variant, runs, trace, traceDir, out);
+            run(variant, runs, trace, traceDir, out);
+            out.printf(Locale.ROOT, "ok: %d run%s on %s, every result equal to plain Java%n", runs,
+                    runs == 1 ? "" : "s", variant);
+            return 0;
+        } catch (RuntimeException e) {
+            out.printf(Locale.ROOT, "FAILED: the demo on %s: %s%n", variant,
+                    e instanceof WrongResult ? e.getMessage() : Main.describe(e));
+            if (Boolean.getBoolean("ptorun.stacktrace")) {
+                e.printStackTrace(err);
+            }
+            return Main.FAILURE;
         } finally {
+            out.flush();
             if (traceDir != null) {
                 try (var left = Files.list(traceDir)) {
                     for (Path p : left.toList()) {
@@ -60,17 +75,37 @@ public final class Demo {
         }
     }
 
-    private static int run(Variant variant, int runs, Path trace, Path traceDir, PrintWriter out) throws IOException {
+    /** A run whose result differs from plain Java. */
+    private static final class WrongResult extends RuntimeException {
+        WrongResult(String message) {
+            super(message);
+        }
+    }
+
+    private static void run(Variant variant, int runs, Path trace, Path traceDir, PrintWriter out) throws IOException {
+        out.printf(Locale.ROOT, "ptorun demo on %s: %d run%s of f = (a+b+1)*(a+b+2)+(a+b) over %,d floats%n",
+                variant, runs, runs == 1 ? "" : "s", N);
+        out.printf(Locale.ROOT, "  each run: new a and b, five dependent tasks on the chip, f checked against "
+                + "plain Java%n");
+        out.printf(Locale.ROOT, "  the tasks: s = a+b, p = s+1, q = s+2, r = p*q, f = r+s%n");
         HostRuntime runtime = HostRuntime.load(variant);
-        out.printf(Locale.ROOT, "ptorun demo on %s (contract %s)%n", variant, runtime.contract());
-        try (ChipWorker chip = ChipWorker.open(runtime, 0);
-             AcceptanceWord accepted0 = AcceptanceWord.allocate();
-             AcceptanceWord accepted1 = AcceptanceWord.allocate()) {
+        // the chip closes first: it finalizes a run a failure left behind, which frees its word
+        try (AcceptanceWord accepted0 = AcceptanceWord.allocate();
+             AcceptanceWord accepted1 = AcceptanceWord.allocate();
+             ChipWorker chip = ChipWorker.open(runtime, 0)) {
             chip.registerCallable(CHAIN, vectorChain(N));
             long baseline = chip.committedDeviceMemory();
             boolean pipelined = chip.supportsConcurrentPrepare();
-            out.printf(Locale.ROOT, "chip open: depth %d, prepare-while-running %s, %d MiB per run of f32 in and out%n",
-                    chip.pipelineDepth(), pipelined ? "yes" : "no", 7L * N * 4 >> 20);
+            out.printf(Locale.ROOT, "  %s%n", variant.platform() == Variant.Platform.SIM
+                    ? "the sim platform: the chip is emulated in this process"
+                    : "the onboard platform: the chip is driven through its device driver");
+            out.printf(Locale.ROOT, "  %s%s%n", pipelined
+                    ? "this library prepares run N+1 (copies its inputs in) while run N executes"
+                    : "one run at a time: this library does not prepare a run while another executes",
+                    traceDir != null && pipelined && runs > 1
+                            ? "; the last run records a trace, so it starts after the one before it ended" : "");
+            out.printf(Locale.ROOT, "  \"launch confirmed\": the library set the run's acceptance word, which it "
+                    + "does only when it really launches the kernels%n");
 
             // two runs live at most (the one executing, the one prepared): index i % 2
             float[][] as = new float[2][];
@@ -95,6 +130,8 @@ public final class Demo {
                 bs[k] = ramp(N, 7 * i + 3);
                 fs[k] = new float[N];
                 int slot = pipelined ? k : 0;
+                words[slot].reset(); // its previous run was finalized
+                boolean overlapped = live[p] != null;
                 long t0 = System.nanoTime();
                 live[k] = chip.prepare(CHAIN, args(as[k], bs[k], fs[k]), config,
                         PipelineSlotLease.of(slot, 1), i + 1, i + 1, words[slot]);
@@ -107,9 +144,11 @@ public final class Demo {
                     live[p] = null;
                 }
                 chip.launch(live[k]);
-                out.printf(Locale.ROOT, "run %d: prepared in %.2f ms%s, launched (accepted=%s)%n", i + 1,
-                        (prepared - t0) / 1e6, pipelined && i > 0 ? " while run " + i + " executed" : "",
-                        words[slot].isAccepted());
+                if (!words[slot].isAccepted()) {
+                    throw new IllegalStateException("run " + (i + 1) + " launched but its acceptance word was not set");
+                }
+                out.printf(Locale.ROOT, "run %d: prepared in %.1f ms%s, launched, launch confirmed%n", i + 1,
+                        (prepared - t0) / 1e6, overlapped ? " while run " + i + " executed" : "");
                 if (!pipelined) {
                     finish(chip, live[k], as[k], bs[k], fs[k], out);
                     live[k] = null;
@@ -120,9 +159,9 @@ public final class Demo {
                 finish(chip, live[last], as[last], bs[last], fs[last], out);
             }
             double seconds = (System.nanoTime() - start) / 1e9;
-            out.printf(Locale.ROOT, "%d runs in %.3f s; committed device memory after the last finalize: %.1f MiB "
-                            + "(the banks' arenas, kept for the next runs; %.1f MiB before the first run)%n", runs,
-                    seconds, chip.committedDeviceMemory() / 1048576.0, baseline / 1048576.0);
+            out.printf(Locale.ROOT, "%d run%s in %.3f s; device memory the chip keeps for later runs: %.1f MiB "
+                            + "(%.1f MiB before the first run)%n", runs, runs == 1 ? "" : "s", seconds,
+                    chip.committedDeviceMemory() / 1048576.0, baseline / 1048576.0);
             if (traced != null) {
                 Path written = traceDir.resolve("trace_" + traced.runId() + "_" + traced.runEpoch() + ".json");
                 Files.move(written, trace, StandardCopyOption.REPLACE_EXISTING);
@@ -130,7 +169,6 @@ public final class Demo {
                         traced.runId(), trace);
             }
         }
-        return 0;
     }
 
     private static void finish(ChipWorker chip, NativeRun run, float[] a, float[] b, float[] f, PrintWriter out) {
@@ -139,17 +177,26 @@ public final class Demo {
         }
         chip.finalizeRun(run);
         int wrong = 0;
+        int first = -1;
         for (int i = 0; i < a.length; i++) {
             float s = a[i] + b[i];
             if (Float.floatToRawIntBits(f[i]) != Float.floatToRawIntBits((s + 1f) * (s + 2f) + s)) {
-                wrong++;
+                if (wrong++ == 0) {
+                    first = i;
+                }
             }
         }
-        out.printf(Locale.ROOT, "run %d: finalized, f[1] = %.1f, %s%n", run.runId(), f[1],
-                wrong == 0 ? "all " + a.length + " elements equal the Java reference" : wrong + " elements WRONG");
-        if (wrong != 0) {
-            throw new IllegalStateException("run " + run.runId() + " produced wrong results");
+        if (wrong == 0) {
+            out.printf(Locale.ROOT, "run %d: done, all %,d elements of f equal plain Java (f[1] = %.1f)%n",
+                    run.runId(), a.length, f[1]);
+            return;
         }
+        float s = a[first] + b[first];
+        String what = String.format(Locale.ROOT, "run %d: %,d of %,d elements of f differ from plain Java "
+                        + "(first f[%d] = %s, plain Java %s)", run.runId(), wrong, a.length, first, f[first],
+                (s + 1f) * (s + 2f) + s);
+        out.println(what);
+        throw new WrongResult(what);
     }
 
     /** The demo's callable over {@code n} floats (public: the benchmark suite's P10 measures exactly this one). */

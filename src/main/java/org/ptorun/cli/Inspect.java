@@ -5,6 +5,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URL;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -20,12 +23,13 @@ import org.ptorun.internal.ElfSymbols;
 import org.ptorun.internal.EmulatedDriverLibrary;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
+import org.ptorun.internal.NativeFolder;
 
 /**
- * {@code ptorun inspect}: what each library is — its file, the symbols its ELF dynamic
- * symbol table exports against the contract (and the absence of the four ambient-selection
- * setters the design removed), its admitted pipeline contract, run storage shape, the device
- * images a chip of its arch is opened with, and the driver an onboard library loads.
+ * {@code ptorun inspect}: what each library is — where it was loaded from, whether the
+ * symbols its ELF dynamic symbol table exports are exactly the contract, how many runs a
+ * chip of it holds at once, its run storage shape, the device images a chip of its arch is
+ * opened with, and the driver an onboard library loads.
  */
 final class Inspect {
 
@@ -86,7 +90,7 @@ final class Inspect {
             return new Report(variant, o, problems);
         }
         o.put("loaded", true);
-        lib.put("file", runtime.libraryFile().toString());
+        origin(lib, resource, runtime.libraryFile());
 
         ObjectNode symbols = o.putObject("symbols");
         Set<String> exported = exportedSymbols(runtime, resource, symbols, problems);
@@ -106,14 +110,6 @@ final class Inspect {
             if (!extra.isEmpty()) {
                 problems.add("exports symbols outside the contract: " + extra);
             }
-            ObjectNode removed = o.putObject("removedSetters");
-            for (String setter : NativeApi.FORBIDDEN_SYMBOLS) {
-                boolean present = exported.contains(setter);
-                removed.put(setter, present ? "PRESENT" : "absent");
-                if (present) {
-                    problems.add("exports the removed setter " + setter);
-                }
-            }
         }
 
         PipelineContract c = runtime.contract();
@@ -132,6 +128,14 @@ final class Inspect {
             banks.add(c.bankOfSlot(slot));
         }
         contract.put("text", c.toString());
+        try {
+            boolean concurrent = runtime.supportsConcurrentPrepare();
+            contract.put("concurrentPrepare", concurrent);
+            contract.put("runsInFlight", concurrent ? c.pipelineDepth() : 1);
+            contract.put("words", inFlight(c.pipelineDepth(), concurrent));
+        } catch (RuntimeException e) {
+            problems.add("cannot tell whether it prepares a run while another executes: " + e.getMessage());
+        }
 
         ObjectNode storage = o.putObject("runStorage");
         storage.put("size", runtime.runStorageSize());
@@ -145,7 +149,7 @@ final class Inspect {
         ObjectNode driver = o.putObject("driver");
         if (variant.platform() == Variant.Platform.SIM) {
             driver.put("kind", "none");
-            driver.put("note", "the sim platform runs the device in-process");
+            driver.put("note", "the sim platform emulates the chip in this process");
         } else {
             EmulatedDriverLibrary.Location at = EmulatedDriverLibrary.locate(runtime.libraryFile());
             driver.put("kind", switch (at.origin()) {
@@ -155,6 +159,9 @@ final class Inspect {
             });
             driver.put("path", at.path());
             driver.put("origin", at.origin().toString());
+            if (at.origin() == EmulatedDriverLibrary.Origin.PROPERTY) {
+                driver.put("pinned", NativeFolder.pinnedDriver());
+            }
             boolean present = !at.path().contains("/") || Files.isRegularFile(Path.of(at.path()));
             driver.put("present", present);
             if (!present) {
@@ -170,7 +177,6 @@ final class Inspect {
         Path file = runtime.libraryFile();
         try {
             if (Files.isRegularFile(file)) {
-                symbols.put("readFrom", file.toString());
                 return ElfSymbols.definedGlobals(file);
             }
             try (InputStream in = Inspect.class.getClassLoader().getResourceAsStream(resource)) {
@@ -179,7 +185,6 @@ final class Inspect {
                             + " is not on the classpath");
                     return null;
                 }
-                symbols.put("readFrom", "classpath:" + resource);
                 return ElfSymbols.definedGlobals(in.readAllBytes(), resource);
             }
         } catch (IOException e) {
@@ -206,43 +211,111 @@ final class Inspect {
         }
     }
 
+    /**
+     * Where the library came from: {@code origin} "jar" (extracted from a jar on the class
+     * path into the process's private folder), "directory" (loaded in place from a directory
+     * on the class path) or "library path" (no resource: found by JNA on
+     * {@code jna.library.path} or the system's), {@code from} the jar, directory or file, and
+     * {@code file} the file the dynamic loader opened (for a jar, a temporary copy deleted when
+     * the JVM exits).
+     */
+    private static void origin(ObjectNode lib, String resource, Path file) {
+        URL url = Inspect.class.getClassLoader().getResource(resource);
+        String origin;
+        String from;
+        if (url == null) {
+            origin = "library path";
+            from = file.toString();
+        } else if ("jar".equals(url.getProtocol())) {
+            origin = "jar";
+            String spec = url.getPath(); // file:/…/x.jar!/linux-x86-64/…
+            int bang = spec.indexOf("!/");
+            from = spec.substring(0, bang < 0 ? spec.length() : bang);
+            try {
+                from = Path.of(new URI(from)).toString();
+            } catch (URISyntaxException | IllegalArgumentException e) {
+                // keep the URL's text
+            }
+        } else if ("file".equals(url.getProtocol())) {
+            origin = "directory";
+            try {
+                Path at = Path.of(url.toURI());
+                Path dir = at;
+                for (int i = 0; i < Path.of(resource).getNameCount() && dir != null; i++) {
+                    dir = dir.getParent();
+                }
+                from = dir == null ? at.toString() : dir.toString();
+            } catch (URISyntaxException | IllegalArgumentException e) {
+                from = url.toString();
+            }
+        } else {
+            origin = url.getProtocol();
+            from = url.toString();
+        }
+        lib.put("origin", origin);
+        lib.put("from", from);
+        lib.put("file", file.toString());
+    }
+
+    /** How many runs a chip of the library holds at once, in words. */
+    static String inFlight(int depth, boolean concurrentPrepare) {
+        if (concurrentPrepare) {
+            return depth + " runs at most: the next run is prepared while one executes";
+        }
+        return depth > 1 ? "1 run: this library does not prepare a run while another executes"
+                : "1 run: the library's pipeline has depth 1";
+    }
+
     private static void printText(Report r, PrintWriter out) {
         ObjectNode o = r.json();
         out.println(r.variant());
         ObjectNode lib = (ObjectNode) o.get("library");
         if (!o.get("loaded").asBoolean()) {
-            out.printf("  library         %s: DOES NOT LOAD: %s%n", lib.get("fileName").asText(), o.get("error").asText());
+            out.printf("  library       %s: DOES NOT LOAD: %s%n", lib.get("fileName").asText(), o.get("error").asText());
             return;
         }
-        out.printf("  library         %s (%s)%n", lib.get("file").asText(), lib.get("fileName").asText());
+        String origin = lib.get("origin").asText();
+        out.printf("  library       %s%n", switch (origin) {
+            case "jar" -> lib.get("fileName").asText() + " from the jar " + lib.get("from").asText();
+            case "directory" -> lib.get("fileName").asText() + " from the directory " + lib.get("from").asText()
+                    + " (loaded in place)";
+            case "library path" -> lib.get("from").asText() + " (not on the class path: found on the library path)";
+            default -> lib.get("fileName").asText() + " from " + lib.get("from").asText();
+        });
         ObjectNode s = (ObjectNode) o.get("symbols");
         if (s.has("exported")) {
-            out.printf(Locale.ROOT, "  symbols         %d exported, %s%n", s.get("exported").size(),
-                    s.get("exactlyTheContract").asBoolean() ? "exactly the contract"
-                            : "NOT the contract: missing " + s.get("missing") + ", unexpected " + s.get("unexpected"));
-            StringBuilder removed = new StringBuilder();
-            o.get("removedSetters").fields().forEachRemaining(e -> removed.append(removed.length() == 0 ? "" : ", ")
-                    .append(e.getKey()).append(' ').append(e.getValue().asText()));
-            out.printf("  removed setters %s%n", removed);
+            out.printf(Locale.ROOT, "  contract      %s%n", s.get("exactlyTheContract").asBoolean()
+                    ? "ok, " + s.get("contractSize").asInt() + " functions"
+                    : "BROKEN: missing " + s.get("missing") + ", unexpected " + s.get("unexpected") + " (of "
+                            + s.get("contractSize").asInt() + " functions)");
+        } else {
+            out.printf("  contract      NOT CHECKED: its symbols could not be read%n");
         }
         ObjectNode c = (ObjectNode) o.get("pipelineContract");
-        out.printf("  contract        abi %d, %s, bank(slot)=%s%n", c.get("abiVersion").asInt(), c.get("text").asText(),
-                c.get("bankOfSlot"));
+        if (c.has("words")) {
+            out.printf("  in flight     %s%n", c.get("words").asText());
+        }
         ObjectNode st = (ObjectNode) o.get("runStorage");
-        out.printf(Locale.ROOT, "  run storage     %d B, aligned %d%n", st.get("size").asLong(),
-                st.get("alignment").asLong());
+        out.printf(Locale.ROOT, "  run storage   %,d B per run, aligned to %d B (off-heap, owned by the caller)%n",
+                st.get("size").asLong(), st.get("alignment").asLong());
         ObjectNode images = (ObjectNode) o.get("deviceImages");
         for (String key : List.of("aicpu", "aicore")) {
             ObjectNode im = (ObjectNode) images.get(key);
-            out.printf("  %-15s %s%s%n", key + " image", im.get("resource").asText(),
-                    im.get("present").asBoolean() ? " (" + im.get("bytes").asLong() + " B)" : " MISSING");
+            out.printf(Locale.ROOT, "  %-13s %s%s%n", key + " image", im.get("resource").asText(),
+                    im.get("present").asBoolean() ? String.format(Locale.ROOT, ", %,d B", im.get("bytes").asLong())
+                            : " MISSING");
         }
         ObjectNode d = (ObjectNode) o.get("driver");
         if (d.has("path")) {
-            out.printf("  driver          %s (%s)%s%n", d.get("path").asText(), d.get("origin").asText(),
-                    d.get("present").asBoolean() ? "" : " MISSING");
+            String missing = d.get("present").asBoolean() ? "" : " MISSING: no chip can open";
+            out.printf("  driver        %s%s%n", switch (d.get("kind").asText()) {
+                case "bundled" -> "the emulated driver bundled with ptorun (" + EmulatedDriverLibrary.BUNDLED_FILE_NAME
+                        + ", next to the library)";
+                case "ptorun.driver" -> d.get("pinned").asText() + " (-D" + NativeFolder.DRIVER_PROPERTY + ")";
+                default -> d.get("path").asText() + " (" + d.get("origin").asText() + ")";
+            }, missing);
         } else {
-            out.printf("  driver          none: %s%n", d.get("note").asText());
+            out.printf("  driver        none: %s%n", d.get("note").asText());
         }
     }
 

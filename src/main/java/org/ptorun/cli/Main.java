@@ -23,9 +23,11 @@ import picocli.CommandLine.Spec;
  *                                            the vector chain on a chip, pipelined; --trace: the last
  *                                            run's Chrome/Perfetto trace to FILE
  * ptorun inspect [--variant V ... | --all] [--json]
- *                                            library file, exported symbols, contract, storage, images, driver
- * ptorun bench [--variant V] [--runs N] [--json]
- *                                            p50/p90/p99 of one trivial run's full cycle through ChipWorker
+ *                                            where each library came from, contract ok, runs in flight, run
+ *                                            storage, device images, driver
+ * ptorun bench [--variant V] [--runs N] [--worker] [--json]
+ *                                            p50/p90/p99 of one trivial run's full cycle through ChipWorker;
+ *                                            --worker: runs/s through a background Worker against that loop
  * ptorun idle [V ...]                        CPU a ChipWorker burns while it has no run (should be ~0)
  * </pre>
  *
@@ -87,7 +89,7 @@ public final class Main implements Callable<Integer> {
         return cmd;
     }
 
-    private static String describe(Throwable e) {
+    static String describe(Throwable e) {
         StringBuilder sb = new StringBuilder(e.getClass().getSimpleName()).append(": ").append(e.getMessage());
         for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
             sb.append("; caused by ").append(c.getClass().getSimpleName()).append(": ").append(c.getMessage());
@@ -101,6 +103,15 @@ public final class Main implements Callable<Integer> {
         spec.commandLine().getErr().println("ptorun: a command is required");
         spec.commandLine().usage(spec.commandLine().getErr());
         return USAGE;
+    }
+
+    /** {@code value} when it is at least {@code min}; else a usage error found while parsing. */
+    static int atLeast(CommandSpec spec, String option, int value, int min) {
+        if (value < min) {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + " must be >= " + min + ", got "
+                    + value);
+        }
+        return value;
     }
 
     /** Parses a variant for picocli; a bad one is a usage error. */
@@ -137,9 +148,13 @@ public final class Main implements Callable<Integer> {
                 description = "the library (default: ${DEFAULT-VALUE})", defaultValue = "a2a3/sim/hbg")
         Variant variant;
 
+        int runs;
+
         @Option(names = {"-n", "--runs"}, paramLabel = "N", defaultValue = "6",
                 description = "runs of the chain, >= 1 (default: ${DEFAULT-VALUE})")
-        int runs;
+        void runs(int n) {
+            runs = atLeast(spec, "--runs", n, 1);
+        }
 
         @Option(names = "--trace", paramLabel = "FILE",
                 description = "write the last run's Chrome/Perfetto trace (CallConfig.enableTrace) to FILE; open it "
@@ -148,18 +163,15 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() throws java.io.IOException {
-            if (runs < 1) {
-                throw new CommandLine.ParameterException(spec.commandLine(), "--runs must be >= 1, got " + runs);
-            }
             return Demo.run(variant, runs, trace, spec.commandLine().getOut(), spec.commandLine().getErr());
         }
     }
 
     @Command(name = "inspect", mixinStandardHelpOptions = true,
-            description = "Loads libraries and shows, for each: its file, its exported symbols against the contract "
-                    + "(and the absence of the four removed setters), its pipeline contract, run storage size and "
-                    + "alignment, the device images and the driver it uses. Exit 1 if one does not load or breaks "
-                    + "the contract.")
+            description = "Loads libraries and shows, for each: where it came from, whether it exports exactly the "
+                    + "functions of the contract, how many runs a chip of it holds at once, its run storage, the "
+                    + "device images and, onboard, the driver it uses. Exit 1 if one does not load or breaks the "
+                    + "contract.")
     static final class InspectCommand implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -189,8 +201,8 @@ public final class Main implements Callable<Integer> {
 
     @Command(name = "bench", mixinStandardHelpOptions = true,
             description = "A quick look at one trivial run's cost (one noop task): the full cycle prepare, launch, "
-                    + "poll/await, finalize through ChipWorker, p50/p90/p99 after a warm-up, against a Java "
-                    + "park/unpark round trip. The benchmark suite proper is `mvn -q -Pbench verify`.")
+                    + "poll/await, finalize through ChipWorker, p50/p90/p99 after a warm-up, with a Java "
+                    + "park/unpark round trip for scale. The benchmark suite proper is `mvn -q -Pbench verify`.")
     static final class BenchCommand implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -199,10 +211,14 @@ public final class Main implements Callable<Integer> {
                 description = "the library (default: ${DEFAULT-VALUE})", defaultValue = "a2a3/sim/hbg")
         Variant variant;
 
+        int runs;
+
         @Option(names = {"-n", "--runs"}, paramLabel = "N", defaultValue = "20000",
                 description = "measured runs, >= 100 (default: ${DEFAULT-VALUE}; plus a warm-up of a fifth, "
                         + ">= 1000)")
-        int runs;
+        void runs(int n) {
+            runs = atLeast(spec, "--runs", n, 100);
+        }
 
         @Option(names = "--json", description = "one JSON document on stdout")
         boolean json;
@@ -213,10 +229,6 @@ public final class Main implements Callable<Integer> {
 
         @Override
         public Integer call() {
-            if (runs < 100) {
-                throw new CommandLine.ParameterException(spec.commandLine(),
-                        "--runs must be >= 100, got " + runs);
-            }
             if (worker) {
                 return Bench.runWorker(variant, runs, json, spec.commandLine().getOut(),
                         spec.commandLine().getErr());

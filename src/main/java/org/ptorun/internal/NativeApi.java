@@ -25,11 +25,6 @@ public interface NativeApi {
             "comm_get_window_size", "comm_derive_context", "comm_alloc_domain_windows", "comm_release_domain_windows",
             "comm_barrier", "comm_break_domain", "comm_destroy", "ptorun_log_pending", "ptorun_log_next");
 
-    /** The ambient-selection setters this design replaces: no library may export them. */
-    List<String> FORBIDDEN_SYMBOLS = List.of(
-            "select_pipeline_slot_ctx", "select_arena_bank_ctx",
-            "set_native_run_identity_ctx", "set_task_accepted_state_ctx");
-
     /** {@code ptorun_variant} */
     long variant();
 

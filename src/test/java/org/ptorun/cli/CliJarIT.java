@@ -43,6 +43,43 @@ class CliJarIT {
     }
 
     @Test
+    void aDemoThatFailsEndsWithOneFailedVerdictAndExitsOne() throws Exception {
+        Path out = Files.createTempFile("ptorun-demo-fails", ".txt");
+        try {
+            // a sim device of 8 MiB cannot stage the chain's 28 MiB: the first prepare fails
+            ProcessBuilder pb = new ProcessBuilder(java("demo", "--runs", "2")).redirectOutput(out.toFile())
+                    .redirectError(ProcessBuilder.Redirect.DISCARD);
+            pb.environment().put("PTORUN_SIM_DEVICE_MEMORY", "8M");
+            Process p = pb.start();
+            assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("finished").isTrue();
+            String text = Files.readString(out, StandardCharsets.UTF_8);
+            assertThat(p.exitValue()).as(text).isEqualTo(1);
+            List<String> lines = text.lines().toList();
+            assertThat(lines.get(lines.size() - 1)).startsWith("FAILED: the demo on a2a3/sim/hbg: ")
+                    .contains("DeviceOutOfMemoryException");
+            assertThat(lines).filteredOn(l -> l.startsWith("ok:") || l.startsWith("FAILED:")).hasSize(1);
+        } finally {
+            Files.deleteIfExists(out);
+        }
+    }
+
+    @Test
+    void inspectFromTheJarSaysWhichJarAndNotTheTemporaryCopy() throws Exception {
+        Path out = Files.createTempFile("ptorun-inspect", ".txt");
+        try {
+            int rc = run(out, "inspect", "--variant", "a2a3/onboard/hbg");
+            String text = Files.readString(out, StandardCharsets.UTF_8);
+            assertThat(rc).as(text).isZero();
+            assertThat(text).contains("libptorun_a2a3_onboard_hbg.so from the jar " + cliJar().toAbsolutePath().normalize(),
+                    "contract      ok, ", "in flight     2 runs at most",
+                    "driver        the emulated driver bundled with ptorun");
+            assertThat(text).as("the extraction folder is the JVM's business").doesNotContainPattern("ptorun-[0-9]+-");
+        } finally {
+            Files.deleteIfExists(out);
+        }
+    }
+
+    @Test
     void aUsageErrorExitsTwo() throws Exception {
         Path out = Files.createTempFile("ptorun-usage", ".txt");
         try {
@@ -59,7 +96,8 @@ class CliJarIT {
             int rc = run(out, "demo", "--runs", "2");
             String text = Files.readString(out, StandardCharsets.UTF_8);
             assertThat(rc).as(text).isZero();
-            assertThat(text).contains("run 2: finalized");
+            assertThat(text).contains("run 2: done")
+                    .contains("ok: 2 runs on a2a3/sim/hbg, every result equal to plain Java");
         } finally {
             Files.deleteIfExists(out);
         }

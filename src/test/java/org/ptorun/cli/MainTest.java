@@ -1,6 +1,7 @@
 package org.ptorun.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -48,11 +49,25 @@ class MainTest {
     }
 
     @Test
-    void demoRunsAndChecksEveryResult() {
+    void demoRunsChecksEveryResultAndEndsWithOneVerdict() {
         Outcome o = run("demo", "--runs", "2");
         assertThat(o.exitCode()).as(o.err()).isZero();
-        assertThat(o.out()).contains("run 2: finalized").contains("elements equal the Java reference")
-                .doesNotContain("WRONG");
+        assertThat(o.out()).contains("ptorun demo on a2a3/sim/hbg: 2 runs of f = (a+b+1)*(a+b+2)+(a+b)",
+                        "prepares run N+1", "run 2: prepared", "while run 1 executed", "launch confirmed",
+                        "run 2: done, all 1,048,576 elements of f equal plain Java")
+                .doesNotContain("FAILED", "depth=", "GM_HEAP", "accepted=");
+        java.util.List<String> lines = o.out().lines().toList();
+        assertThat(lines.get(lines.size() - 1))
+                .isEqualTo("ok: 2 runs on a2a3/sim/hbg, every result equal to plain Java");
+        assertThat(lines).filteredOn(l -> l.startsWith("ok:") || l.startsWith("FAILED:")).hasSize(1);
+    }
+
+    @Test
+    void demoSaysWhenALibraryRunsOneRunAtATime() {
+        Outcome o = run("demo", "--variant", "a5/sim/trb", "--runs", "2");
+        assertThat(o.exitCode()).as(o.err()).isZero();
+        assertThat(o.out()).contains("one run at a time").doesNotContain("while run 1 executed")
+                .endsWith("ok: 2 runs on a5/sim/trb, every result equal to plain Java" + System.lineSeparator());
     }
 
     @Test
@@ -61,7 +76,8 @@ class MainTest {
         java.nio.file.Path file = dir.resolve("out/demo-trace.json");
         Outcome o = run("demo", "--runs", "3", "--trace", file.toString());
         assertThat(o.exitCode()).as(o.err()).isZero();
-        assertThat(o.out()).contains("run 3's trace: " + file).doesNotContain("WRONG");
+        assertThat(o.out()).contains("run 3's trace: " + file, "the last run records a trace")
+                .contains("ok: 3 runs on a2a3/sim/hbg").doesNotContain("FAILED");
         JsonNode doc = JSON.readTree(file.toFile());
         assertThat(doc.at("/metadata/run_id").asLong()).isEqualTo(3);
         long slices = 0;
@@ -87,14 +103,23 @@ class MainTest {
             Variant v = Variant.parse(lib.get("variant").asText());
             assertThat(lib.get("loaded").asBoolean()).isTrue();
             assertThat(lib.at("/library/fileName").asText()).isEqualTo(v.libraryFileName());
+            assertThat(lib.at("/library/origin").asText()).as("tests load from target/classes")
+                    .isEqualTo("directory");
             assertThat(lib.at("/symbols/exactlyTheContract").asBoolean()).isTrue();
-            assertThat(lib.at("/symbols/exported")).hasSize(NativeApi.SYMBOLS.size());
-            for (String setter : NativeApi.FORBIDDEN_SYMBOLS) {
-                assertThat(lib.at("/removedSetters/" + setter).asText()).isEqualTo("absent");
-            }
+            assertThat(lib.at("/symbols/contractSize").asInt()).isEqualTo(NativeApi.SYMBOLS.size());
+            java.util.List<String> exported = new java.util.ArrayList<>();
+            lib.at("/symbols/exported").forEach(n -> exported.add(n.asText()));
+            // exactly the contract: a symbol outside it (such as a removed setter) would be "unexpected"
+            assertThat(exported).containsExactlyInAnyOrderElementsOf(NativeApi.SYMBOLS);
+            assertThat(lib.at("/symbols/missing")).isEmpty();
+            assertThat(lib.at("/symbols/unexpected")).isEmpty();
+            assertThat(lib.has("removedSetters")).as("no project history in the output").isFalse();
             int depth = lib.at("/pipelineContract/pipelineDepth").asInt();
             assertThat(depth).isBetween(1, 2);
             assertThat(lib.at("/pipelineContract/bankOfSlot")).hasSize(depth);
+            boolean concurrent = depth == 2 && v.runtime() == Variant.RuntimeKind.HBG;
+            assertThat(lib.at("/pipelineContract/concurrentPrepare").asBoolean()).isEqualTo(concurrent);
+            assertThat(lib.at("/pipelineContract/runsInFlight").asInt()).isEqualTo(concurrent ? 2 : 1);
             assertThat(lib.at("/runStorage/size").asLong()).isGreaterThanOrEqualTo(8);
             assertThat(Long.bitCount(lib.at("/runStorage/alignment").asLong())).isEqualTo(1);
             assertThat(lib.at("/deviceImages/aicpu/present").asBoolean()).isTrue();
@@ -105,11 +130,17 @@ class MainTest {
     }
 
     @Test
-    void inspectAsTextNamesTheLibraryAndTheContract() {
-        Outcome o = run("inspect", "--variant", "a5/sim/trb");
+    void inspectAsTextSaysWhatAUserNeedsInWords() {
+        Outcome o = run("inspect", "--variant", "a5/sim/trb", "--variant", "a2a3/sim/hbg", "-v", "a2a3/onboard/trb");
         assertThat(o.exitCode()).as(o.err()).isZero();
-        assertThat(o.out()).contains("a5/sim/trb", "libptorun_a5_sim_trb.so", "exactly the contract",
-                "depth=1", "run storage", "aicore image");
+        assertThat(o.out()).contains("a5/sim/trb", "libptorun_a5_sim_trb.so from the directory",
+                "contract      ok, " + NativeApi.SYMBOLS.size() + " functions",
+                "in flight     1 run: the library's pipeline has depth 1",
+                "in flight     2 runs at most: the next run is prepared while one executes",
+                "in flight     1 run: this library does not prepare a run while another executes",
+                "run storage", "aicore image", "driver        none: the sim platform",
+                "driver        the emulated driver bundled with ptorun")
+                .doesNotContain("setter", "depth=", "GM_HEAP", "bank(");
     }
 
     @Test
@@ -121,7 +152,26 @@ class MainTest {
         assertThat(doc.get("runs").asInt()).isEqualTo(200);
         double p50 = doc.at("/cycleMicros/p50").asDouble();
         assertThat(p50).isPositive().isLessThanOrEqualTo(doc.at("/cycleMicros/p99").asDouble());
-        assertThat(doc.get("cycleOverFloor").asDouble()).isPositive();
+        assertThat(doc.get("wakeRoundTripMicrosP50").asDouble()).isPositive();
+        assertThat(doc.get("cycleOverWakeRoundTrip").asDouble()).isPositive();
+        assertThat(doc.has("cycleOverFloor")).isFalse();
+    }
+
+    @Test
+    void benchAsTextCallsTheRoundTripAYardstickNotAFloor() {
+        Outcome o = run("bench", "--runs", "100");
+        assertThat(o.exitCode()).as(o.err()).isZero();
+        assertThat(o.out()).contains("p50", "voluntary context switches per run",
+                "for scale, a park/unpark round trip between two Java threads", "cycle / round trip = ")
+                .doesNotContain("floor");
+    }
+
+    @Test
+    void runsOutOfRangeIsAUsageErrorFoundWhileParsing() {
+        assertThatThrownBy(() -> Main.commandLine().parseArgs("bench", "--runs", "99"))
+                .isInstanceOf(picocli.CommandLine.ParameterException.class).hasMessageContaining(">= 100");
+        assertThatThrownBy(() -> Main.commandLine().parseArgs("demo", "-n", "0"))
+                .isInstanceOf(picocli.CommandLine.ParameterException.class).hasMessageContaining(">= 1");
     }
 
     @Test
