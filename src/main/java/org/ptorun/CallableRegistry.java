@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.concurrent.locks.StampedLock;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
+import org.ptorun.callable.TensorExtents;
 import org.ptorun.internal.OffHeapBlock;
 
 /**
@@ -22,7 +23,7 @@ final class CallableRegistry {
     /** Callable ids the library's registry holds: [0, MAX_CALLABLES). */
     static final int MAX_CALLABLES = 64;
 
-    private record Registered(OffHeapBlock bytes, Direction[] tensorDirections) {
+    private record Registered(OffHeapBlock bytes, Direction[] tensorDirections, TensorExtents extents) {
     }
 
     private final ChipDevice device;
@@ -57,6 +58,20 @@ final class CallableRegistry {
         return r == null ? null : r.tensorDirections();
     }
 
+    /**
+     * Refuses {@code args} whose tensors are smaller than the program of the callable registered
+     * under {@code id} needs ({@link TensorExtents#check}); nothing for an unknown id (the
+     * library refuses it). Under {@link #beginUse()}.
+     *
+     * @throws IllegalArgumentException naming the callable, the tensor, the bytes needed and given
+     */
+    void checkTensorSizes(int id, TaskArgs args) {
+        Registered r = callables[id];
+        if (r != null) {
+            r.extents().check(id, args);
+        }
+    }
+
     /** The signature Java holds for a callable id, or null (tests). */
     List<Direction> signatureOf(int id) {
         long stamp = beginUse();
@@ -85,7 +100,7 @@ final class CallableRegistry {
                 }
                 registered = true;
                 Registered previous = callables[id];
-                callables[id] = new Registered(block, directions);
+                callables[id] = new Registered(block, directions, callable.tensorExtents());
                 if (previous != null) {
                     previous.bytes().close();
                 }

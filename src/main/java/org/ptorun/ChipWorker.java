@@ -281,7 +281,9 @@ public final class ChipWorker implements AutoCloseable {
      * @param acceptance written at the launch marker; null for none
      * @return the token every later phase call takes
      * @throws IllegalArgumentException "lease is outside the runtime PipelineContract",
-     *         or an invalid config or argument
+     *         or an invalid config or argument, e.g. a tensor smaller than the callable's program
+     *         needs ({@link org.ptorun.callable.TensorExtents#check}) — refused before any native
+     *         work, on every runtime alike
      * @throws ChipBusyException "slot already owns an unfinished native run", or
      *         "requires an active predecessor before staging a successor"
      * @throws LeaseRejectedException "lease generation is stale"
@@ -411,7 +413,9 @@ public final class ChipWorker implements AutoCloseable {
 
     /**
      * Runs a callable to completion in slot 0, unleased (run epoch 0, no generation
-     * filter), copying results back; always finalizes.
+     * filter), copying results back; always finalizes. Its arguments are checked as
+     * {@link #prepare}'s: a tensor smaller than the program needs is the same
+     * {@link IllegalArgumentException}, before any native work.
      */
     public void run(int callableId, TaskArgs args, CallConfig config) {
         runBlocking(callableId, args, config, null, 0, 0, null);
@@ -508,6 +512,7 @@ public final class ChipWorker implements AutoCloseable {
             RunEvents.Prepare event;
             try {
                 RunBinding.checkArgs(args, directions, memory);
+                callables.checkTensorSizes(callableId, args);
                 event = blocking ? null : RunEvents.beginPrepare();
                 table.admit(run, noOverlap(config), filtered, timeoutOf(config));
             } catch (RuntimeException e) {

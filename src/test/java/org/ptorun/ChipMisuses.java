@@ -508,8 +508,8 @@ final class ChipMisuses {
                         f.lease(0), 1, 1, null))));
         m.add(of(a, "run with zero tensors for the chain", BadCallableException.class, "PTO_ERR_BAD_CALLABLE",
                 f -> f.refused(() -> f.chip.run(CHAIN, new TaskArgs(), CallConfig.DEFAULT, f.lease(0), 1, 1, null))));
-        m.add(of(a, "run with a tensor too small for the program's view", BadCallableException.class,
-                "PTO_ERR_BAD_CALLABLE", f -> {
+        m.add(of(a, "run with a tensor too small for the program's view", IllegalArgumentException.class,
+                "tensor argument 0 (IN) holds " + 2 * N + " bytes, but the callable's program needs " + 4 * N, f -> {
                     TaskArgs args = ChipWorkerE2ETest.chainArgs(new float[N / 2], new float[N], new float[N]);
                     f.refused(() -> f.chip.run(CHAIN, args, CallConfig.DEFAULT, f.lease(0), 1, 1, null));
                 }));

@@ -18,18 +18,20 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
+import org.ptorun.worker.ChipHealth;
 import org.ptorun.worker.CollectiveStep;
 import org.ptorun.worker.CollectiveStepException;
 import org.ptorun.worker.Worker;
 
 /**
  * A rank whose collective run is refused before its collective kernel starts — by the
- * library at prepare (a view larger than its tensor) or by the ChipWorker itself (a
- * DeviceBuffer of another chip) — breaks the domain its comm scalar names, naming itself,
+ * ChipWorker itself (a DeviceBuffer of another chip), or by the library at prepare
+ * (test_comm_run_break.c) — breaks the domain its comm scalar names, naming itself,
  * so its peers' collectives fail at once naming it instead of waiting in their entry
  * sync for the group timeout (docs/communication.md, Fault model). The group timeout is
  * minutes: a peer that waited for it would outlive the test's join bound of 60 s, so only
- * the fail-fast passes; nothing here measures time.
+ * the fail-fast passes; nothing here measures time. A tensor too small for the program is
+ * refused earlier, at enqueue, for the whole step: nothing to break.
  */
 class CommRunBreaksDomainE2ETest {
 
@@ -64,11 +66,10 @@ class CommRunBreaksDomainE2ETest {
             CommGroup group = worker.openCommGroup(dir.resolve("rootinfo"), GROUP_TIMEOUT);
             try {
                 group.allocWindows(4L * COUNT);
-                // rank 1's tensor holds half of what the program's view of it reaches: refused at prepare
-                // (hbg), or its device orchestration fails before the kernel task (trb)
+                // rank 1 passes rank 0's window, a DeviceBuffer of another chip: admitted, then refused by
+                // its ChipWorker at prepare, before the library
                 CollectiveStep step = worker.enqueueCollective(group, STEP, rank -> new TaskArgs()
-                        .tensor(Tensor.of(rank.rank() == BAD ? rank.windowSlice(0, 2L * COUNT) : rank.window(),
-                                DType.F32))
+                        .tensor(Tensor.of(rank.rank() == BAD ? group.rank(0).window() : rank.window(), DType.F32))
                         .scalar(rank.deviceContext()), CallConfig.DEFAULT);
                 for (int r = 0; r < RANKS; r++) {
                     int rank = r;
@@ -77,7 +78,8 @@ class CommRunBreaksDomainE2ETest {
                     assertThat(t.getCause()).isInstanceOf(CollectiveStepException.class);
                     CollectiveStepException e = (CollectiveStepException) t.getCause();
                     assertThat(e.failedRanks()).contains(BAD);
-                    assertThat(e.failures().get(BAD)).isNotInstanceOf(KernelFaultException.class);
+                    assertThat(e.failures().get(BAD)).isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining("belongs to another ChipWorker");
                     for (int peer = 0; peer < RANKS; peer++) {
                         if (peer != BAD) {
                             assertNamesTheBreaker(e.failures().get(peer), peer);
@@ -91,6 +93,56 @@ class CommRunBreaksDomainE2ETest {
                 group.close();
             }
         }
+    }
+
+    /**
+     * A rank whose tensor is too small for the program is refused at enqueueCollective, for the
+     * whole step: no rank's run is admitted, so no peer waits in a collective and nothing is
+     * broken — the next, correct step runs on the same group.
+     */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aStepWhoseRanksTensorIsTooSmallIsRefusedAtEnqueueAndTheGroupStaysUsable(Variant variant,
+            @TempDir Path dir) throws Exception {
+        try (Worker worker = Worker.builder().variant(variant).devices(0, 1, 2).queueCapacity(16).background(true)
+                .build()) {
+            worker.register(STEP, allreduce()).get(60, TimeUnit.SECONDS);
+            CommGroup group = worker.openCommGroup(dir.resolve("rootinfo"), GROUP_TIMEOUT);
+            try {
+                group.allocWindows(4L * COUNT);
+                // rank 1's tensor holds half of what the program's view of it reaches
+                assertThatThrownBy(() -> worker.enqueueCollective(group, STEP, rank -> new TaskArgs()
+                        .tensor(Tensor.of(rank.rank() == BAD ? rank.windowSlice(0, 2L * COUNT) : rank.window(),
+                                DType.F32))
+                        .scalar(rank.deviceContext()), CallConfig.DEFAULT))
+                        .isExactlyInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("rank 1: callable 3: tensor argument 0 (INOUT) holds " + 2 * COUNT + " bytes, but"
+                                + " the callable's program needs " + 4 * COUNT + ": instruction 0 (SUBMIT func_id 0)"
+                                + " parameter 0 ends at byte " + 4 * COUNT);
+                for (ChipHealth h : worker.health()) {
+                    assertThat(h.outstanding()).as("nothing admitted on device %d", h.deviceId()).isZero();
+                }
+                for (CommRank rank : group.ranks()) {
+                    rank.chip().copyTo(rank.window(), ones(COUNT, rank.rank() + 1));
+                }
+                CollectiveStep step = worker.enqueueCollective(group, STEP, rank -> new TaskArgs()
+                        .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+                for (CommRank rank : group.ranks()) {
+                    step.result(rank.rank()).get(60, TimeUnit.SECONDS);
+                    float[] back = new float[COUNT];
+                    rank.chip().copyFrom(rank.window(), back);
+                    assertThat(back).containsOnly(1f + 2f + 3f);
+                }
+            } finally {
+                group.close();
+            }
+        }
+    }
+
+    private static float[] ones(int n, float value) {
+        float[] x = new float[n];
+        java.util.Arrays.fill(x, value);
+        return x;
     }
 
     @ParameterizedTest

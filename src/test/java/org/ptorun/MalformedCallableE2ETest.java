@@ -219,15 +219,26 @@ class MalformedCallableE2ETest {
 
     @ParameterizedTest
     @MethodSource("variants")
-    void aViewOutsideItsArgumentTensorIsRefusedAtRunTime(Variant variant) {
-        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+    void aViewOutsideItsArgumentTensorIsRefusedBeforeTheLibraryAndByTheLibraryAsTheBackstop(Variant variant) {
+        try (SimE2E.RawChip raw = SimE2E.openRaw(variant)) {
+            ChipWorker chip = raw.chip();
             chip.registerCallable(ID, base());
             float[] c = filled(8);
-            // the loop views bytes [16, 32) of each tensor, and the last task 64 bytes of arg0: give arg0 only 32
+            // the last task views 64 bytes of arg0: give it 32, and Java refuses before any native work
             assertThatThrownBy(() -> chip.run(ID, TaskArgs.of(Tensor.of(random(8, 1)), Tensor.of(random(16, 2)),
                     Tensor.of(c)), CallConfig.DEFAULT))
+                    .isExactlyInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("callable 5: tensor argument 0 (IN) holds 32 bytes, but the callable's program needs"
+                            + " 64: instruction 6 (SUBMIT func_id 1) parameter 0 ends at byte 64");
+            assertThat(c).containsOnly(SimE2E.SENTINEL);
+            // the library's own check: it is handed a last view of 128 bytes that Java does not know of
+            raw.nextRegistration().set(mutate(base(), b -> le(b).putLong(param(b, 6, 0)
+                    + CallableLayouts.PtoProgramParam.SIZE_AFFINE, 128)));
+            chip.registerCallable(ID, base());
+            assertThatThrownBy(() -> chip.run(ID, TaskArgs.of(Tensor.of(random(16, 1)), Tensor.of(random(16, 2)),
+                    Tensor.of(c)), CallConfig.DEFAULT))
                     .isInstanceOf(BadCallableException.class)
-                    .hasMessageContaining("outside argument tensor 0 of 32 bytes");
+                    .hasMessageContaining("outside argument tensor 0 of 64 bytes");
             assertThat(c).containsOnly(SimE2E.SENTINEL);
             assertUsable(chip);
         }

@@ -237,6 +237,19 @@ public final class Affine {
         return new long[] {clamped(min), clamped(max)};
     }
 
+    /**
+     * The loop values, inside the box {@code 0 ≤ i[d] < counts[d]} (every count ≥ 1), where the
+     * unclamped expression is greatest: each variable at its last value when its coefficient
+     * is positive, at 0 otherwise (a linear expression takes its maximum at that corner).
+     */
+    long[] argMax(long[] counts) {
+        long[] vars = new long[counts.length];
+        for (int d = 0; d < counts.length && d < MAX_LOOP_DEPTH; d++) {
+            vars[d] = coef[d] > 0 ? counts[d] - 1 : 0;
+        }
+        return vars;
+    }
+
     private static long add(long a, long b) {
         try {
             return Math.addExact(a, b);

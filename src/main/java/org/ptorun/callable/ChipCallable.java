@@ -83,6 +83,7 @@ public final class ChipCallable {
     private final List<Child> children;
     private final Program program;
     private final OrchestrationLibrary orchestrationLibrary;
+    private final TensorExtents tensorExtents;
     private final byte[] bytes;
 
     private ChipCallable(List<Direction> signature, List<Child> children, Program program,
@@ -99,6 +100,8 @@ public final class ChipCallable {
         this.children = children;
         this.program = program;
         this.orchestrationLibrary = orchestrationLibrary;
+        this.tensorExtents = program != null ? TensorExtents.of(tensorDirections, program.argumentReach())
+                : TensorExtents.unknown(tensorDirections);
         this.bytes = encode();
     }
 
@@ -146,6 +149,17 @@ public final class ChipCallable {
     /** The orchestration library; empty when the callable carries a program. */
     public Optional<OrchestrationLibrary> orchestrationLibrary() {
         return Optional.ofNullable(orchestrationLibrary);
+    }
+
+    /**
+     * The bytes each tensor argument must hold for the program's views, computed once when
+     * the callable was built; {@code ChipWorker.prepare} / {@code run} and {@code Worker.enqueue}
+     * refuse a run whose tensor is smaller with {@link TensorExtents#check}'s
+     * {@link IllegalArgumentException}, before any native work. All 0 for an orchestration
+     * library, whose views Java cannot see.
+     */
+    public TensorExtents tensorExtents() {
+        return tensorExtents;
     }
 
     /**

@@ -71,13 +71,17 @@ public final class Program {
     private final int instructionCount;
     private final int localCount;
     private final long taskCount;
+    /** By argument tensor index: how far the program's views reach into it. */
+    private final Map<Integer, TensorExtents.Reach> argumentReach;
 
-    private Program(byte[] bytes, List<Submit> submits, int instructionCount, int localCount, long taskCount) {
+    private Program(byte[] bytes, List<Submit> submits, int instructionCount, int localCount, long taskCount,
+                    Map<Integer, TensorExtents.Reach> argumentReach) {
         this.bytes = bytes;
         this.submits = submits;
         this.instructionCount = instructionCount;
         this.localCount = localCount;
         this.taskCount = taskCount;
+        this.argumentReach = argumentReach;
     }
 
     public static Builder builder() {
@@ -111,6 +115,15 @@ public final class Program {
 
     List<Submit> submits() {
         return submits;
+    }
+
+    /**
+     * By argument tensor index, the farthest any view of the program reaches into that tensor
+     * over every iteration that runs (SUBMITs in a loop of count 0 never run); tensors no view
+     * names are absent.
+     */
+    Map<Integer, TensorExtents.Reach> argumentReach() {
+        return argumentReach;
     }
 
     byte[] rawBytes() {
@@ -149,6 +162,7 @@ public final class Program {
         private final Deque<Open> open = new ArrayDeque<>();
         private final Map<Integer, Local> locals = new HashMap<>();
         private final Map<Integer, Integer> endedScopeOfLocal = new HashMap<>();
+        private final Map<Integer, TensorExtents.Reach> argumentReach = new HashMap<>();
         private int loops;
         private int scopes;
         private int nextOpenId;
@@ -184,7 +198,7 @@ public final class Program {
             int insn = nextInstruction();
             List<Param> list = List.copyOf(Arrays.asList(params));
             for (int i = 0; i < list.size(); i++) {
-                checkParam(insn, i, list.get(i));
+                checkParam(insn, funcId, i, list.get(i));
             }
             submits.add(new Submit(insn, funcId, list));
             encoded.add(encodeSubmit(funcId, list, after));
@@ -430,7 +444,8 @@ public final class Program {
             for (byte[] e : encoded) {
                 out.put(e);
             }
-            return new Program(out.array(), List.copyOf(submits), encoded.size(), localCount, taskCount);
+            return new Program(out.array(), List.copyOf(submits), encoded.size(), localCount, taskCount,
+                    Map.copyOf(argumentReach));
         }
 
         // ---- checks ------------------------------------------------------------------------
@@ -487,8 +502,9 @@ public final class Program {
             return n;
         }
 
-        private void checkParam(int insn, int i, Param p) {
+        private void checkParam(int insn, int funcId, int i, Param p) {
             String where = "instruction " + insn + " (SUBMIT) parameter " + i;
+            String param = "instruction " + insn + " (SUBMIT func_id " + funcId + ") parameter " + i;
             if (p.kind() == Param.Kind.SCALAR_AFFINE) {
                 checkLoopVars(where + ": the scalar value " + p.offset(), p.offset());
                 return;
@@ -501,7 +517,9 @@ public final class Program {
                 local = checkLocalAlive(where, p.index());
             }
             if (p.view() != null) {
-                ViewCheck.check(where, p.view(), loops, counts(), local == null ? -1 : local.bytes());
+                TensorExtents.Reach reach = ViewCheck.check(where, p.view(), loops, counts(),
+                        local == null ? -1 : local.bytes(), param);
+                reached(p, reach);
                 return;
             }
             checkLoopVars(where + ": the view offset " + p.offset(), p.offset());
@@ -523,9 +541,21 @@ public final class Program {
                             + p.index() + ", which has " + local.bytes() + " bytes (offset " + p.offset() + ", size "
                             + p.size() + ")");
                 }
+                if (local == null) {
+                    // [offset, offset + size) inside the tensor, size >= 0: offset + size is linear, greatest at a corner
+                    Affine end0 = p.offset().plus(p.size());
+                    reached(p, TensorExtents.Reach.of(end[1], param, end0.argMax(counts), true));
+                }
             } catch (ArithmeticException e) {
                 throw new IllegalArgumentException(where + ": the view [" + p.offset() + ", +" + p.size()
                         + ") overflows a signed 64-bit value over its loops' ranges");
+            }
+        }
+
+        /** Keeps, per argument tensor, the farthest reach of its views (the first view of the most bytes). */
+        private void reached(Param p, TensorExtents.Reach reach) {
+            if (reach != null && p.kind() == Param.Kind.ARG_TENSOR) {
+                argumentReach.merge(p.index(), reach, TensorExtents.Reach::farther);
             }
         }
 

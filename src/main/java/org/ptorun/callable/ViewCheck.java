@@ -20,8 +20,13 @@ final class ViewCheck {
      * @param loops the loops open at the SUBMIT
      * @param counts their trip counts, outermost first
      * @param localBytes the local's ALLOC_TENSOR bytes, or -1 for an argument tensor
+     * @param param names the parameter in a {@link TensorExtents.Reach} ("instruction 3 (SUBMIT func_id 1) parameter 0")
+     * @return for an argument tensor's view that runs, the bytes of the tensor it needs (the interpreter's
+     *     rule, {@link #bytesReached}) over every iteration: exact up to {@link #MAX_ITERATIONS}, and beyond
+     *     for an unclamped view never empty (linear, greatest at a corner of the loops' box); otherwise the
+     *     greatest over the box's corners, a lower bound. Null for a local's view or a SUBMIT that never runs.
      */
-    static void check(String where, View v, int loops, long[] counts, long localBytes) {
+    static TensorExtents.Reach check(String where, View v, int loops, long[] counts, long localBytes, String param) {
         checkLoopVars(where, v, "the view origin", v.origin(), loops);
         for (int k = 0; k < v.dims().size(); k++) {
             View.Dim d = v.dims().get(k);
@@ -31,15 +36,18 @@ final class ViewCheck {
         long iterations = 1;
         for (long c : counts) {
             if (c == 0) {
-                return; // never runs
+                return null; // never runs
             }
             iterations = iterations > MAX_ITERATIONS / c ? MAX_ITERATIONS + 1 : iterations * c;
         }
+        boolean arg = localBytes < 0;
         if (iterations > MAX_ITERATIONS) {
             checkRanges(where, v, counts);
-            return;
+            return arg ? reachAtCorners(v, counts, param) : null;
         }
         long[] vars = new long[counts.length];
+        long most = -1;
+        long[] mostAt = vars;
         for (long n = 0; n < iterations; n++) {
             String problem;
             try {
@@ -50,12 +58,75 @@ final class ViewCheck {
             if (problem != null) {
                 throw new IllegalArgumentException(where + " (" + v + "): " + problem + " at " + loopValues(vars));
             }
+            if (arg) {
+                long reached = bytesReached(v, vars);
+                if (reached > most) {
+                    most = reached;
+                    mostAt = vars.clone();
+                }
+            }
             for (int k = counts.length - 1; k >= 0; k--) { // the next iteration: innermost loop first
                 if (++vars[k] < counts[k]) {
                     break;
                 }
                 vars[k] = 0;
             }
+        }
+        return arg ? TensorExtents.Reach.of(most, param, mostAt, true) : null;
+    }
+
+    /**
+     * Beyond {@link #MAX_ITERATIONS}: the greatest reach over the corners of the loops' box. Exact
+     * when nothing of the view is clamped and no extent can be 0 (the reach is then linear in the
+     * loop values); otherwise a lower bound — the check never refuses a tensor the view fits, and
+     * the library checks each iteration at run time.
+     */
+    private static TensorExtents.Reach reachAtCorners(View v, long[] counts, String param) {
+        boolean exact = !v.origin().isClamped();
+        for (View.Dim d : v.dims()) {
+            exact &= !d.offset().isClamped() && !d.extent().isClamped()
+                    && (d.selected() || d.extent().range(counts)[0] >= 1);
+        }
+        long most = -1;
+        long[] mostAt = new long[counts.length];
+        for (int corner = 0; corner < 1 << counts.length; corner++) {
+            long[] vars = new long[counts.length];
+            for (int k = 0; k < counts.length; k++) {
+                vars[k] = (corner >> k & 1) != 0 ? counts[k] - 1 : 0;
+            }
+            long reached = bytesReached(v, vars);
+            if (reached > most) {
+                most = reached;
+                mostAt = vars;
+            }
+        }
+        return TensorExtents.Reach.of(most, param, mostAt, exact);
+    }
+
+    /**
+     * The bytes of its tensor a view needs at these loop values, by the interpreter's rule
+     * (format/program_view.c, {@code pto_view_param_resolve}): past its last element, or — an
+     * empty view — up to its first element. {@link Long#MAX_VALUE} when that overflows.
+     */
+    static long bytesReached(View v, long[] vars) {
+        try {
+            long first = v.origin().evaluate(vars);
+            long last = first;
+            boolean empty = false;
+            for (View.Dim d : v.dims()) {
+                long off = d.offset().evaluate(vars);
+                long ext = d.selected() ? 1 : d.extent().evaluate(vars);
+                first = Math.addExact(first, Math.multiplyExact(off, d.stride()));
+                if (ext == 0) {
+                    empty = true;
+                } else {
+                    last = Math.addExact(last, Math.multiplyExact(Math.addExact(off, ext - 1), d.stride()));
+                }
+            }
+            long size = v.dtype().byteSize();
+            return empty ? Math.multiplyExact(first, size) : Math.multiplyExact(Math.addExact(last, 1), size);
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
         }
     }
 

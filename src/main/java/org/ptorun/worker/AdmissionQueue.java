@@ -1,7 +1,6 @@
 package org.ptorun.worker;
 
 import java.util.ArrayDeque;
-import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
@@ -14,6 +13,7 @@ import org.ptorun.ChipPoisonedException;
 import org.ptorun.PtoError;
 import org.ptorun.TaskArgs;
 import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.TensorExtents;
 
 /**
  * Admission with back-pressure: one FIFO per chip of runs and registrations admitted and
@@ -48,7 +48,12 @@ final class AdmissionQueue {
     private final LaneEvents[] events;
 
     // guarded by lock
-    private final BitSet registeredIds = new BitSet(Worker.MAX_CALLABLES);
+    /**
+     * By callable id, the tensor extents of the callable last given to {@code register}: what
+     * every run enqueued after it is prepared with (a registration is queued behind the runs
+     * enqueued before it). Null: never registered.
+     */
+    private final TensorExtents[] registered = new TensorExtents[Worker.MAX_CALLABLES];
     private int queuedRuns;
     private long nextDispatchId = 1;
     private int roundRobin;
@@ -141,7 +146,7 @@ final class AdmissionQueue {
      *
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      */
-    RunTicket[] admitOnLanes(int callableId, TaskArgs[] argsPerLane, CallConfig config)
+    RunTicket[] admitOnLanes(int callableId, TaskArgs[] argsPerLane, int[] rankOfLane, CallConfig config)
             throws InterruptedException {
         int runs = 0;
         for (TaskArgs a : argsPerLane) {
@@ -155,7 +160,12 @@ final class AdmissionQueue {
             while (true) {
                 checkOpen();
                 if (queuedRuns + runs <= capacity) {
-                    checkRegisteredLocked(callableId);
+                    TensorExtents extents = registeredLocked(callableId);
+                    for (int lane = 0; lane < argsPerLane.length; lane++) {
+                        if (argsPerLane[lane] != null) {
+                            checkSizes(extents, callableId, argsPerLane[lane], rankOfLane[lane]);
+                        }
+                    }
                     RunTicket[] out = new RunTicket[argsPerLane.length];
                     long dispatchId = nextDispatchId;
                     try {
@@ -188,14 +198,26 @@ final class AdmissionQueue {
     }
 
     private RunTicket admitLocked(int callableId, TaskArgs args, CallConfig config) {
-        checkRegisteredLocked(callableId);
+        registeredLocked(callableId).check(callableId, args);
         return enqueueLocked(callableId, args, config, selectLocked());
     }
 
-    private void checkRegisteredLocked(int callableId) {
-        if (!registeredIds.get(callableId)) {
+    /** The extents of the callable last registered under the id; refuses an id never registered. */
+    private TensorExtents registeredLocked(int callableId) {
+        TensorExtents extents = registered[callableId];
+        if (extents == null) {
             throw new IllegalArgumentException("callable id " + callableId + " is not registered on this Worker"
                     + " (Worker.register it first)");
+        }
+        return extents;
+    }
+
+    /** {@link TensorExtents#check} of a collective step's rank: the message led by "rank r: ". */
+    private static void checkSizes(TensorExtents extents, int callableId, TaskArgs args, int rank) {
+        try {
+            extents.check(callableId, args);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("rank " + rank + ": " + e.getMessage());
         }
     }
 
@@ -226,7 +248,7 @@ final class AdmissionQueue {
         lock.lock();
         try {
             checkOpen();
-            registeredIds.set(id);
+            registered[id] = callable.tensorExtents();
             for (int lane = 0; lane < queues.length; lane++) {
                 if (usable.test(lane)) {
                     Registration r = new Registration(id, callable, new CompletableFuture<>());

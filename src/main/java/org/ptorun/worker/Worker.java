@@ -151,6 +151,14 @@ public final class Worker implements AutoCloseable {
      * <p>Every device buffer of {@code args} is held from now until the run is finalized:
      * its close is refused meanwhile, naming the run (docs/reliability.md, Lifetimes).
      *
+     * <p>The arguments are checked before anything is admitted: an id never registered on
+     * this Worker, or a tensor smaller than the program of the callable last registered under
+     * the id needs ({@link org.ptorun.callable.TensorExtents#check}: the same exception and
+     * message as {@code ChipWorker.prepare}, on every runtime), is refused here, not in the
+     * run's future; no dispatch id is consumed.
+     *
+     * @throws IllegalArgumentException for an id outside [0, 64) or never registered, or a tensor too
+     *     small for the callable's program; nothing was admitted
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      * @throws ChipPoisonedException when every chip is poisoned
      * @throws IllegalStateException after close, or when a device buffer of {@code args} is closed
@@ -201,7 +209,14 @@ public final class Worker implements AutoCloseable {
      * were enqueued (what collective kernels rely on), waiting while the queue has no room
      * for all of them.
      *
-     * @throws IllegalArgumentException when a rank's chip is not one of this Worker's
+     * <p>Every rank's arguments are checked before anything is admitted: a tensor too small
+     * for the callable's program refuses the whole step (the message of
+     * {@link org.ptorun.callable.TensorExtents#check}, led by {@code "rank r: "}). No rank's run
+     * was admitted, so no peer waits in a collective and no communication domain is broken: the
+     * group stays usable.
+     *
+     * @throws IllegalArgumentException when a rank's chip is not one of this Worker's, or a rank's
+     *         tensor is too small for the callable's program; nothing was admitted
      * @throws IllegalStateException when the group is closed, or a device buffer (a window) of
      *         the args is closed; nothing was admitted
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
@@ -226,7 +241,11 @@ public final class Worker implements AutoCloseable {
             perLane[lane] = Objects.requireNonNull(argsOfRank.apply(rank), "the args of rank " + rank.rank());
             laneOfRank[i] = lane;
         }
-        RunTicket[] byLane = queue.admitOnLanes(callableId, perLane, config);
+        int[] rankOfLane = new int[lanes.length];
+        for (int i = 0; i < laneOfRank.length; i++) {
+            rankOfLane[laneOfRank[i]] = group.ranks().get(i).rank();
+        }
+        RunTicket[] byLane = queue.admitOnLanes(callableId, perLane, rankOfLane, config);
         List<RunTicket> byRank = new ArrayList<>(laneOfRank.length);
         for (int lane : laneOfRank) {
             byRank.add(byLane[lane]);
