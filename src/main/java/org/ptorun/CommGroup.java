@@ -9,9 +9,11 @@ import java.util.Objects;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.FutureTask;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import org.ptorun.internal.OffHeapBlock;
@@ -91,11 +93,7 @@ public final class CommGroup implements AutoCloseable {
         }
         int n = chips.size();
         String name = describe(size, Objects.requireNonNull(rootInfo, "rootInfo"));
-        ExecutorService threads = n == 1 ? null : Executors.newFixedThreadPool(n - 1, r -> {
-            Thread t = new Thread(r, "ptorun-comm");
-            t.setDaemon(true);
-            return t;
-        });
+        ExecutorService threads = n == 1 ? null : groupThreads(n - 1);
         List<Callable<CommRank>> joins = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             ChipWorker chip = chips.get(i);
@@ -113,6 +111,24 @@ public final class CommGroup implements AutoCloseable {
         }
         return new CommGroup(size, name, ranks, threads);
     }
+
+    /**
+     * Daemons that end after a second without work (a fixed pool's threads ignore
+     * interrupts and never end, so {@code mvn exec:java} would wait for an open group's);
+     * a collective call starts them again.
+     */
+    private static ExecutorService groupThreads(int n) {
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(n, n, GROUP_THREAD_IDLE_SECONDS, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "ptorun-comm");
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
+
+    private static final long GROUP_THREAD_IDLE_SECONDS = 1;
 
     /**
      * Starts every call but the last on {@code threads}, runs the last on this thread, and

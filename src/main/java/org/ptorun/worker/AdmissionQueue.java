@@ -7,6 +7,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntFunction;
 import java.util.function.IntPredicate;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipPoisonedException;
@@ -58,6 +59,10 @@ final class AdmissionQueue {
     private long nextDispatchId = 1;
     private int roundRobin;
     private volatile boolean stopping;
+    /** Background mode: makes lane i's dispatcher (not started); null in caller-driven mode. */
+    private IntFunction<Thread> dispatcherFactory;
+    /** Each lane's dispatcher; null while none runs (not started, or it ended when interrupted idle). */
+    private Thread[] dispatchers;
 
     /** One event count and the condition its drivers park on. */
     private static final class LaneEvents {
@@ -400,6 +405,68 @@ final class AdmissionQueue {
         return events[lane].count;
     }
 
+    /**
+     * Background mode: starts a dispatcher per lane. A dispatcher interrupted while idle
+     * ends ({@link #awaitEventOrEnd}); the lane's next event (an admission, close) starts
+     * a new one, which takes over the lane where the last one left it.
+     */
+    void startDispatchers(IntFunction<Thread> factory) {
+        lock.lock();
+        try {
+            dispatcherFactory = factory;
+            dispatchers = new Thread[queues.length];
+            for (int lane = 0; lane < queues.length; lane++) {
+                startDispatcherLocked(lane);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void startDispatcherLocked(int lane) {
+        Thread t = dispatcherFactory.apply(lane);
+        t.setDaemon(true);
+        t.start();
+        dispatchers[lane] = t; // only once started: a failed start leaves the next event to try again
+    }
+
+    /** The lane's dispatcher now (background mode), or null. */
+    Thread dispatcher(int lane) {
+        lock.lock();
+        try {
+            return dispatchers == null ? null : dispatchers[lane];
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The dispatcher's idle park: like {@link #awaitEvent}, but when the dispatcher is
+     * interrupted (as {@code mvn exec:java} does to the threads a program leaves) and no
+     * event came, it gives up the lane and returns false: it must end. With an event it
+     * returns true and keeps the interrupt, so it ends at its next idle park.
+     */
+    boolean awaitEventOrEnd(int lane, long seen) {
+        lock.lock();
+        try {
+            LaneEvents e = events[lane];
+            while (e.count == seen) {
+                try {
+                    e.changed.await();
+                } catch (InterruptedException interrupted) {
+                    if (e.count == seen) {
+                        dispatchers[lane] = null; // under the lock: the next post starts a new dispatcher
+                        return false;
+                    }
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Parks until the lane's event count differs from {@code seen}. */
     void awaitEvent(int lane, long seen) {
         lock.lock();
@@ -427,6 +494,9 @@ final class AdmissionQueue {
         LaneEvents e = events[lane];
         e.count++;
         e.changed.signalAll();
+        if (dispatchers != null && dispatchers[lane] == null) {
+            startDispatcherLocked(lane); // its dispatcher ended when interrupted idle
+        }
     }
 
     // ---- stopping -------------------------------------------------------------------------------------

@@ -95,7 +95,11 @@ final class ChipLane {
 
     // ---- driving -------------------------------------------------------------------------------
 
-    /** Background mode: the dispatcher's life. Ends once admission stopped and the lane has nothing left. */
+    /**
+     * Background mode: the dispatcher's life. Ends once admission stopped and the lane has
+     * nothing left, or when interrupted while the lane is idle (the queue starts a new
+     * dispatcher at the lane's next event; the lane holds no run then).
+     */
     void dispatch() {
         while (true) {
             long seen = queue.eventCount(index);
@@ -114,8 +118,8 @@ final class ChipLane {
             if (queue.isStopping() && !queue.hasWork(index)) {
                 return;
             }
-            if (!spinForWork()) {
-                queue.awaitEvent(index, seen);
+            if (!spinForWork() && !queue.awaitEventOrEnd(index, seen)) {
+                return;
             }
         }
     }
@@ -407,7 +411,10 @@ final class ChipLane {
         }
     }
 
-    /** Finalizes a run that will not (or did not) execute, completing it with {@code cause} (null: cancelled). */
+    /**
+     * Finalizes a run that will not (or did not) execute, completing it with {@code cause}
+     * (null: cancelled by close under CANCEL_QUEUED, a {@link RunCancelledException}).
+     */
     private void abandon(RunTicket t, RuntimeException cause) {
         t.finalizeStart = System.nanoTime();
         try {
@@ -457,8 +464,8 @@ final class ChipLane {
                     t.finalizeEnd)));
             outcome = null;
         } else if (failure == null) {
-            t.future().deliverCancellation();
-            outcome = new CancellationException("the Worker closed before the run launched");
+            outcome = new RunCancelledException(t, t.run != null, ShutdownPolicy.CANCEL_QUEUED, ledger.cancelReason());
+            t.future().deliverFailure(outcome); // a CancellationException: the future reads as cancelled
         } else {
             t.future().deliverFailure(failure);
             outcome = failure;
@@ -495,18 +502,22 @@ final class ChipLane {
      */
     void failQueued(Object item, RuntimeException cause) {
         if (item instanceof Registration r) {
-            r.done().completeExceptionally(cause != null ? cause : new CancellationException("the Worker closed"));
+            RuntimeException failure = cause;
+            if (failure == null) {
+                failure = new CancellationException("Worker.close() under ShutdownPolicy.CANCEL_QUEUED cancelled the"
+                        + " registration of callable " + r.id() + " before a chip applied it");
+                failure.initCause(ledger.cancelReason());
+            }
+            r.done().completeExceptionally(failure);
             ledger.registrationDone();
             return;
         }
         RunTicket t = (RunTicket) item;
         t.finish(false);
-        if (cause == null) {
-            t.future().deliverCancellation();
-        } else {
-            t.future().deliverFailure(cause);
-        }
-        ledger.runFinished(index, t, cause != null ? cause : new CancellationException("the Worker closed"));
+        RuntimeException failure = cause != null ? cause
+                : new RunCancelledException(t, false, ShutdownPolicy.CANCEL_QUEUED, ledger.cancelReason());
+        t.future().deliverFailure(failure);
+        ledger.runFinished(index, t, failure);
     }
 
     // ---- close ---------------------------------------------------------------------------------------

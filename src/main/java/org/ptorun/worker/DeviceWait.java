@@ -11,7 +11,8 @@ import org.ptorun.ChipWorker;
  * is its interrupt. It changes nothing of the lane: it reports the end of the execution
  * (and when it saw it) and the driver finalizes. Used only when the driver's bounded
  * spin did not see the run end and a successor could still be staged; started on first
- * use, one per chip.
+ * use, one per chip. Interrupted, it ends once no wait is requested (the next request
+ * starts a new one): an interrupt never loses a requested wait.
  */
 final class DeviceWait {
 
@@ -77,12 +78,23 @@ final class DeviceWait {
     }
 
     private void serve() {
+        boolean interrupted = false;
         while (true) {
             RunTicket t;
             lock.lock();
             try {
                 while (request == null && !stop) {
-                    requested.awaitUninterruptibly();
+                    if (interrupted) {
+                        // asked to end (exec:java asks so of every thread its program left): idle, so it may;
+                        // the next watch starts a new thread
+                        thread = null;
+                        return;
+                    }
+                    try {
+                        requested.await();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
                 }
                 if (request == null) {
                     return;

@@ -21,6 +21,7 @@ final class DrainLedger {
     private final AtomicLongArray failed;
     private final AtomicLong pending = new AtomicLong();
     private volatile boolean cancelling;
+    private Throwable cancelReason; // published by cancelling
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition empty = lock.newCondition();
@@ -129,9 +130,26 @@ final class DrainLedger {
         return failed.get(lane);
     }
 
-    /** close() under CANCEL_QUEUED: staged successors are abandoned, nothing more is staged. */
-    void startCancelling() {
-        cancelling = true;
+    /**
+     * close() under CANCEL_QUEUED: staged successors are abandoned, nothing more is staged.
+     *
+     * @param reason the close, the cause of every cancelled run's exception
+     */
+    void startCancelling(Throwable reason) {
+        lock.lock();
+        try {
+            if (cancelReason == null) { // a second, concurrent close keeps the first one's reason
+                cancelReason = reason;
+            }
+        } finally {
+            lock.unlock();
+        }
+        cancelling = true; // volatile: publishes the reason
+    }
+
+    /** The reason given to {@link #startCancelling}, once {@link #cancelling()} is true. */
+    Throwable cancelReason() {
+        return cancelReason;
     }
 
     boolean cancelling() {

@@ -17,7 +17,9 @@ import org.ptorun.TaskArgs;
  * <p>{@link #result()} completes normally with a {@link RunResult}, exceptionally with the
  * run's {@code PtoRunException} (a {@code ChipPoisonedException} when its chip was poisoned
  * before it ran), or cancelled by {@link Worker#close()} under
- * {@link ShutdownPolicy#CANCEL_QUEUED}. User code never runs on the thread that drives the
+ * {@link ShutdownPolicy#CANCEL_QUEUED} — then {@code isCancelled()} is true and
+ * {@code get()} / {@code join()} throw a {@link RunCancelledException} naming the run and
+ * the policy, whose cause is that close. User code never runs on the thread that drives the
  * chip: continuations attached before completion run on the Worker's callback executor
  * ({@link Worker.Builder#callbackExecutor}), and when anything depends on the future at
  * completion (also through {@code CompletableFuture.allOf}) the completion itself is

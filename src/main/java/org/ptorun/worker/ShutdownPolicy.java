@@ -6,7 +6,8 @@ public enum ShutdownPolicy {
     DRAIN,
     /**
      * Cancel every run not yet launched (queued, or prepared and waiting for its
-     * predecessor); runs already launched are still finalized.
+     * predecessor); runs already launched are still finalized. A cancelled run's future
+     * completes with a {@link RunCancelledException} (it reads as cancelled).
      */
     CANCEL_QUEUED
 }

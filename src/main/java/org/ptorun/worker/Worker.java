@@ -66,7 +66,6 @@ public final class Worker implements AutoCloseable {
     private final boolean background;
     private final ShutdownPolicy shutdownPolicy;
     private final Executor callbacks;
-    private final Thread[] dispatchers;
 
     /** Caller-driven mode: the thread driving every lane now, or null. */
     private final AtomicReference<Thread> driver = new AtomicReference<>();
@@ -92,11 +91,8 @@ public final class Worker implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             lanes[i] = new ChipLane(chips.get(i), i, b.pipelineDepth, queue, ledger);
         }
-        this.dispatchers = new Thread[background ? n : 0];
-        for (int i = 0; i < dispatchers.length; i++) {
-            dispatchers[i] = new Thread(lanes[i]::dispatch, "ptorun-dispatch-" + ids[i]);
-            dispatchers[i].setDaemon(true);
-            dispatchers[i].start();
+        if (background) {
+            queue.startDispatchers(i -> new Thread(lanes[i]::dispatch, "ptorun-dispatch-" + ids[i]));
         }
     }
 
@@ -435,7 +431,10 @@ public final class Worker implements AutoCloseable {
         List<Object> cancelled = new ArrayList<>();
         boolean cancel = shutdownPolicy == ShutdownPolicy.CANCEL_QUEUED;
         if (cancel) {
-            ledger.startCancelling(); // before the stop: no driver stages a run the stop leaves behind
+            // before the stop: no driver stages a run the stop leaves behind. The reason's stack
+            // trace is this close's: every cancelled run's exception has it as its cause.
+            ledger.startCancelling(new IllegalStateException("Worker.close() under ShutdownPolicy.CANCEL_QUEUED on"
+                    + " thread \"" + Thread.currentThread().getName() + "\""));
         }
         if (!queue.stop(cancel, cancelled)) {
             synchronized (closeMonitor) {
@@ -483,17 +482,22 @@ public final class Worker implements AutoCloseable {
         return lanes[0]; // a registration: booked in the ledger, whichever lane
     }
 
+    /** After the stop: each lane has a dispatcher (the stop's event started one where it had ended). */
     private void joinDispatchers() {
         boolean interrupted = false;
-        for (int i = 0; i < dispatchers.length; i++) {
-            if (dispatchers[i] == Thread.currentThread()) {
+        for (int i = 0; i < lanes.length; i++) {
+            Thread dispatcher = queue.dispatcher(i);
+            if (dispatcher == null) {
+                continue; // a new one could not be started: nothing drives the lane, closeChip finalizes it
+            }
+            if (dispatcher == Thread.currentThread()) {
                 LOG.warn("Worker.close() called on the dispatcher of device {}; not waiting for it (attach"
                         + " continuations with an executor)", lanes[i].chip.deviceId());
                 continue;
             }
             while (true) {
                 try {
-                    dispatchers[i].join();
+                    dispatcher.join();
                     break;
                 } catch (InterruptedException e) {
                     interrupted = true;
@@ -567,7 +571,12 @@ public final class Worker implements AutoCloseable {
             return this;
         }
 
-        /** True: one dispatcher thread per chip makes progress; false (default): the caller does. */
+        /**
+         * True: one dispatcher thread per chip makes progress; false (default): the caller
+         * does. A dispatcher is a daemon; interrupted while its chip is idle it ends, and the
+         * chip's next enqueue (or close) starts a new one, so it never holds up a program's
+         * exit, nor {@code mvn exec:java}'s.
+         */
         public Builder background(boolean background) {
             this.background = background;
             return this;

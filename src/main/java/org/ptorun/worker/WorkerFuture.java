@@ -71,10 +71,6 @@ final class WorkerFuture<T> extends CompletableFuture<T> {
         offDriver(() -> super.completeExceptionally(failure));
     }
 
-    void deliverCancellation() {
-        offDriver(() -> super.cancel(false));
-    }
-
     private void offDriver(Runnable completion) {
         if (getNumberOfDependents() == 0) {
             completion.run();

@@ -10,7 +10,7 @@ import org.slf4j.event.Level;
  * provokes an expected WARN or ERROR opens one, runs, and asserts on {@link #events()}.
  * Open captures see all levels; events outside any capture print as configured
  * ({@code simplelogger.properties}: WARN and above). Tests run one at a time, so a
- * capture sees its own test's events (and any leak-net WARN of a Cleaner thread then).
+ * capture sees its own test's events (and any leak-net WARN of the leak net's thread then).
  *
  * <pre>{@code
  * try (LogCapture logs = LogCapture.open()) {
