@@ -180,6 +180,12 @@ int main(void)
     OFF(PtoCommDeviceContext, window_size);
     OFF(PtoCommDeviceContext, windows);
     OFF(PtoCommDeviceContext, signals);
+    SIZE(NativeRunReport);
+    OFF(NativeRunReport, execution_end_ns);
+    OFF(NativeRunReport, peak_device_memory);
+    OFF(NativeRunReport, output_file_count);
+    OFF(NativeRunReport, reserved);
+    OFF(NativeRunReport, output_files);
     SIZE(ChipStorageTaskArgs);
     OFF(ChipStorageTaskArgs, tensors);
     OFF(ChipStorageTaskArgs, scalars);
@@ -190,7 +196,10 @@ int main(void)
     printf("ChipTensor.max_dims=%d\n", PTO_MAX_TENSOR_DIMS);
     printf("ChipStorageTaskArgs.max_tensors=%d\n", PTO_MAX_TENSOR_ARGS);
     printf("ChipStorageTaskArgs.max_scalars=%d\n", PTO_MAX_SCALAR_ARGS);
+    printf("NativeRunReport.max_files=%d\n", PTO_RUN_REPORT_MAX_FILES);
+    printf("NativeRunReport.path_bytes=%d\n", PTO_RUN_REPORT_PATH_BYTES);
     printf("PTO_NATIVE_RUN_STORAGE_MAGIC=%llu\n", (unsigned long long)PTO_NATIVE_RUN_STORAGE_MAGIC);
+    printf("PTO_NATIVE_RUN_REPORT_OFFSET=%d\n", PTO_NATIVE_RUN_REPORT_OFFSET);
     CODE(PTO_OK);
     CODE(PTO_ERR_FAILED);
     CODE(PTO_RUNTIME_ERR_UNSUPPORTED);

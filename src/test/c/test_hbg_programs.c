@@ -338,26 +338,30 @@ TEST(dep_graph_writer_sorts_and_dedups_edges_and_refuses_bad_input)
     NativeRunDescriptor desc = { .run_id = 1, .run_epoch = 2 };
     const uint32_t func_ids[4] = { 1, 2, 2, 3 };
     const uint32_t prod[] = { 2, 1, 0, 0, 2 }, cons[] = { 3, 3, 2, 1, 3 };
-    CHECK_EQ_INT(dep_graph_write(dir, &desc, 4, func_ids, prod, cons, 5), PTO_OK);
+    NativeRunReport report = { 0 };
+    CHECK_EQ_INT(dep_graph_write(dir, &desc, 4, func_ids, prod, cons, 5, &report), PTO_OK);
     snprintf(path, sizeof path, "%s/dep_graph_1_2.dot", dir);
+    CHECK_EQ_INT(report.output_file_count, 1); /* the path it wrote is recorded, exactly */
+    CHECK(strcmp(report.output_files[0], path) == 0);
     char *text = read_text(path);
     CHECK(text != NULL && strcmp(text, DIAMOND_DOT) == 0);
     free(text);
     unlink(path);
 
     /* no tasks */
-    CHECK_EQ_INT(dep_graph_write(dir, &desc, 0, NULL, NULL, NULL, 0), PTO_OK);
+    CHECK_EQ_INT(dep_graph_write(dir, &desc, 0, NULL, NULL, NULL, 0, NULL), PTO_OK);
     text = read_text(path);
     CHECK(text != NULL && strcmp(text, "digraph ptorun_run {\n}\n") == 0);
     free(text);
     unlink(path);
 
     const uint32_t back_p[] = { 2 }, back_c[] = { 1 };
-    CHECK_EQ_INT(dep_graph_write(dir, &desc, 4, func_ids, back_p, back_c, 1), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(dep_graph_write(dir, &desc, 4, func_ids, back_p, back_c, 1, &report), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(report.output_file_count, 1); /* a file not written is not recorded */
     CHECK_CONTAINS(pto_last_error(), "edge 0 (t2 -> t1) is not a forward edge of 4 tasks");
     const uint32_t out_p[] = { 0 }, out_c[] = { 4 };
-    CHECK_EQ_INT(dep_graph_write(dir, &desc, 4, func_ids, out_p, out_c, 1), PTO_ERR_INVALID_ARGUMENT);
-    CHECK_EQ_INT(dep_graph_write(dir, NULL, 4, func_ids, NULL, NULL, 0), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(dep_graph_write(dir, &desc, 4, func_ids, out_p, out_c, 1, NULL), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(dep_graph_write(dir, NULL, 4, func_ids, NULL, NULL, 0, NULL), PTO_ERR_INVALID_ARGUMENT);
 
     /* a prefix under a regular file cannot be created */
     char file[128], under[160];
@@ -365,7 +369,7 @@ TEST(dep_graph_writer_sorts_and_dedups_edges_and_refuses_bad_input)
     FILE *f = fopen(file, "w");
     fclose(f);
     snprintf(under, sizeof under, "%s/sub", file);
-    CHECK_EQ_INT(dep_graph_write(under, &desc, 4, func_ids, prod, cons, 5), PTO_ERR_FAILED);
+    CHECK_EQ_INT(dep_graph_write(under, &desc, 4, func_ids, prod, cons, 5, NULL), PTO_ERR_FAILED);
     CHECK_CONTAINS(pto_last_error(), "cannot create directory");
     unlink(file);
     rmdir(dir);

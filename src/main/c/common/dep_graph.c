@@ -118,14 +118,25 @@ int diagnostic_write_file(const char *path, const char *what, int (*write)(FILE 
     return PTO_OK;
 }
 
+void diagnostic_record(NativeRunReport *report, const char *path)
+{
+    if (report == NULL || report->output_file_count >= PTO_RUN_REPORT_MAX_FILES)
+        return;
+    size_t n = strlen(path);
+    if (n >= sizeof report->output_files[0])
+        return;
+    memcpy(report->output_files[report->output_file_count], path, n + 1);
+    report->output_file_count++;
+}
+
 int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, uint32_t task_count,
                     const uint32_t *func_ids, const uint32_t *edge_producer, const uint32_t *edge_consumer,
-                    uint32_t edge_count)
+                    uint32_t edge_count, NativeRunReport *report)
 {
     if (output_prefix == NULL || desc == NULL || (task_count > 0 && func_ids == NULL) ||
         (edge_count > 0 && (edge_producer == NULL || edge_consumer == NULL)))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "dep graph: NULL output_prefix, descriptor, func_ids or edges");
-    char path[PTO_OUTPUT_PREFIX_BYTES + 64];
+    char path[PTO_RUN_REPORT_PATH_BYTES];
     int rc;
     if ((rc = dep_graph_path(path, sizeof path, output_prefix, desc)) != PTO_OK ||
         (rc = diagnostic_make_directories(output_prefix, "dep graph")) != PTO_OK)
@@ -136,5 +147,7 @@ int dep_graph_write(const char *output_prefix, const NativeRunDescriptor *desc, 
     DotFile dot = { task_count, func_ids, edges, edge_count };
     rc = diagnostic_write_file(path, "dep graph", write_dot_file, &dot);
     free(edges);
+    if (rc == PTO_OK)
+        diagnostic_record(report, path);
     return rc;
 }

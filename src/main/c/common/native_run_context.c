@@ -153,6 +153,12 @@ static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig 
     memset(&run->runtime, 0, sizeof run->runtime);
     memset(&run->trace_spans, 0, sizeof run->trace_spans);
     run->runtime.trace_spans = &run->trace_spans;
+    /* the report's figures and count; a path is only ever read below the count */
+    run->report.execution_end_ns = 0;
+    run->report.peak_device_memory = 0;
+    run->report.output_file_count = 0;
+    run->report.reserved = 0;
+    run->runtime.report = &run->report;
     memset(&run->exec, 0, sizeof run->exec);
     atomic_init(&run->phase, NATIVE_RUN_PREPARED);
 
@@ -473,6 +479,9 @@ int native_run_wait(void *ctx, void *storage)
 static int finalize_outcome(NativeRunContext *run, const char *fn)
 {
     int execution_rc = executor_job_wait(&run->job);
+    /* the executor is done: the device's end is final, and it precedes the copy-back */
+    run->report.execution_end_ns = runner_execution_end_ns(&run->exec);
+    run->trace_spans.collect_start = pto_monotonic_ns();
     int collect_rc = runtime_collect_results(&run->runtime, &run->host_api, execution_rc);
     if (collect_rc == PTO_OK)
         return job_outcome(run, fn, execution_rc);
@@ -504,8 +513,9 @@ int native_run_finalize(void *ctx, void *storage)
         rc = pto_device_failure(released) ? run_fail_current(released, fn, &desc) : PTO_OK;
     }
     run_failed(run->owner, &run->comm, rc);
+    run->report.peak_device_memory = runtime_run_device_bytes(&run->runtime);
     runtime_unbind(&run->runtime, &run->host_api);
-    tear_down(run);
+    tear_down(run); /* the report stays: the caller reads it after this return */
     return rc;
 }
 

@@ -9,6 +9,10 @@
  * is torn down, so a failed prepare and a finalized run both leave the storage
  * reusable without re-zeroing. Phases: Prepared -> Launching -> Running ->
  * Complete. Calls on one run must not be concurrent; any thread may make them.
+ *
+ * The report (NativeRunReport, right after the tag) outlives the run: prepare
+ * empties it, finalize fills it before it empties the storage, and the caller
+ * reads it until its next prepare in this storage.
  */
 #ifndef PTORUN_NATIVE_RUN_CONTEXT_H
 #define PTORUN_NATIVE_RUN_CONTEXT_H
@@ -36,6 +40,7 @@ typedef enum NativeRunPhase {
 
 typedef struct NativeRunContext {
     _Atomic uint64_t tag;               /* offset 0: 0 or PTO_NATIVE_RUN_STORAGE_MAGIC */
+    NativeRunReport report;             /* offset PTO_NATIVE_RUN_REPORT_OFFSET: the caller reads it after finalize */
     DeviceContext *owner;
     atomic_int phase;                   /* NativeRunPhase */
     int claim_held;                     /* cleanup flags: what finalize must release */
@@ -54,6 +59,8 @@ typedef struct NativeRunContext {
 
 _Static_assert(offsetof(NativeRunContext, tag) == 0, "the storage tag is the first 8 bytes");
 _Static_assert(sizeof(((NativeRunContext *)0)->tag) == 8, "the storage tag is 8 bytes");
+_Static_assert(offsetof(NativeRunContext, report) == PTO_NATIVE_RUN_REPORT_OFFSET,
+               "the run's report is where the contract says");
 
 /* The exported native-run calls (pto_runtime_c_api.h), with every check of
  * design/abi.md and design/lifecycle.md in the documented order. Every error

@@ -138,6 +138,7 @@ static int write_json(FILE *f, const PtoTraceRecord *recs, uint32_t count, const
     put_span(f, "launch", sp->launch_start, sp->launch_end, base);
     put_span(f, "wait", sp->wait_start, sp->wait_end, base);
     put_span(f, "finalize", sp->finalize_start, finalize_end, base);
+    put_span(f, "collect", sp->collect_start, finalize_end, base);
     for (uint32_t i = 0; i < count; i++) {
         const PtoTraceRecord *r = &recs[i];
         fputs(",\n{\"name\":", f);
@@ -182,7 +183,7 @@ static int write_trace_file(FILE *f, const void *ctx)
 }
 
 int run_trace_write(const HostApi *api, const void *buf, const char *output_prefix, const NativeRunDescriptor *desc,
-                    const ChipCallableView *view, const RunTraceSpans *spans)
+                    const ChipCallableView *view, const RunTraceSpans *spans, NativeRunReport *report)
 {
     if (api == NULL || buf == NULL || output_prefix == NULL || desc == NULL || view == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "trace: NULL HostApi, buffer, output_prefix, descriptor or callable");
@@ -206,13 +207,15 @@ int run_trace_write(const HostApi *api, const void *buf, const char *output_pref
         goto out;
     qsort(recs, count, sizeof *recs, by_task);
 
-    char path[PTO_OUTPUT_PREFIX_BYTES + 64];
+    char path[PTO_RUN_REPORT_PATH_BYTES];
     if ((rc = run_trace_path(path, sizeof path, output_prefix, desc)) != PTO_OK ||
         (rc = diagnostic_make_directories(output_prefix, "trace")) != PTO_OK)
         goto out;
     static const RunTraceSpans none;
     TraceFile file = { recs, count, desc, view, spans != NULL ? spans : &none, pto_monotonic_ns() };
     rc = diagnostic_write_file(path, "trace", write_trace_file, &file);
+    if (rc == PTO_OK)
+        diagnostic_record(report, path);
 out:
     free(recs);
     return rc;

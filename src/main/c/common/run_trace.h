@@ -7,7 +7,8 @@
  * (device/pto_device_abi.h) of at most RUN_TRACE_MAX_TASKS records and names it
  * in PtoAicpuArgs.trace_dev; the AICPU executor records every kernel call in it
  * (task, func_id, logical core, CLOCK_MONOTONIC start and end). The host half:
- * NativeRunContext stamps its phases (prepare, launch, wait, finalize) with
+ * NativeRunContext stamps its phases (prepare, launch, wait, finalize and, inside
+ * finalize, collect: the copy-back and the diagnostics after the device's end) with
  * the same clock into the RunTraceSpans its RuntimeRun points at. On the sim and
  * on the emulated driver both halves run in this process, so the clocks agree;
  * a real device would need its clock mapped onto the host's.
@@ -42,6 +43,8 @@ typedef struct RunTraceSpans {
     uint64_t launch_start, launch_end;
     uint64_t wait_start, wait_end;   /* simpler_wait_run, when it was called */
     uint64_t finalize_start;         /* finalize ends when the file is written */
+    uint64_t collect_start;          /* finalize of a launched run: the executor is done and the device's
+                                        end recorded; the copy-back and the diagnostics follow */
 } RunTraceSpans;
 
 /* PTO_ERR_CAPACITY (at bind) when a run of `tasks` tasks cannot be traced;
@@ -54,12 +57,13 @@ int run_trace_alloc(const HostApi *api, uint32_t capacity, void **out);
 void run_trace_free(const HostApi *api, void **buf);
 
 /* Reads the device buffer back and writes the file (creating output_prefix as
- * needed, via a temporary file renamed into place). Kernel names come from the
- * callable's children; spans NULL = no host track. PTO_OK, or PTO_ERR_CAPACITY (more kernel calls than the
+ * needed, via a temporary file renamed into place), then records its path in
+ * `report` (NULL: nowhere). Kernel names come from the callable's children;
+ * spans NULL = no host track. PTO_OK, or PTO_ERR_CAPACITY (more kernel calls than the
  * buffer holds) / PTO_ERR_DEVICE (malformed buffer) / PTO_ERR_FAILED (file
  * system) / PTO_ERR_OUT_OF_MEMORY, with a message naming the path. */
 int run_trace_write(const HostApi *api, const void *buf, const char *output_prefix, const NativeRunDescriptor *desc,
-                    const ChipCallableView *view, const RunTraceSpans *spans);
+                    const ChipCallableView *view, const RunTraceSpans *spans, NativeRunReport *report);
 
 /* "<output_prefix>/trace_<run_id>_<run_epoch>.json". */
 int run_trace_path(char *out, size_t size, const char *output_prefix, const NativeRunDescriptor *desc);

@@ -50,6 +50,17 @@ int run_exec_settle(RunExecHead *h, int rc)
     return rc;
 }
 
+void run_exec_ended(RunExecHead *h, uint64_t ns)
+{
+    h->end_ns = ns;
+}
+
+uint64_t runner_execution_end_ns(const RunExec *exec)
+{
+    const RunExecHead *h = (const RunExecHead *)exec->opaque; /* every platform's RunExec begins with it */
+    return __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RUN_EXEC_SETTLED ? h->end_ns : 0;
+}
+
 int run_exec_known(const RunExecHead *h, int query, int *rc)
 {
     switch (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE)) {

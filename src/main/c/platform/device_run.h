@@ -25,6 +25,8 @@ typedef struct RunExecHead {
     int32_t error;       /* published before `state` */
     uint32_t state;      /* RunExecState; atomic: a query may race the await */
     uint32_t reserved;
+    uint64_t end_ns;     /* CLOCK_MONOTONIC instant the platform saw the device finish the run, 0 until
+                            then (runner_execution_end_ns): written by the await before it settles */
 } RunExecHead;
 
 /* A launch's geometry and timeout resolved, its argument block inside device
@@ -37,6 +39,8 @@ int run_exec_refuse(RunExecHead *h, int rc);
 void run_exec_submitted(RunExecHead *h, const DeviceLaunch *launch);
 /* The await's result rc (returned). */
 int run_exec_settle(RunExecHead *h, int rc);
+/* The await saw the device finish the run at `ns` (CLOCK_MONOTONIC). */
+void run_exec_ended(RunExecHead *h, uint64_t ns);
 
 /* Non-zero when the run's answer needs no device: *rc is then the submit's
  * sticky error, the settled result (for a query: COMPLETE), or

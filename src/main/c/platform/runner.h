@@ -138,6 +138,15 @@ int runner_query(Runner *r, RunExec *exec);
  * returns the same result. */
 int runner_await_device(Runner *r, RunExec *exec);
 
+/* The CLOCK_MONOTONIC instant (ns) at which the platform saw the device finish
+ * the run (NativeRunReport.execution_end_ns): the sim, when the launch's last
+ * AICPU participation returned (on the thread that ran it, the host's
+ * clock); onboard, when the run's streams synchronized (the host's clock, never
+ * the device's). 0 when the device never finished it: never submitted, refused,
+ * or the await met a timeout or a device failure onboard. Read once the
+ * executor is done with the run (executor_job_wait). */
+uint64_t runner_execution_end_ns(const RunExec *exec);
+
 /* The executor's job: runner_submit, then (on success) runner_await_device, on
  * the calling thread. A platform may do more on that thread than the two calls
  * would — the sim runs the run's first device participation on it, so a short

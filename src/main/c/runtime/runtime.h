@@ -51,6 +51,8 @@ typedef struct RuntimeRun {
     /* set by the caller after the zeroing, before bind: the host's phase stamps
        for the trace (common/run_trace.h); NULL = none (the trace then has no host track) */
     const struct RunTraceSpans *trace_spans;
+    /* set likewise: where collect records the diagnostic files it wrote; NULL = nowhere */
+    NativeRunReport *report;
 } RuntimeRun;
 
 /* prepare: validates the args against the callable's signature, stages tensors,
@@ -74,6 +76,19 @@ int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_r
  * per-slot buffers stay with the slot), hands the slot scratch back and
  * empties `run`. A run that was never bound (or is already unbound): no-op. */
 void runtime_unbind(RuntimeRun *run, const HostApi *api);
+
+/* finalize, before unbind: the bytes of device memory the bound run's own data
+ * took at its peak (NativeRunReport.peak_device_memory), never the arenas' or
+ * buffers' rounded, retained sizes. hbg: the staged tensors and the locals at
+ * their high-water in the bank's GM heap, the argument block, executor message
+ * and graph image in its runtime arena, the scheduler state in its GM shared
+ * memory, the trace buffer. trb: the run's part of the slot's retained staging
+ * buffer (header, args, staged tensors), the dependency-graph and trace buffers,
+ * and — once a successful run was collected — its locals: the sum of each ring
+ * heap's peak. Child-memory tensors (the caller's buffers) and what outlives the
+ * run for every run alike (callable uploads, trb's shared ring image) are not
+ * counted. 0 for a run never bound. Touches no device. */
+uint64_t runtime_run_device_bytes(const RuntimeRun *run);
 
 /* launch, wait, blocking run, collect: reads a launched run's device status and
  * names its failure (returned, with its message), freeing nothing, so a kernel

@@ -91,8 +91,10 @@ int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_r
     if (rc == PTO_OK)
         rc = run_tensors_copy_back(api, out.tensors);
     if (rc == PTO_OK)
+        rc = runtime_collect_locals_peak(run, api);
+    if (rc == PTO_OK)
         rc = runtime_write_dep_graph(run, api);
     if (rc == PTO_OK && out.trace != NULL)
-        rc = run_trace_write(api, out.trace, out.output_prefix, out.desc, out.view, run->trace_spans);
+        rc = run_trace_write(api, out.trace, out.output_prefix, out.desc, out.view, run->trace_spans, run->report);
     return rc;
 }

@@ -64,7 +64,13 @@ typedef struct RunOutputs {
 /* The run's outputs; runtime_run_check's error when the run is not bound. */
 int runtime_run_outputs(RuntimeRun *run, const HostApi *api, RunOutputs *out);
 
-/* Writes a successful bound run's dependency graph when it was asked for (else 0). */
+/* Writes a successful bound run's dependency graph when it was asked for (else
+   0), recording the file in run->report. */
 int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api);
+
+/* Reads what a successful run's device reports of its locals' peak, for
+   runtime_run_device_bytes (trb: the ring heaps' peaks; hbg knows it from its
+   host-side orchestration: 0 without a device read). */
+int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
+#include "util/spin_wait.h"
 #include "platform/runner.h"
 #include "runtime/runtime.h"
 
@@ -278,9 +279,21 @@ int runner_await_device(Runner *r, RunExec *exec)
     (void)r, (void)exec;
     count(&fake_record.drain_calls);
     pass_gate(&drain_held, &drain_blocked);
+    pthread_mutex_lock(&fake_lock);
+    fake_record.device_end_ns = pto_monotonic_ns();
+    pthread_mutex_unlock(&fake_lock);
     if (fake_script.drain_result != 0)
         return pto_fail(fake_script.drain_result, "fake device fault in task 7");
     return PTO_OK;
+}
+
+uint64_t runner_execution_end_ns(const RunExec *exec)
+{
+    (void)exec;
+    pthread_mutex_lock(&fake_lock);
+    uint64_t ns = fake_record.device_end_ns;
+    pthread_mutex_unlock(&fake_lock);
+    return ns;
 }
 
 int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal)
@@ -427,6 +440,12 @@ int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_r
     if (fake_script.collect_fail_code != 0)
         return pto_fail(fake_script.collect_fail_code, "fake collect found a device status error");
     return PTO_OK;
+}
+
+uint64_t runtime_run_device_bytes(const RuntimeRun *run)
+{
+    (void)run;
+    return fake_script.device_bytes;
 }
 
 void runtime_unbind(RuntimeRun *run, const HostApi *api)

@@ -36,6 +36,7 @@ typedef struct FakeScript {
     int concurrent_prepare;        /* runtime_supports_concurrent_prepare */
     int bind_fail_code;
     int collect_fail_code;         /* runtime_collect_results refuses with it */
+    uint64_t device_bytes;         /* runtime_run_device_bytes of a bound run */
     /* called inside runtime_bind before it reaches the runner, as hbg runs a
        user orchestration there: the caller's code runs during prepare */
     void (*bind_hook)(void *arg);
@@ -58,6 +59,7 @@ typedef struct FakeRecord {
     uint32_t bind_arena_bank;
     uint32_t prepare_slot;         /* runner_prepare_slot's, runner_abandon_slot's last slot */
     uint32_t abandon_slot;
+    uint64_t device_end_ns;        /* CLOCK_MONOTONIC when the fake's await passed its gate (0: never) */
     int noted;                     /* runner_note_failure calls: the device failures exported calls returned */
     int last_noted;                /* ... the last one's code */
 } FakeRecord;

@@ -1,6 +1,7 @@
 /* Whole runs through the exported functions: phases, results, acceptance and
  * messages, with the fake platform holding the run where the test needs it. */
 #include "fixture.h"
+#include "util/spin_wait.h"
 
 TEST(full_run_prepare_launch_poll_wait_finalize)
 {
@@ -39,6 +40,56 @@ TEST(full_run_prepare_launch_poll_wait_finalize)
     CHECK_EQ_INT(fake_record.collect_execution_rc, PTO_OK);
     CHECK(fix_tag(f.storage[0]) == 0);
     CHECK_EQ_INT(fix_word(&f, 0), 17);
+    fix_teardown(&f);
+}
+
+static const NativeRunReport *report_of(const void *storage)
+{
+    return (const NativeRunReport *)((const uint8_t *)storage + PTO_NATIVE_RUN_REPORT_OFFSET);
+}
+
+TEST(finalize_writes_the_report_that_prepare_emptied)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_script.device_bytes = 4096;
+    /* what a previous run left: a prepare that builds the run empties it */
+    memset((uint8_t *)f.storage[0] + PTO_NATIVE_RUN_REPORT_OFFSET, 0xAB, sizeof(NativeRunReport));
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK(report_of(f.storage[0])->execution_end_ns == 0);
+    CHECK(report_of(f.storage[0])->peak_device_memory == 0);
+    CHECK_EQ_INT(report_of(f.storage[0])->output_file_count, 0);
+
+    fake_hold_drain();
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
+    fake_await_drain_blocked();
+    uint64_t before_end = pto_monotonic_ns(); /* the device has not finished: the drain is held */
+    fake_release_drain();
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    uint64_t after = pto_monotonic_ns();
+    CHECK(fix_tag(f.storage[0]) == 0);
+    const NativeRunReport *r = report_of(f.storage[0]);
+    CHECK(r->execution_end_ns == fake_record.device_end_ns);
+    CHECK(r->execution_end_ns >= before_end && r->execution_end_ns <= after);
+    CHECK(r->peak_device_memory == 4096);
+    CHECK_EQ_INT(r->output_file_count, 0);
+
+    /* never launched: the device never finished it; its bound bytes still count */
+    fake_record.device_end_ns = 0;
+    fake_script.device_bytes = 512;
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK(report_of(f.storage[0])->execution_end_ns == 0);
+    CHECK(report_of(f.storage[0])->peak_device_memory == 512);
+
+    /* the blocking composition writes it too */
+    NativeRunDescriptor d = fix_desc(&f, 1, 0, 0);
+    fake_script.device_bytes = 768;
+    uint64_t start = pto_monotonic_ns();
+    CHECK_EQ_INT(simpler_run(f.ctx, f.storage[1], FIX_CALLABLE_ID, f.args, &f.cfg, &d), PTO_OK);
+    CHECK(report_of(f.storage[1])->execution_end_ns >= start);
+    CHECK(report_of(f.storage[1])->execution_end_ns <= pto_monotonic_ns());
+    CHECK(report_of(f.storage[1])->peak_device_memory == 768);
     fix_teardown(&f);
 }
 

@@ -24,7 +24,9 @@ enum {
     SAXPY_ERR_BAD_SIZE = 3,
     SAXPY_ERR_MISALIGNED = 4,
     ALWAYS_FAIL_CODE = 7,
-    PACED_COPY_ERR_ARGS = 8
+    PACED_COPY_ERR_ARGS = 8,
+    GATED_COPY_ERR_ARGS = 9,
+    GATED_COPY_ERR_NEVER_OPENED = 10
 };
 
 /* saxpy(IN x, INOUT y, SCALAR a): y[i] = a * x[i] + y[i] for n = bytes(y) / 4
@@ -72,6 +74,31 @@ PTO_EXPORT int32_t paced_copy(const uint64_t *args, uint32_t nargs, const PtoKer
     uint64_t us = args[2];
     struct timespec t = {.tv_sec = (time_t)(us / 1000000u), .tv_nsec = (long)(us % 1000000u) * 1000L};
     while (nanosleep(&t, &t) != 0) {
+    }
+    memcpy((void *)(uintptr_t)args[1], (const void *)(uintptr_t)args[0], k->arg_sizes[1]);
+    return 0;
+}
+
+/* gated_copy(IN x, OUT z, SCALAR gate): waits until the int32 at host address
+   `gate` is non-zero — a test opens it: on the sim and the emulated driver the
+   kernels run in the test's process — then z = x. It looks every 20 us without
+   burning a core; a gate still shut after 30 s fails the task (code 10), so a
+   failed test cannot leave a run that never ends. */
+PTO_EXPORT int32_t gated_copy(const uint64_t *args, uint32_t nargs, const PtoKernelContext *k)
+{
+    if (nargs != 3 || k->arg_sizes[0] < k->arg_sizes[1] || args[2] == 0)
+        return GATED_COPY_ERR_ARGS;
+    const int32_t *gate = (const int32_t *)(uintptr_t)args[2];
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    time_t give_up = now.tv_sec + 30;
+    while (__atomic_load_n(gate, __ATOMIC_ACQUIRE) == 0) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec >= give_up)
+            return GATED_COPY_ERR_NEVER_OPENED;
+        struct timespec t = {.tv_sec = 0, .tv_nsec = 20000L};
+        while (nanosleep(&t, &t) != 0) {
+        }
     }
     memcpy((void *)(uintptr_t)args[1], (const void *)(uintptr_t)args[0], k->arg_sizes[1]);
     return 0;

@@ -62,6 +62,13 @@ extern "C" {
 
 /* First 8 bytes of a run storage holding a prepared run ("SMPLRUN1"). */
 #define PTO_NATIVE_RUN_STORAGE_MAGIC 0x534D504C52554E31ull
+/* Where a run storage holds its NativeRunReport: right after the tag. */
+#define PTO_NATIVE_RUN_REPORT_OFFSET 8
+/* NativeRunReport: the diagnostic files a run can write (the dependency graph and
+   the trace), and the bytes of one file's path with its NUL (any output_prefix of
+   fewer than PTO_OUTPUT_PREFIX_BYTES bytes plus a file name fits). */
+#define PTO_RUN_REPORT_MAX_FILES            2
+#define PTO_RUN_REPORT_PATH_BYTES        (PTO_OUTPUT_PREFIX_BYTES + 64)
 
 #define SIMPLER_NATIVE_RUN_POLL_NOT_READY 0
 #define SIMPLER_NATIVE_RUN_POLL_COMPLETE  1
@@ -169,6 +176,27 @@ typedef struct __attribute__((aligned(64))) ChipTensor {
     uint8_t reserved[36];
 } ChipTensor;
 
+/* What the library reports of a run, inside its run storage at
+ * PTO_NATIVE_RUN_REPORT_OFFSET (docs/abi.md, Run storage). simpler_prepare_run
+ * empties it when it builds the run (a refused prepare leaves the storage as it
+ * was); simpler_finalize_run (and simpler_run after a successful prepare) writes
+ * it whatever the outcome, before it returns; the caller reads it after that
+ * return, until it prepares the next run in the same storage. Nothing else of
+ * the storage is the caller's to read. */
+typedef struct NativeRunReport {
+    uint64_t execution_end_ns;         /* CLOCK_MONOTONIC ns at which the platform saw the device
+                                          finish the run (sim: the launch's last AICPU participation
+                                          returned; onboard: the run's streams synchronized); 0 when
+                                          the device never finished it: never launched, refused before
+                                          the launch marker, timed out or lost onboard */
+    uint64_t peak_device_memory;       /* bytes of device memory the run's own data took at its peak
+                                          (docs/abi.md); trb counts its locals only after a successful run */
+    uint32_t output_file_count;        /* 0..PTO_RUN_REPORT_MAX_FILES */
+    uint32_t reserved;                 /* 0 */
+    char output_files[PTO_RUN_REPORT_MAX_FILES][PTO_RUN_REPORT_PATH_BYTES]; /* the files written,
+                                          NUL-terminated, in the order written: dep graph, then trace */
+} NativeRunReport;
+
 typedef struct __attribute__((aligned(64))) ChipStorageTaskArgs {
     ChipTensor tensors[PTO_MAX_TENSOR_ARGS];
     uint64_t scalars[PTO_MAX_SCALAR_ARGS];
@@ -230,6 +258,13 @@ PTO_ASSERT_LAYOUT(ChipTensor, shapes, 44);
 PTO_ASSERT_LAYOUT(ChipTensor, reserved64, 64);
 PTO_ASSERT_LAYOUT(ChipTensor, strides, 72);
 PTO_ASSERT_LAYOUT(ChipTensor, reserved, 92);
+_Static_assert(sizeof(NativeRunReport) == 2200, "NativeRunReport size");
+_Static_assert(_Alignof(NativeRunReport) == 8, "NativeRunReport align");
+PTO_ASSERT_LAYOUT(NativeRunReport, execution_end_ns, 0);
+PTO_ASSERT_LAYOUT(NativeRunReport, peak_device_memory, 8);
+PTO_ASSERT_LAYOUT(NativeRunReport, output_file_count, 16);
+PTO_ASSERT_LAYOUT(NativeRunReport, reserved, 20);
+PTO_ASSERT_LAYOUT(NativeRunReport, output_files, 24);
 _Static_assert(sizeof(ChipStorageTaskArgs) == 33856, "ChipStorageTaskArgs size");
 _Static_assert(_Alignof(ChipStorageTaskArgs) == 64, "ChipStorageTaskArgs align");
 PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, tensors, 0);
@@ -253,7 +288,8 @@ PTO_EXPORT int simpler_init(void *ctx, int device_id,
                             const CallConfig *prewarm);
 PTO_EXPORT int finalize_device(void *ctx);
 
-/* sizing of one run storage (a NativeRunContext) */
+/* sizing of one run storage (a NativeRunContext): at least
+   PTO_NATIVE_RUN_REPORT_OFFSET + sizeof(NativeRunReport) bytes */
 PTO_EXPORT size_t get_runtime_size(void);
 PTO_EXPORT size_t get_runtime_alignment(void);
 

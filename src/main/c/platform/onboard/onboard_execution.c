@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
+#include "util/spin_wait.h"
 #include "device/pto_device_abi.h"
 #include "platform/device_run.h"
 #include "platform/onboard/onboard_runner.h"
@@ -127,8 +128,10 @@ int runner_await_device(Runner *r, RunExec *exec)
     if (run_exec_known(&x->head, 0, &rc))
         return rc;
     rc = synchronize_run(r, x);
-    if (rc == PTO_OK)
+    if (rc == PTO_OK) {
+        run_exec_ended(&x->head, pto_monotonic_ns()); /* both streams are done: the device finished */
         rc = device_run_verdict(r, &x->head);
+    }
     pthread_mutex_lock(&r->core.lock);
     /* a hung launch stays until the reset: its stream is released with the device */
     if (x->owns_aicore && r->core.initialized) {

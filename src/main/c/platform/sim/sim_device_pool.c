@@ -37,6 +37,7 @@ struct SimDevicePool {
     uint32_t pending;             /* granted, not yet started */
     int closed;                   /* a participation returned DONE: start no more */
     int finished;                 /* closed and none running */
+    uint64_t finished_ns;         /* CLOCK_MONOTONIC when it finished */
     _Atomic uint64_t finished_id; /* the last finished launch, read without the lock by waiters' spin */
     PtoAicpuHooks hooks;
 };
@@ -51,6 +52,7 @@ static void maybe_finish(SimDevicePool *p)
 {
     if (p->closed && p->running_mask == 0 && !p->finished) {
         p->finished = 1;
+        p->finished_ns = pto_monotonic_ns(); /* the device's end: its last participation returned */
         p->pending = 0;
         atomic_store_explicit(&p->finished_id, p->launch_id, memory_order_release);
         pthread_cond_broadcast(&p->done_cond);
@@ -246,6 +248,14 @@ int sim_device_pool_finished(SimDevicePool *p, uint64_t launch_id)
     int done = launch_id < p->launch_id || (launch_id == p->launch_id && p->finished);
     pthread_mutex_unlock(&p->lock);
     return done;
+}
+
+uint64_t sim_device_pool_finished_at(SimDevicePool *p, uint64_t launch_id)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t ns = launch_id == p->launch_id && p->finished ? p->finished_ns : 0;
+    pthread_mutex_unlock(&p->lock);
+    return ns;
 }
 
 static struct timespec deadline_after(uint32_t ms)

@@ -42,6 +42,10 @@ int sim_device_pool_finished(SimDevicePool *p, uint64_t launch_id);
  * whichever launch is current. */
 int sim_device_pool_wait(SimDevicePool *p, uint64_t launch_id, uint32_t timeout_ms);
 
+/* The CLOCK_MONOTONIC instant (ns) the launch finished — its last
+ * participation returned — or 0 while it runs (or for an id not current). */
+uint64_t sim_device_pool_finished_at(SimDevicePool *p, uint64_t launch_id);
+
 /* Blocks until some thread waits in sim_device_pool_wait for the current
  * launch: lets a test see, without a sleep, that the host is waiting. */
 void sim_device_pool_await_waiter(SimDevicePool *p);

@@ -97,5 +97,7 @@ int runner_await_device(Runner *r, RunExec *exec)
         __atomic_store_n(&args->status.stop_request, PTO_ERR_TIMEOUT, __ATOMIC_RELEASE);
         sim_device_pool_wait(r->pool, x->launch_id, 0);
     }
+    /* the launch finished: no other launch starts before this run is finalized (the execution claim) */
+    run_exec_ended(&x->head, sim_device_pool_finished_at(r->pool, x->launch_id));
     return run_exec_settle(&x->head, device_run_verdict(r, &x->head));
 }

@@ -24,6 +24,7 @@ struct RuntimeSlotScratch {
     const RuntimeRun *holder; /* the run it is lent to; NULL when free */
     RunTensorTable tensors;   /* staged ones live in the bank's GM heap for the run */
     ChipStorageTaskArgs *dev_args; /* the run's args with device addresses: what the orchestration sees */
+    uint64_t heap_base;       /* the bank's GM heap the run's staged tensors and locals are placed in */
     uint64_t local_base;      /* the run's local heap in the GM heap: [local_base, local_end) */
     uint64_t local_next;      /* alloc_tensor's bump pointer; scope_end moves it back to the scope's mark */
     uint64_t local_end;

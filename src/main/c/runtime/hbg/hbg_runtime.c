@@ -48,6 +48,7 @@ typedef struct HbgRun {
     int32_t dep_graph;        /* CallConfig.enable_dep_graph (prefix in scratch->output_prefix) */
     void *trace;              /* the run's trace buffer (CallConfig.enable_trace), NULL when off */
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
+    uint64_t device_bytes;    /* what the run's own data takes on the device (runtime_run_device_bytes) */
     NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
 } HbgRun;
 _Static_assert(sizeof(HbgRun) <= PTO_RUNTIME_RUN_BYTES, "HbgRun fits RuntimeRun");
@@ -192,6 +193,7 @@ static int place_tensors(const HostApi *api, RuntimeSlotScratch *s, uint64_t hea
     size_t heap_size;
     if ((*heap = host_api_acquire_pooled_gm_heap(api, &heap_size)) == NULL)
         return PTO_ERR_OUT_OF_MEMORY;
+    s->heap_base = (uint64_t)(uintptr_t)*heap;
     run_tensors_relocate(&s->tensors, (uint64_t)(uintptr_t)*heap);
     for (uint32_t i = 0; i < s->tensors.count; i++) {
         const RunTensor *t = &s->tensors.entries[i];
@@ -296,12 +298,14 @@ static int reserve_image(RuntimeSlotScratch *s, size_t bytes)
 /* Writes the argument block and the graph into the bank's runtime arena (the
    scheduler's scratch state goes to its GM shared memory) and fills launch. */
 static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConfig *cfg, const void *trace,
-                       DeviceLaunch *launch, uint64_t *args_dev)
+                       DeviceLaunch *launch, uint64_t *args_dev, uint64_t *image_bytes)
 {
     HbgGraph *g = &s->graph;
     size_t graph_bytes = hbg_graph_image_bytes(g);
     /* the argument block, the executor's message (a faulting kernel's text), the graph */
     size_t total = sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES + graph_bytes;
+    /* and the scheduler's state in the GM shared memory */
+    *image_bytes = total + pto_graph_state_bytes(g->task_count);
     int rc = host_api_setup_static_arena(api, 0, round_up(pto_graph_state_bytes(g->task_count), HBG_ARENA_GRANULE),
                                          round_up(total, HBG_ARENA_GRANULE));
     if (rc != PTO_OK)
@@ -388,9 +392,15 @@ static int write_run(const HostApi *api, HbgRun *h, RuntimeSlotScratch *s, const
     if (cfg->enable_trace && ((rc = run_trace_check_tasks(s->graph.task_count, "the run's graph has")) != PTO_OK ||
                               (rc = run_trace_alloc(api, s->graph.task_count, &h->trace)) != PTO_OK))
         return rc;
-    if ((rc = write_image(api, s, cfg, h->trace, launch, &h->args_dev)) != PTO_OK)
+    uint64_t image_bytes = 0;
+    if ((rc = write_image(api, s, cfg, h->trace, launch, &h->args_dev, &image_bytes)) != PTO_OK) {
         run_trace_free(api, &h->trace);
-    return rc;
+        return rc;
+    }
+    /* the GM heap up to the locals' high-water: the staged tensors, then the locals' peak */
+    uint64_t heap_used = s->local_high - s->heap_base;
+    h->device_bytes = heap_used + image_bytes + (h->trace != NULL ? pto_trace_bytes(s->graph.task_count) : 0);
+    return PTO_OK;
 }
 
 int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *api, const RuntimeCallable *c,
@@ -457,7 +467,7 @@ int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
 }
 
 /* The run's graph as the DOT diagnostic (common/dep_graph.h). */
-static int write_dep_graph(const HbgRun *h)
+static int write_dep_graph(const HbgRun *h, NativeRunReport *report)
 {
     const HbgGraph *g = &h->scratch->graph;
     uint32_t *func_ids = malloc(((size_t)g->task_count + 2 * (size_t)g->edge_count + 1) * sizeof *func_ids);
@@ -474,7 +484,7 @@ static int write_dep_graph(const HbgRun *h)
         consumers[edges++] = g->edges[2 * e + 1];
     }
     int rc = dep_graph_write(h->scratch->output_prefix, &h->desc, g->task_count, func_ids, producers, consumers,
-                             edges);
+                             edges, report);
     free(func_ids);
     return rc;
 }
@@ -493,7 +503,19 @@ int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api)
 {
     (void)api; /* hbg's graph is the host's own */
     const HbgRun *h = hbg_run(run);
-    return h->dep_graph ? write_dep_graph(h) : PTO_OK;
+    return h->dep_graph ? write_dep_graph(h, run->report) : PTO_OK;
+}
+
+int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
+{
+    (void)run, (void)api; /* the host ran the orchestration: bind knew its locals' peak */
+    return PTO_OK;
+}
+
+uint64_t runtime_run_device_bytes(const RuntimeRun *run)
+{
+    const HbgRun *h = (const HbgRun *)run->opaque;
+    return h->magic == HBG_RUN_MAGIC ? h->device_bytes : 0;
 }
 
 void runtime_unbind(RuntimeRun *run, const HostApi *api)

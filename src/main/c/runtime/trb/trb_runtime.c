@@ -65,6 +65,7 @@ typedef struct TrbRunState {
     void *trace;              /* the run's trace buffer, NULL when off */
     char *output_prefix;      /* a copy, when the dependency graph or the trace is on */
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
+    uint64_t device_bytes;    /* its staging, dependency-graph and trace bytes; collect adds the locals' peak */
     NativeRunDescriptor desc; /* a copy: names the dependency-graph file */
 } TrbRunState;
 _Static_assert(sizeof(TrbRunState) <= PTO_RUNTIME_RUN_BYTES, "TrbRunState fits RuntimeRun");
@@ -276,7 +277,10 @@ static int alloc_trace(const HostApi *api, const CallConfig *cfg, TrbRunState *h
         uint64_t tasks = chip_program_task_count(&h->callable->copy.view);
         capacity = tasks < capacity ? (uint32_t)tasks : capacity;
     }
-    return run_trace_alloc(api, capacity, &h->trace);
+    int rc = run_trace_alloc(api, capacity, &h->trace);
+    if (rc == PTO_OK)
+        h->device_bytes += pto_trace_bytes(capacity);
+    return rc;
 }
 
 static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunState *h)
@@ -295,6 +299,7 @@ static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunStat
         return pto_fail(pto_null_failure(PTO_ERR_OUT_OF_MEMORY),
                         "bind: no device memory for the dependency graph (%zu bytes): %s",
                         bytes, pto_last_error());
+    h->device_bytes += bytes;
     return host_api_copy_to_device(api, h->dep_graph, &header, sizeof header);
 }
 
@@ -371,6 +376,7 @@ static int stage_run(const HostApi *api, RuntimeSlotScratch *s, TrbRunState *h, 
         return rc;
     h->orchestration_kind = c->copy.view.header.orchestration_kind;
     h->callable = c;
+    h->device_bytes = required; /* the run's part of the retained buffer, which may be larger */
     if ((rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = alloc_trace(api, cfg, h)) != PTO_OK ||
         (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK)
         free_run_memory(api, h);
@@ -408,7 +414,7 @@ int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *ap
 /* ---- collect and unbind ---------------------------------------------------------------- */
 
 /* Reads the collected graph back and writes it next to the run's other outputs. */
-static int write_dep_graph(const HostApi *api, const TrbRunState *h)
+static int write_dep_graph(const HostApi *api, const TrbRunState *h, NativeRunReport *report)
 {
     PtoTrbDepGraph g;
     int rc = host_api_copy_from_device(api, &g, h->dep_graph, sizeof g);
@@ -433,7 +439,7 @@ static int write_dep_graph(const HostApi *api, const TrbRunState *h)
             producers[e] = pairs[2 * e];
             consumers[e] = pairs[2 * e + 1];
         }
-        rc = dep_graph_write(h->output_prefix, &h->desc, tasks, func_ids, producers, consumers, edges);
+        rc = dep_graph_write(h->output_prefix, &h->desc, tasks, func_ids, producers, consumers, edges, report);
     }
     free(func_ids);
     free(pairs);
@@ -503,5 +509,26 @@ int runtime_run_outputs(RuntimeRun *run, const HostApi *api, RunOutputs *out)
 int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api)
 {
     const TrbRunState *h = trb_run(run);
-    return h->dep_graph != NULL ? write_dep_graph(api, h) : PTO_OK;
+    return h->dep_graph != NULL ? write_dep_graph(api, h, run->report) : PTO_OK;
+}
+
+int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
+{
+    TrbRunState *h = trb_run(run);
+    uint64_t peaks[PTO_TRB_RINGS];
+    int rc = host_api_copy_from_device(api, peaks,
+                                       h->staging + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, heap_peak),
+                                       sizeof peaks);
+    if (rc != PTO_OK)
+        return rc;
+    /* each ring's peak: a bound on the bytes in use at once over all rings */
+    for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
+        h->device_bytes += peaks[r];
+    return PTO_OK;
+}
+
+uint64_t runtime_run_device_bytes(const RuntimeRun *run)
+{
+    const TrbRunState *h = (const TrbRunState *)run->opaque;
+    return h->magic == TRB_RUN_MAGIC ? h->device_bytes : 0;
 }

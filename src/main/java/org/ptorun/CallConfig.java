@@ -282,8 +282,8 @@ public final class CallConfig {
         /**
          * Per-task timing: finalize of a successful run writes
          * {@code <output_prefix>/trace_<run_id>_<run_epoch>.json}, a Chrome/Perfetto trace (one track per
-         * logical core, one slice per task, a host track with prepare/launch/wait/finalize; at most 65 536
-         * tasks, docs/orchestration.md).
+         * logical core, one slice per task, a host track with prepare/launch/wait/finalize/collect; at most
+         * 65 536 tasks, docs/orchestration.md). Its path comes back in {@link RunReport#outputFiles()}.
          */
         public Builder enableTrace(boolean on) {
             this.enableTrace = on;
@@ -296,7 +296,11 @@ public final class CallConfig {
             return this;
         }
 
-        /** The run's task dependency graph (DOT) under the output prefix. */
+        /**
+         * The run's task dependency graph: finalize of a successful run writes
+         * {@code <output_prefix>/dep_graph_<run_id>_<run_epoch>.dot} (docs/orchestration.md); its path
+         * comes back in {@link RunReport#outputFiles()}.
+         */
         public Builder enableDepGraph(boolean on) {
             this.enableDepGraph = on;
             return this;

@@ -1,6 +1,7 @@
 package org.ptorun;
 
 import java.util.Objects;
+import org.ptorun.internal.Layouts;
 import org.ptorun.internal.NativeApi;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,10 +43,11 @@ final class ChipLifecycle {
             throw new IllegalArgumentException("device images must not be empty (AICPU " + aicpuImage.length
                     + " bytes, AICore " + aicoreImage.length + " bytes)");
         }
-        if (storageSize < 8 || storageSize > Integer.MAX_VALUE || storageAlignment < 8
+        if (storageSize < Layouts.MIN_RUN_STORAGE || storageSize > Integer.MAX_VALUE || storageAlignment < 8
                 || Long.bitCount(storageAlignment) != 1) {
             throw new IllegalArgumentException("run storage of " + storageSize + " bytes aligned "
-                    + storageAlignment + " violates the contract (size >= 8, alignment a power of two >= 8)");
+                    + storageAlignment + " violates the contract (size >= " + Layouts.MIN_RUN_STORAGE
+                    + ": the tag and the run's report; alignment a power of two >= 8)");
         }
         RunBinding[] made = new RunBinding[contract.pipelineDepth()];
         ChipDevice opened = null;

@@ -238,7 +238,12 @@ public final class ChipWorker implements AutoCloseable {
         memory.copyArrayFrom(src, 0, dst, dst.length);
     }
 
-    /** Bytes of device memory committed now (buffers, arenas, retained buffers, callables). */
+    /**
+     * Bytes of device memory committed now (buffers, arenas, retained buffers, callables).
+     * Not back to a baseline after a finalize: the arenas and staging buffers runs are
+     * placed in stay at the high-water of the runs of their bank or slot, for the next run
+     * (docs/java.md). A run's own figure is {@link RunReport#peakDeviceMemory()}.
+     */
     public long committedDeviceMemory() {
         return memory.committed();
     }
@@ -404,27 +409,37 @@ public final class ChipWorker implements AutoCloseable {
      * results back when it succeeded, releases everything; the slot is empty afterwards
      * whatever happens. A run never launched is abandoned and nothing is copied back.
      *
+     * @return what the library reports of the run: when the device finished it, the
+     *         device memory it took at its peak, the diagnostic files it wrote
      * @throws StaleRunException "stale or already finalized"
      * @throws PtoRunException (a subclass where one fits) when the run failed
      */
-    public void finalizeRun(NativeRun run) {
-        finalizeBegun(lifecycle, table.beginFinalize(run));
+    public RunReport finalizeRun(NativeRun run) {
+        return finalizeBegun(lifecycle, table.beginFinalize(run));
     }
 
     /**
-     * Runs a callable to completion in slot 0, unleased (run epoch 0, no generation
-     * filter), copying results back; always finalizes. Its arguments are checked as
-     * {@link #prepare}'s: a tensor smaller than the program needs is the same
-     * {@link IllegalArgumentException}, before any native work.
+     * Runs a callable to completion in slot 0, unleased (no generation filter), copying
+     * results back; always finalizes. Its arguments are checked as {@link #prepare}'s: a
+     * tensor smaller than the program needs is the same {@link IllegalArgumentException},
+     * before any native work. The run gets a run epoch like a prepared run, so its
+     * diagnostic files never collide with another run's.
+     *
+     * @return what the library reports of the run, its identity included
      */
-    public void run(int callableId, TaskArgs args, CallConfig config) {
-        runBlocking(callableId, args, config, null, 0, 0, null);
+    public RunReport run(int callableId, TaskArgs args, CallConfig config) {
+        return runBlocking(callableId, args, config, null, 0, 0, null);
     }
 
-    /** Runs a callable to completion in the lease's slot (admitted like a prepare); always finalizes. */
-    public void run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
-                    long dispatchId, AcceptanceWord acceptance) {
-        runBlocking(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId, acceptance);
+    /**
+     * Runs a callable to completion in the lease's slot (admitted like a prepare); always finalizes.
+     *
+     * @return what the library reports of the run, its identity included
+     */
+    public RunReport run(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
+                         long dispatchId, AcceptanceWord acceptance) {
+        return runBlocking(callableId, args, config, Objects.requireNonNull(lease, "lease"), runId, dispatchId,
+                acceptance);
     }
 
     // ---- the phases' shared steps -----------------------------------------------------------------
@@ -434,21 +449,27 @@ public final class ChipWorker implements AutoCloseable {
      * thread's call); the slot is EMPTY afterwards whatever happens. One native call:
      * simpler_finalize_run waits for a running run itself. Static: close (and the leak
      * net, which must not reach the ChipWorker) finalizes outstanding runs through it.
+     *
+     * @return the run's report, read from its storage before the slot is emptied
      */
-    static void finalizeBegun(ChipLifecycle chip, SlotTable.Finalizing f) {
+    static RunReport finalizeBegun(ChipLifecycle chip, SlotTable.Finalizing f) {
         ChipDevice device = chip.device;
         NativeRun run = f.run();
         RunBinding b = chip.bindings[run.slot()];
         int rc = PtoError.FAILED.code();
         String message = null;
+        RunReport report = null;
         RunEvents.Finalize event = RunEvents.beginFinalize();
         try {
             rc = device.api.finalizeRun(device.ctx, b.storage());
             if (rc != 0) {
                 message = device.lastError();
-            } else if (f.waitResult() == 0 && f.previous() != SlotTable.Phase.PREPARED) {
-                // only a launched run that succeeded produced anything to copy back
-                b.copyBack();
+            } else if (f.waitResult() == 0) {
+                report = b.report(run); // before the slot is emptied: its next prepare empties the report
+                if (f.previous() != SlotTable.Phase.PREPARED) {
+                    // only a launched run that succeeded produced anything to copy back
+                    b.copyBack();
+                }
             }
         } finally {
             if (f.previous() == SlotTable.Phase.RUNNING) {
@@ -467,14 +488,17 @@ public final class ChipWorker implements AutoCloseable {
         if (f.waitResult() != 0) {
             throw device.failure("run", f.waitResult(), f.waitMessage(), run);
         }
+        return report;
     }
 
     /**
-     * The blocking composition on a lease's slot, or slot 0 unleased (epoch 0, no
-     * generation filter). A registration on this chip waits until it returned.
+     * The blocking composition on a lease's slot, or slot 0 unleased (generation 0, no
+     * generation filter). Either way the run gets its own run epoch: the library names
+     * its diagnostic files by run id and epoch. A registration on this chip waits until
+     * it returned.
      */
-    private void runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
-                             long dispatchId, AcceptanceWord acceptance) {
+    private RunReport runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease,
+                                  long runId, long dispatchId, AcceptanceWord acceptance) {
         try {
             checkRunArguments(callableId, args, config, acceptance);
             if (lease != null) {
@@ -484,12 +508,13 @@ public final class ChipWorker implements AutoCloseable {
             throw refused(args, e);
         }
         NativeRun run = lease == null
-                ? new NativeRun(0, 0, 0, runId, dispatchId)
+                ? new NativeRun(0, 0, RunEpochs.next(), runId, dispatchId)
                 : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
-        admitAndCall(run, callableId, args, config, acceptance, lease != null, true);
+        RunReport report = admitAndCall(run, callableId, args, config, acceptance, lease != null, true);
         if (LOG.isDebugEnabled()) {
             LOG.debug("ran {} on {}", run.identity(), device.describe());
         }
+        return report;
     }
 
     /**
@@ -499,13 +524,15 @@ public final class ChipWorker implements AutoCloseable {
      * {@code blocking} (whose results are then copied back) — and ends the slot's call:
      * PREPARED after a successful prepare, else released and EMPTY.
      *
+     * @return a successful blocking run's report; null for a prepare
      * @throws PtoRunException (a subclass where one fits) when the library refused
      */
-    private void admitAndCall(NativeRun run, int callableId, TaskArgs args, CallConfig config,
-                             AcceptanceWord acceptance, boolean filtered, boolean blocking) {
+    private RunReport admitAndCall(NativeRun run, int callableId, TaskArgs args, CallConfig config,
+                                   AcceptanceWord acceptance, boolean filtered, boolean blocking) {
         RunBinding b = bindings[run.slot()];
         int rc = PtoError.FAILED.code();
         String message = null;
+        RunReport report = null;
         long use = callables.beginUse();
         try {
             Direction[] directions = callables.directionsOf(callableId);
@@ -527,6 +554,7 @@ public final class ChipWorker implements AutoCloseable {
                 if (rc != 0) {
                     message = device.lastError(); // before release: freeing a pinned buffer is a native call
                 } else if (blocking) {
+                    report = b.report(run); // before the slot is emptied
                     b.copyBack();
                 }
             } finally {
@@ -550,6 +578,7 @@ public final class ChipWorker implements AutoCloseable {
             throw device.failure((blocking ? "run of callable " : "prepare of callable ") + callableId, rc, message,
                     run);
         }
+        return report;
     }
 
     /**

@@ -102,10 +102,11 @@ public final class HostRuntime {
     }
 
     private void checkStorageShape() {
-        if (runStorageSize < 8 || runStorageAlignment < 8 || Long.bitCount(runStorageAlignment) != 1) {
+        if (runStorageSize < Layouts.MIN_RUN_STORAGE || runStorageAlignment < 8
+                || Long.bitCount(runStorageAlignment) != 1) {
             throw new LibraryLoadException(variant.libraryFileName() + ": run storage of "
-                    + runStorageSize + " bytes aligned " + runStorageAlignment
-                    + " violates the contract (size >= 8, alignment a power of two >= 8)");
+                    + runStorageSize + " bytes aligned " + runStorageAlignment + " violates the contract (size >= "
+                    + Layouts.MIN_RUN_STORAGE + ": the tag and the run's report; alignment a power of two >= 8)");
         }
     }
 

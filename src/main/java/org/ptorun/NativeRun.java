@@ -9,7 +9,8 @@ package org.ptorun;
  *
  * @param slot pipeline slot the run occupies
  * @param generation lease generation the run was admitted under (0: unleased)
- * @param runEpoch process-unique identity of the prepare (never 0 for a token)
+ * @param runEpoch process-unique identity of the prepare or blocking run (never 0); it names the
+ *        run's diagnostic files with its run id
  * @param runId the caller's mailbox identity
  * @param dispatchId the caller's dispatch order
  */

@@ -1,6 +1,8 @@
 package org.ptorun;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.List;
 import org.ptorun.callable.Direction;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.NativeMemory;
@@ -30,6 +32,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
     private final long descriptorAddress;
     private final ByteBuffer argsView;
     private final ByteBuffer descriptorView;
+    private final ByteBuffer storageView;
 
     // the bound run's resources
     private AcceptanceWord acceptance;
@@ -77,6 +80,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         this.descriptorAddress = descriptor.address();
         this.argsView = a.buffer();
         this.descriptorView = descriptor.buffer();
+        this.storageView = s.buffer();
     }
 
     long storage() {
@@ -201,6 +205,30 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         addresses[i] = address;
         tensorCount = i + 1;
         return address;
+    }
+
+    /**
+     * The report the library wrote into the storage as its finalize of {@code run} returned
+     * (NativeRunReport, by offset). Read before the slot is emptied: the next prepare in
+     * this storage empties the report.
+     */
+    RunReport report(NativeRun run) {
+        ByteBuffer r = storageView;
+        int at = Layouts.PTO_NATIVE_RUN_REPORT_OFFSET;
+        long executionEnd = r.getLong(at + Layouts.NativeRunReport.EXECUTION_END_NS);
+        long peak = r.getLong(at + Layouts.NativeRunReport.PEAK_DEVICE_MEMORY);
+        int count = Math.min(r.getInt(at + Layouts.NativeRunReport.OUTPUT_FILE_COUNT),
+                Layouts.NativeRunReport.MAX_FILES);
+        List<Path> files = List.of();
+        if (count > 0) {
+            Path[] paths = new Path[count];
+            for (int i = 0; i < count; i++) {
+                paths[i] = Path.of(NativeMemory.cString(storageAddress + at + Layouts.NativeRunReport.OUTPUT_FILES
+                        + (long) i * Layouts.NativeRunReport.PATH_BYTES));
+            }
+            files = List.of(paths);
+        }
+        return new RunReport(run, executionEnd, peak, files);
     }
 
     /** After a successful launched run: staged arrays the signature writes get their bytes back. */

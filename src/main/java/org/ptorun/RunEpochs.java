@@ -4,9 +4,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Run epochs: one process-wide counter shared by every ChipWorker. The first epoch is
- * 1, 0 is never minted (it marks unleased blocking runs), an epoch is never reused,
- * and running past 2^64-1 is an error rather than a wrap. One epoch per prepare
- * attempt, minted before admission (a refused prepare consumes one).
+ * 1, 0 is never minted (no token names it), an epoch is never reused, and running past
+ * 2^64-1 is an error rather than a wrap. One epoch per prepare or blocking-run attempt,
+ * minted before admission (a refused one consumes one): the library names a run's
+ * diagnostic files by run id and epoch, so no two runs of the process share a name.
  */
 final class RunEpochs {
 

@@ -691,7 +691,7 @@ class ChipWorkerPhaseTableTest {
     // ---- the blocking composition ------------------------------------------------------------
 
     @Test
-    void anUnleasedRunUsesSlotZeroWithEpochZeroAndTouchesNoGenerationFilter() {
+    void anUnleasedRunUsesSlotZeroWithItsOwnEpochAndTouchesNoGenerationFilter() {
         FakeNativeApi fake = fake();
         ChipWorker chip = open(fake, DEPTH2);
         chip.finalizeRun(prepare(chip, 0, 9));
@@ -700,19 +700,26 @@ class ChipWorkerPhaseTableTest {
                 .program(Program.builder().submit(0, Param.tensor(0, Direction.OUT, 0, 8), Param.scalarF32(1f)).build())
                 .build();
         chip.registerCallable(0, callable);
-        chip.run(0, TaskArgs.of(Tensor.of(out)), CONFIG);
+        RunReport first = chip.run(0, TaskArgs.of(Tensor.of(out)), CONFIG);
         assertThat(out[0]).isEqualTo(FakeNativeApi.RESULT);
         ByteBuffer d = fake.descriptor(0);
         assertThat(d.getInt(Layouts.NativeRunDescriptor.PIPELINE_SLOT)).isZero();
-        assertThat(d.getLong(Layouts.NativeRunDescriptor.RUN_EPOCH)).isZero();
+        assertThat(d.getLong(Layouts.NativeRunDescriptor.RUN_EPOCH)).as("a run epoch of its own, like a prepare's")
+                .isPositive().isEqualTo(first.run().runEpoch());
         assertThat(d.getLong(Layouts.NativeRunDescriptor.GENERATION)).isZero();
+        assertThat(first.run().slot()).isZero();
+        assertThat(first.run().generation()).isZero();
+        RunReport second = chip.run(0, TaskArgs.of(Tensor.of(out)), CONFIG);
+        assertThat(second.run().runEpoch()).as("every blocking run mints its own epoch")
+                .isGreaterThan(first.run().runEpoch());
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
         chip.finalizeRun(prepare(chip, 0, 9)); // the filter still admits generation 9
 
         fake.script("run", -10, "task 0 func_id 0 returned 1");
         assertThatThrownBy(() -> chip.run(0, TaskArgs.of(Tensor.of(out)), CONFIG))
                 .isExactlyInstanceOf(KernelFaultException.class)
-                .hasMessageContaining("(run_id=0 slot=0 generation=0 dispatch_id=0 run_epoch=0)");
+                .hasMessageContaining("(run_id=0 slot=0 generation=0 dispatch_id=0 run_epoch=")
+                .hasMessageNotContaining("run_epoch=0)");
         assertThat(chip.phaseOf(0)).isEqualTo(Phase.EMPTY);
 
         try (AcceptanceWord word = AcceptanceWord.allocate()) {

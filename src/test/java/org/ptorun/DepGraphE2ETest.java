@@ -39,8 +39,9 @@ class DepGraphE2ETest {
             chip.registerCallable(ID, callable);
             NativeRun run = chip.prepare(ID, args, config, PipelineSlotLease.of(0, 1), 42, 7, null);
             chip.launch(run);
-            chip.finalizeRun(run);
+            RunReport report = chip.finalizeRun(run);
             Path file = prefix.resolve("dep_graph_42_" + run.runEpoch() + ".dot");
+            assertThat(report.outputFiles()).as("the file the run wrote, returned").containsExactly(file);
             assertThat(file).as("the graph file of run_id 42, run_epoch %d", run.runEpoch()).isRegularFile();
             try (var listing = Files.list(prefix)) {
                 assertThat(listing.toList()).as("one file per run").containsExactly(file);

@@ -142,7 +142,7 @@ class SlotTableTest {
         assertThatThrownBy(() -> table.beginLaunch(new NativeRun(5, 1, 7, 1, 1)))
                 .hasMessageContaining("no slot 5 holds run_epoch=7 on chip test");
         assertThatThrownBy(() -> table.beginLaunch(new NativeRun(0, 0, 0, 1, 1)))
-                .as("epoch 0: an unleased blocking run has no token").isInstanceOf(StaleRunException.class);
+                .as("epoch 0 names no run").isInstanceOf(StaleRunException.class);
         assertThatThrownBy(() -> table.beginLaunch(null)).isInstanceOf(NullPointerException.class);
     }
 

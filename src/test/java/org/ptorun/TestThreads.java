@@ -34,6 +34,30 @@ final class TestThreads {
     }
 
     /**
+     * Waits until {@code t}'s stack shows it inside {@code className.method} — typically a
+     * native call there that blocks, which leaves the thread RUNNABLE, so that
+     * {@link #awaitParked} cannot see it — yielding meanwhile; fails if it ends instead, or
+     * has not got there within 30 s.
+     */
+    static void awaitInside(Thread t, String className, String method) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            for (StackTraceElement frame : t.getStackTrace()) {
+                if (frame.getClassName().equals(className) && frame.getMethodName().equals(method)) {
+                    return;
+                }
+            }
+            if (t.getState() == Thread.State.TERMINATED) {
+                throw new AssertionError(t.getName() + " ended without entering " + className + "." + method);
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError(t.getName() + " never entered " + className + "." + method);
+            }
+            Thread.yield();
+        }
+    }
+
+    /**
      * Waits until {@code t} parks (on a lock or a condition), yielding meanwhile; fails if
      * it ends instead, or has not parked within 30 s.
      */

@@ -46,8 +46,9 @@ class TraceE2ETest {
             NativeRun run = chip.prepare(ID, args, config, PipelineSlotLease.of(0, 3), 42, 7, null);
             chip.launch(run);
             chip.await(run);
-            chip.finalizeRun(run);
+            RunReport report = chip.finalizeRun(run);
             Path file = prefix.resolve("trace_42_" + run.runEpoch() + ".json");
+            assertThat(report.outputFiles()).as("the file the run wrote, returned").containsExactly(file);
             assertThat(file).as("the trace of run_id 42, run_epoch %d", run.runEpoch()).isRegularFile();
             try (var listing = Files.list(prefix)) {
                 assertThat(listing.toList()).as("one file per run, no temporary left").containsExactly(file);
@@ -84,7 +85,7 @@ class TraceE2ETest {
                 }
             }
         }
-        assertThat(host).containsOnlyKeys("prepare", "launch", "wait", "finalize");
+        assertThat(host).containsOnlyKeys("prepare", "launch", "wait", "finalize", "collect");
         assertThat(threadNames.get(0)).isEqualTo("host");
 
         // s = a+b (t0, vadd); p, q (t1, t2, vadds); r = p*q (t3, vmul); f = r+s (t4, vadd)
@@ -94,6 +95,10 @@ class TraceE2ETest {
         double launchStart = host.get("launch").get("ts").asDouble();
         JsonNode fin = host.get("finalize");
         double finalizeEnd = fin.get("ts").asDouble() + fin.get("dur").asDouble();
+        JsonNode collect = host.get("collect");
+        assertThat(collect.get("ts").asDouble()).as("collect (the copy-back and the files) lies inside finalize")
+                .isGreaterThanOrEqualTo(fin.get("ts").asDouble() - EPS_US);
+        assertThat(collect.get("ts").asDouble() + collect.get("dur").asDouble()).isLessThanOrEqualTo(finalizeEnd + EPS_US);
         assertThat(host.get("prepare").get("ts").asDouble()).isLessThanOrEqualTo(launchStart);
         Set<Long> ids = new TreeSet<>();
         double[] end = new double[5];
@@ -111,6 +116,8 @@ class TraceE2ETest {
             assertThat(dur).isGreaterThanOrEqualTo(0);
             assertThat(ts).as("task %d starts after launch started", id).isGreaterThanOrEqualTo(launchStart - EPS_US);
             assertThat(ts + dur).as("task %d ends before finalize ended", id).isLessThanOrEqualTo(finalizeEnd + EPS_US);
+            assertThat(ts + dur).as("task %d ends before the copy-back", id)
+                    .isLessThanOrEqualTo(collect.get("ts").asDouble() + EPS_US);
             end[id] = ts + dur;
             if (id == 3) {
                 // r = p * q cannot start before both of its producers ended

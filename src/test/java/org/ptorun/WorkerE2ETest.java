@@ -268,7 +268,7 @@ class WorkerE2ETest {
         RunTimings s = resultOf(successor.ticket()).timings();
         assertThat(s.prepareStart()).as("successor prepare starts after the predecessor launched")
                 .isGreaterThanOrEqualTo(p.launchEnd());
-        assertThat(s.prepareEnd()).as("and ends before the predecessor was seen complete")
+        assertThat(s.prepareEnd()).as("and ends before the predecessor finished on the device")
                 .isLessThanOrEqualTo(p.executionEnd());
         assertThat(s.launchStart()).as("launched only after the predecessor's finalize")
                 .isGreaterThanOrEqualTo(p.finalizeEnd());

@@ -15,6 +15,7 @@ import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
 import org.ptorun.NativeRun;
 import org.ptorun.PipelineSlotLease;
+import org.ptorun.RunReport;
 import org.ptorun.TaskArgs;
 import org.ptorun.Tensor;
 import org.ptorun.Variant;
@@ -115,6 +116,7 @@ public final class Demo {
             AcceptanceWord[] words = {accepted0, accepted1};
             long start = System.nanoTime();
             NativeRun traced = null;
+            Path written = null; // the trace file the traced run's report names
             for (int i = 0; i < runs; i++) {
                 int k = i % 2;
                 int p = 1 - k;
@@ -123,7 +125,8 @@ public final class Demo {
                         ? CallConfig.builder().enableTrace(true).outputPrefix(traceDir).build()
                         : CallConfig.DEFAULT;
                 if (tracing && live[p] != null) {
-                    finish(chip, live[p], as[p], bs[p], fs[p], out); // a traced run overlaps no other
+                    // a traced run overlaps no other
+                    written = traceOf(finish(chip, live[p], as[p], bs[p], fs[p], out), written);
                     live[p] = null;
                 }
                 as[k] = ramp(N, i);
@@ -140,7 +143,7 @@ public final class Demo {
                 }
                 long prepared = System.nanoTime();
                 if (live[p] != null) {
-                    finish(chip, live[p], as[p], bs[p], fs[p], out);
+                    written = traceOf(finish(chip, live[p], as[p], bs[p], fs[p], out), written);
                     live[p] = null;
                 }
                 chip.launch(live[k]);
@@ -150,20 +153,19 @@ public final class Demo {
                 out.printf(Locale.ROOT, "run %d: prepared in %.1f ms%s, launched, launch confirmed%n", i + 1,
                         (prepared - t0) / 1e6, overlapped ? " while run " + i + " executed" : "");
                 if (!pipelined) {
-                    finish(chip, live[k], as[k], bs[k], fs[k], out);
+                    written = traceOf(finish(chip, live[k], as[k], bs[k], fs[k], out), written);
                     live[k] = null;
                 }
             }
             int last = (runs - 1) % 2;
             if (live[last] != null) {
-                finish(chip, live[last], as[last], bs[last], fs[last], out);
+                written = traceOf(finish(chip, live[last], as[last], bs[last], fs[last], out), written);
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             out.printf(Locale.ROOT, "%d run%s in %.3f s; device memory the chip keeps for later runs: %.1f MiB "
                             + "(%.1f MiB before the first run)%n", runs, runs == 1 ? "" : "s", seconds,
                     chip.committedDeviceMemory() / 1048576.0, baseline / 1048576.0);
             if (traced != null) {
-                Path written = traceDir.resolve("trace_" + traced.runId() + "_" + traced.runEpoch() + ".json");
                 Files.move(written, trace, StandardCopyOption.REPLACE_EXISTING);
                 out.printf(Locale.ROOT, "run %d's trace: %s (open it in ui.perfetto.dev or chrome://tracing)%n",
                         traced.runId(), trace);
@@ -171,11 +173,17 @@ public final class Demo {
         }
     }
 
-    private static void finish(ChipWorker chip, NativeRun run, float[] a, float[] b, float[] f, PrintWriter out) {
+    /** The file a finished run's report names (only the traced run writes one), else {@code known}. */
+    private static Path traceOf(RunReport finished, Path known) {
+        return finished.outputFiles().isEmpty() ? known : finished.outputFiles().get(0);
+    }
+
+    private static RunReport finish(ChipWorker chip, NativeRun run, float[] a, float[] b, float[] f,
+                                    PrintWriter out) {
         while (!chip.poll(run)) {
             chip.await(run); // poll never blocks; await parks until the run ended
         }
-        chip.finalizeRun(run);
+        RunReport report = chip.finalizeRun(run);
         int wrong = 0;
         int first = -1;
         for (int i = 0; i < a.length; i++) {
@@ -189,7 +197,7 @@ public final class Demo {
         if (wrong == 0) {
             out.printf(Locale.ROOT, "run %d: done, all %,d elements of f equal plain Java (f[1] = %.1f)%n",
                     run.runId(), a.length, f[1]);
-            return;
+            return report;
         }
         float s = a[first] + b[first];
         String what = String.format(Locale.ROOT, "run %d: %,d of %,d elements of f differ from plain Java "

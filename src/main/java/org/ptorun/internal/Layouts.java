@@ -14,6 +14,12 @@ public final class Layouts {
     /** {@code PTO_NATIVE_RUN_STORAGE_MAGIC}: the tag of a storage holding a prepared run. */
     public static final long PTO_NATIVE_RUN_STORAGE_MAGIC = 0x534D504C52554E31L;
 
+    /** {@code PTO_NATIVE_RUN_REPORT_OFFSET}: where a run storage holds its {@link NativeRunReport}. */
+    public static final int PTO_NATIVE_RUN_REPORT_OFFSET = 8;
+
+    /** The smallest run storage the contract admits: the tag, then the report. */
+    public static final long MIN_RUN_STORAGE = PTO_NATIVE_RUN_REPORT_OFFSET + NativeRunReport.SIZE;
+
     public static final class NativeRunDescriptor {
         public static final int SIZE = 56;
         public static final int ALIGN = 8;
@@ -27,6 +33,24 @@ public final class Layouts {
         public static final int ACCEPTED_VALUE = 48;
 
         private NativeRunDescriptor() {
+        }
+    }
+
+    /** What the library reports of a run, in its storage; read after finalize returned. */
+    public static final class NativeRunReport {
+        public static final int SIZE = 2200;
+        public static final int ALIGN = 8;
+        public static final int EXECUTION_END_NS = 0;
+        public static final int PEAK_DEVICE_MEMORY = 8;
+        public static final int OUTPUT_FILE_COUNT = 16;
+        public static final int RESERVED = 20;
+        public static final int OUTPUT_FILES = 24;
+        /** Entries of output_files. */
+        public static final int MAX_FILES = 2;
+        /** Bytes of one entry of output_files, including its NUL. */
+        public static final int PATH_BYTES = 1088;
+
+        private NativeRunReport() {
         }
     }
 

@@ -9,6 +9,7 @@ import org.ptorun.ChipPoisonedException;
 import org.ptorun.ChipWorker;
 import org.ptorun.PipelineSlotPool;
 import org.ptorun.PtoError;
+import org.ptorun.RunReport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -318,16 +319,11 @@ final class ChipLane {
     }
 
     private boolean polledEnded(RunTicket t) {
-        boolean done;
         try {
-            done = chip.poll(t.run);
+            return chip.poll(t.run);
         } catch (RuntimeException e) {
-            done = true; // finalize reports it
+            return true; // finalize reports it
         }
-        if (done && t.executionEnd == 0) {
-            t.executionEnd = System.nanoTime();
-        }
-        return done;
     }
 
     private boolean unhealthy() {
@@ -405,7 +401,6 @@ final class ChipLane {
             return true;
         } catch (RuntimeException e) {
             t.launchEnd = System.nanoTime();
-            t.executionEnd = t.launchEnd;
             abandon(t, e);
             return false;
         }
@@ -429,8 +424,9 @@ final class ChipLane {
     }
 
     /**
-     * Finalizes the running run (waiting for it if it still executes: then its execution is
-     * seen to end when finalize returns) and completes its future.
+     * Finalizes the running run (waiting for it if it still executes) and completes its
+     * future. Its execution ended when the library says the device finished it (the
+     * report), not when this driver noticed — a finalize that waited included.
      */
     private void finalizeActive() {
         RunTicket t = active;
@@ -438,14 +434,11 @@ final class ChipLane {
         t.finalizeStart = System.nanoTime();
         RuntimeException failure = null;
         try {
-            chip.finalizeRun(t.run);
+            t.report = chip.finalizeRun(t.run);
         } catch (RuntimeException e) {
             failure = e;
         }
         t.finalizeEnd = System.nanoTime();
-        if (t.executionEnd == 0) {
-            t.executionEnd = t.finalizeEnd;
-        }
         to(LaneState.Event.FINALIZE);
         complete(t, failure, failure == null);
     }
@@ -459,9 +452,10 @@ final class ChipLane {
         }
         Throwable outcome;
         if (succeeded) {
+            RunReport r = t.report;
             t.future().deliver(new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
-                    t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, t.executionEnd, t.finalizeStart,
-                    t.finalizeEnd)));
+                    t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, r.executionEnd(), t.finalizeStart,
+                    t.finalizeEnd), r.peakDeviceMemory(), r.outputFiles()));
             outcome = null;
         } else if (failure == null) {
             outcome = new RunCancelledException(t, t.run != null, ShutdownPolicy.CANCEL_QUEUED, ledger.cancelReason());

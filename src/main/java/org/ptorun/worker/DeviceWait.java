@@ -9,7 +9,8 @@ import org.ptorun.ChipWorker;
  * driver can park on the lane's events instead — and be woken by an admission to stage a
  * successor during the execution. The library's wait cannot be interrupted; this thread
  * is its interrupt. It changes nothing of the lane: it reports the end of the execution
- * (and when it saw it) and the driver finalizes. Used only when the driver's bounded
+ * and the driver finalizes (the library itself records when the device finished, which
+ * is the run's {@code RunTimings.executionEnd}). Used only when the driver's bounded
  * spin did not see the run end and a successor could still be staged; started on first
  * use, one per chip. Interrupted, it ends once no wait is requested (the next request
  * starts a new one): an interrupt never loses a requested wait.
@@ -26,7 +27,6 @@ final class DeviceWait {
     private boolean stop;             // guarded by lock
     /** The run being waited on, until the driver takes the end (driver-owned). */
     private RunTicket watched;
-    private long endedAt;             // published by ended
     private volatile boolean ended;   // the library's wait on the watched run returned
 
     /** @param ended run after the library's wait returned (posts the lane's event) */
@@ -49,9 +49,6 @@ final class DeviceWait {
         RunTicket t = watched;
         watched = null;
         ended = false;
-        if (t.executionEnd == 0) {
-            t.executionEnd = endedAt;
-        }
         return t;
     }
 
@@ -109,7 +106,6 @@ final class DeviceWait {
             } catch (RuntimeException e) {
                 // finalize reports the run's failure
             }
-            endedAt = System.nanoTime();
             ended = true;
             onEnded.run();
         }

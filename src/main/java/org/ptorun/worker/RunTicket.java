@@ -9,6 +9,7 @@ import org.ptorun.CallConfig;
 import org.ptorun.DeviceBuffer;
 import org.ptorun.NativeRun;
 import org.ptorun.PipelineSlotLease;
+import org.ptorun.RunReport;
 import org.ptorun.TaskArgs;
 
 /**
@@ -48,7 +49,7 @@ public final class RunTicket {
     long prepareEnd;
     long launchStart;
     long launchEnd;
-    long executionEnd;
+    RunReport report;         // what its successful finalize returned
     long finalizeStart;
     long finalizeEnd;
     boolean launched;
