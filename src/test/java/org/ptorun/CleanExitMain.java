@@ -135,7 +135,8 @@ public final class CleanExitMain {
         System.out.println("lingering " + (lingering.isEmpty() ? "none" : names(lingering)));
     }
 
-    private static List<Thread> alive(ThreadGroup group) {
+    /** The live threads of {@code group} and its subgroups. */
+    static List<Thread> alive(ThreadGroup group) {
         Thread[] threads = new Thread[group.activeCount() + 16];
         int n = group.enumerate(threads, true);
         List<Thread> out = new ArrayList<>();

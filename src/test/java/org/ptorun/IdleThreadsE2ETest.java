@@ -7,7 +7,6 @@ import static org.ptorun.WorkerE2ETest.paced;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -48,7 +47,7 @@ class IdleThreadsE2ETest {
         try (Worker worker = built.get()) {
             assertThat(failure.get()).isNull();
             assertThat(worker.drain().allSucceeded()).isTrue();
-            List<Thread> threads = alive(group);
+            List<Thread> threads = CleanExitMain.alive(group);
             assertThat(threads).extracting(Thread::getName).contains("ptorun-dispatch-0", "ptorun-devwait-0");
             threads.forEach(Thread::interrupt);
             for (Thread t : threads) {
@@ -89,7 +88,7 @@ class IdleThreadsE2ETest {
             try (CommGroup comm = opened.get()) {
                 assertThat(failure.get()).isNull();
                 // (JNA's own cleaner thread may be in the group too: it is not ours)
-                List<Thread> threads = alive(group).stream().filter(t -> t.getName().equals("ptorun-comm")).toList();
+                List<Thread> threads = CleanExitMain.alive(group).stream().filter(t -> t.getName().equals("ptorun-comm")).toList();
                 assertThat(threads).as("one group thread per local rank but the last").hasSize(2);
                 for (Thread t : threads) {
                     t.join(TimeUnit.SECONDS.toMillis(60)); // idle: each ends after its second
@@ -99,17 +98,5 @@ class IdleThreadsE2ETest {
                 assertThat(comm.onEveryRank(CommRank::rank)).containsExactly(0, 1, 2);
             }
         }
-    }
-
-    private static List<Thread> alive(ThreadGroup group) {
-        Thread[] threads = new Thread[group.activeCount() + 16];
-        int n = group.enumerate(threads, true);
-        List<Thread> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            if (threads[i].isAlive()) {
-                out.add(threads[i]);
-            }
-        }
-        return out;
     }
 }
