@@ -56,7 +56,7 @@ class ExamplesTest {
     @ParameterizedTest
     @MethodSource("variants")
     void theFirstProjectRunsAndChecksItsResults(Variant variant) throws Exception {
-        com.example.FirstRun.main(new String[] {variant.toString()}); // throws on a wrong result
+        com.example.FirstRun.runOn(variant); // throws on a wrong result
     }
 
     @ParameterizedTest
