@@ -1,5 +1,5 @@
 /* Reservations and the execution claim (common/run_ownership.c): the
- * admission rules of design/lifecycle.md §3, unit by unit. */
+ * admission rules of docs/lifecycle.md, section 6, unit by unit. */
 #include "common/run_ownership.h"
 #include "ptest.h"
 

@@ -1,5 +1,5 @@
 /* Chip geometry and capabilities of the arch this library is built for
- * (design/device-model.md, "Chip geometry"). Selected by -DPTO_ARCH_A2A3 or
+ * (docs/device.md). Selected by -DPTO_ARCH_A2A3 or
  * -DPTO_ARCH_A5; nothing else in the tree tests the arch switch directly. */
 #ifndef PTORUN_ARCH_H
 #define PTORUN_ARCH_H

@@ -57,7 +57,7 @@ void destroy_device_context(void *ctx)
         device_context_destroy(dc);
 }
 
-/* The dispatcher image is accepted and ignored (design/device-model.md). */
+/* The dispatcher image is accepted and ignored (docs/device.md). */
 int simpler_init(void *ctx, int device_id, const uint8_t *aicpu, size_t aicpu_size,
                  const uint8_t *aicore, size_t aicore_size, const uint8_t *dispatcher,
                  size_t dispatcher_size, const CallConfig *prewarm)

@@ -1,4 +1,4 @@
-/* Validation and resolution of a run's CallConfig (design/abi.md). */
+/* Validation and resolution of a run's CallConfig (docs/abi.md). */
 #ifndef PTORUN_CALL_CONFIG_H
 #define PTORUN_CALL_CONFIG_H
 

@@ -1,5 +1,5 @@
 /*
- * The executor (design/lifecycle.md §2): persistent threads of one device
+ * The executor (docs/lifecycle.md, section 5): persistent threads of one device
  * context, started at simpler_init and joined at finalize_device, parked on a
  * condition variable while idle. A launched run hands it its job; a thread runs
  * runner_execute (submit, which crosses the launch marker, then await the

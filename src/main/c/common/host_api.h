@@ -1,5 +1,5 @@
 /*
- * HostApiOps and HostApi (design/abi.md): how the runtime halves (hbg, trb)
+ * HostApiOps and HostApi (docs/abi.md): how the runtime halves (hbg, trb)
  * reach the device. One static, complete HostApiOps table per library
  * (host_api_ops, no NULL entries), defined by the platform
  * (platform/host_api_ops.c): its entries are the platform's functions

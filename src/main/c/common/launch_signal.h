@@ -1,5 +1,5 @@
 /*
- * The launch signal (design/lifecycle.md, "Launch acceptance"): a sticky,
+ * The launch signal (docs/lifecycle.md, "Launch acceptance"): a sticky,
  * one-shot event per run carrying the run's acceptance sink. The platform calls
  * launch_signal_publish() at the real kernel-launch marker; the executor calls
  * launch_signal_notify() when the run's job ends, whatever the reason; the

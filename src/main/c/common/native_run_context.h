@@ -1,6 +1,6 @@
 /*
  * NativeRunContext: one run's whole state, placement-constructed in storage the
- * caller owns (design/lifecycle.md §1), and the library-level state machine
+ * caller owns (docs/lifecycle.md, section 3), and the library-level state machine
  * that carries it through prepare -> launch -> poll/wait -> finalize.
  *
  * The first 8 bytes are the tag: 0 while the storage is empty,
@@ -63,7 +63,7 @@ _Static_assert(offsetof(NativeRunContext, report) == PTO_NATIVE_RUN_REPORT_OFFSE
                "the run's report is where the contract says");
 
 /* The exported native-run calls (pto_runtime_c_api.h), with every check of
- * design/abi.md and design/lifecycle.md in the documented order. Every error
+ * docs/abi.md and docs/lifecycle.md in the documented order. Every error
  * message names the call and the run: (run_id slot generation dispatch_id run_epoch). */
 int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
                        const NativeRunDescriptor *desc);

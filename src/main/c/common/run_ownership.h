@@ -1,5 +1,5 @@
 /*
- * Who may use the runner (design/lifecycle.md §1 and §3): at most two
+ * Who may use the runner (docs/lifecycle.md, sections 1 and 6): at most two
  * reservations {owner, slot, bank, permits_successor}, one per prepared run
  * from prepare to finalize, and the single execution claim, held by the run
  * that executes from launch to finalize. Pure bookkeeping: the device context

@@ -1,4 +1,4 @@
-/* The library's one HostApiOps table (common/host_api.h, design/abi.md): each
+/* The library's one HostApiOps table (common/host_api.h, docs/abi.md): each
  * entry is the platform function that does the work, nothing in between. The
  * device memory entries are device_memory.c's, the slot, bank, cache and upload
  * entries device_resources.c's, the host libraries runner_core.c's, and the

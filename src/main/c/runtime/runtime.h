@@ -13,7 +13,7 @@
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 
-/* This variant's pipeline contract (design/device-model.md): static, immutable. */
+/* This variant's pipeline contract (docs/device.md): static, immutable. */
 const PipelineContract *runtime_pipeline_contract(void);
 
 /* Non-zero: a run may be prepared in another slot while a run executes (hbg). */

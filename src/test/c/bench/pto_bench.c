@@ -1,7 +1,7 @@
 /*
  * libptorun_bench.so: the native side of the benchmark suite (src/test/java/org/ptorun/bench).
  * The JMH benchmarks call it through JNA, so the C-driven figures are measured in the
- * same suite run as the Java ones they are compared with (design/quality.md, P1, P2, P5):
+ * same suite run as the Java ones they are compared with (docs/performance.md, P1, P2, P5):
  *
  *  - a trivial-run cycle driven from C: prepare -> launch -> poll (-> wait) -> finalize on
  *    a device context of its own, opened on the very library file Java loaded, through

@@ -1,5 +1,5 @@
 /* Pipelining through the exported functions: the execution claim, successor
- * admission and its refusals (design/lifecycle.md §3). The fake runtime is
+ * admission and its refusals (docs/lifecycle.md, section 6). The fake runtime is
  * hbg-like by default: depth 2, concurrent prepare supported. */
 #include "fixture.h"
 

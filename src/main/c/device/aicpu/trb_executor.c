@@ -1,7 +1,7 @@
 /*
  * The trb executor (PTO_DEVICE_WORK_TRB): orchestration on the device,
  * streaming tasks through per-scope rings while the other participations
- * execute them (design/device-model.md, "tensormap_and_ringbuffer").
+ * execute them (docs/device.md, "The trb runtime").
  *
  * This file is the work kind itself: starting a run (the argument, work and
  * image blocks checked and bound), and a participation. The first

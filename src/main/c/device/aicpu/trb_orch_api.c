@@ -1,5 +1,5 @@
 /*
- * The orchestration API on the device (PtoOrchApi, design/device-model.md,
+ * The orchestration API on the device (PtoOrchApi, docs/device.md,
  * "Orchestration"): submit (trb_submit.c), alloc_tensor and scopes over the
  * ring heaps, read_tensor / write_tensor of run tensors once the tasks that
  * touch them have finished. Called on the orchestrator's thread only, through

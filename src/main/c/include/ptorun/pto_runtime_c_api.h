@@ -5,7 +5,7 @@
  * declared here and nothing else. This header is the single source of the
  * contract: symbols, constants, error codes and every structure that crosses
  * the boundary, with its size and field offsets asserted at compile time.
- * docs/abi.md explains it for users; ../shared/design/abi.md is the design.
+ * docs/abi.md explains it for users; docs/lifecycle.md the run's life.
  */
 #ifndef PTORUN_PTO_RUNTIME_C_API_H
 #define PTORUN_PTO_RUNTIME_C_API_H

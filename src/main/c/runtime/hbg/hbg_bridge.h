@@ -1,5 +1,5 @@
 /*
- * The hbg host-access bridge (design/lifecycle.md): while an hbg orchestration
+ * The hbg host-access bridge (docs/lifecycle.md): while an hbg orchestration
  * runs on the host inside bind, it reaches run tensors by their device
  * addresses through this bridge. Each region maps a device range to a host
  * view: the device memory itself when the platform maps it to the host

@@ -10,7 +10,7 @@ import jdk.jfr.StackTrace;
 import jdk.jfr.Timespan;
 
 /**
- * JDK Flight Recorder events of a native run's phases (design/java-api.md, Logging and
+ * JDK Flight Recorder events of a native run's phases (docs/java.md, Logging and
  * observability): {@code org.ptorun.Prepare}, {@code org.ptorun.Launch} and
  * {@code org.ptorun.Finalize} span their call; {@code org.ptorun.Completion} marks the
  * moment the run was seen complete, with the time since its launch returned. Every

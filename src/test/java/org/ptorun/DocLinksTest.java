@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Every relative link of README.md, CHANGELOG.md and docs/*.md reaches a file of the
  * repository, and every {@code #anchor} a heading of its page (GitHub's slugs), so a
- * renamed heading or a moved file cannot leave a dead link behind.
+ * renamed heading or a moved file cannot leave a dead link behind; and no doc, source or
+ * build file names a design document outside the repository.
  */
 class DocLinksTest {
 
@@ -49,6 +50,31 @@ class DocLinksTest {
         }
         assertThat(checked).as("links checked").isGreaterThan(10);
         assertThat(dead).as("dead links").isEmpty();
+    }
+
+    @Test
+    void nothingNamesAFileOutsideTheRepository() throws IOException {
+        Pattern outside = Pattern.compile("(?<![\\w/.-])design/[\\w-]+\\.md|\\.\\./shared/");
+        List<String> found = new ArrayList<>();
+        for (String root : List.of("README.md", "CHANGELOG.md", "pom.xml", "docs", "src", "examples", ".ci")) {
+            try (Stream<Path> files = Files.walk(Path.of(root))) {
+                for (Path f : files.filter(Files::isRegularFile).filter(DocLinksTest::isText).toList()) {
+                    List<String> lines = Files.readAllLines(f);
+                    for (int i = 0; i < lines.size(); i++) {
+                        if (outside.matcher(lines.get(i)).find()) {
+                            found.add(f + ":" + (i + 1) + ": " + lines.get(i).strip());
+                        }
+                    }
+                }
+            }
+        }
+        assertThat(found).as("references to files outside the repository").isEmpty();
+    }
+
+    private static boolean isText(Path f) {
+        String name = f.getFileName().toString();
+        return name.matches(".*\\.(md|java|c|h|xml|sh|txt|properties)$") || name.equals("Makefile")
+                || name.equals("run");
     }
 
     @Test

@@ -43,7 +43,7 @@ import org.ptorun.worker.ShutdownPolicy;
 import org.ptorun.worker.Worker;
 
 /**
- * The lifecycle under stress (design/quality.md, Hardening), on every library:
+ * The lifecycle under stress (docs/hardening.md), on every library:
  *
  * <ul>
  *   <li><b>ChipWorker</b>: 4 threads drive 8 000 runs of the vector chain; every phase of

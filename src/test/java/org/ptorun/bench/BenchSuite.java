@@ -30,7 +30,7 @@ import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 
 /**
- * The benchmark suite of design/quality.md in one command ({@code mvn -q -Pbench
+ * The benchmark suite (docs/performance.md) in one command ({@code mvn -q -Pbench
  * verify}): the JMH benchmarks of this package (P1–P5, P9, P12), the P6 soak, the P7 idle
  * check ({@code ptorun idle}) and P10's fresh JVMs ({@link FirstRun}) in JVMs of their own, then one table of every figure
  * against its target, printed and written to {@code target/bench/report.md} (JMH's
@@ -463,7 +463,7 @@ public final class BenchSuite {
         }
         rows.addAll(measured);
         if (parts.contains("P8")) {
-            // The original simulator, measured outside the project (design/quality.md):
+            // The original simulator, measured outside the project (docs/performance.md, P8):
             // ~48 ms per trivial run on trb, 60-360 ms on hbg; compare with the best case.
             Map<String, Double> original = Map.of("a2a3/sim/hbg", 60_000.0, "a2a3/sim/trb", 48_000.0);
             for (String v : trivialVariants) {
