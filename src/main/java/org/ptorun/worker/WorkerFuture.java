@@ -2,6 +2,7 @@ package org.ptorun.worker;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
@@ -146,7 +147,11 @@ final class WorkerFuture<T> extends CompletableFuture<T> {
     @Override
     public T get() throws InterruptedException, ExecutionException {
         awaitDone(true, 0);
-        return super.get();
+        try {
+            return super.get();
+        } catch (CancellationException e) {
+            throw asCancelled(e);
+        }
     }
 
     @Override
@@ -155,7 +160,11 @@ final class WorkerFuture<T> extends CompletableFuture<T> {
         if (!awaitDone(true, deadline == 0 ? 1 : deadline)) {
             throw new TimeoutException();
         }
-        return super.get();
+        try {
+            return super.get();
+        } catch (CancellationException e) {
+            throw asCancelled(e);
+        }
     }
 
     @Override
@@ -165,7 +174,23 @@ final class WorkerFuture<T> extends CompletableFuture<T> {
         } catch (InterruptedException e) {
             throw new AssertionError("an uninterruptible wait was interrupted", e);
         }
-        return super.join();
+        try {
+            return super.join();
+        } catch (CancellationException e) {
+            throw asCancelled(e);
+        }
+    }
+
+    /**
+     * The cancellation the future completed with, which says why ({@link RunCancelledException}
+     * for a run): Java 23 and later throw a fresh {@code CancellationException("get")} (or
+     * "join") caused by it, Java 17 throws it as is; both now throw it as is.
+     */
+    private static CancellationException asCancelled(CancellationException thrown) {
+        if (thrown.getClass() == CancellationException.class && thrown.getCause() instanceof CancellationException own) {
+            return own;
+        }
+        return thrown;
     }
 
     // ---- completion by the user: wake the waiters too ---------------------------------------------
