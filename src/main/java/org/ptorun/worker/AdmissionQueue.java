@@ -24,8 +24,10 @@ import org.ptorun.callable.TensorExtents;
  * only while the count is unchanged). Admitting, stopping, a lane's device wait ending
  * and a caller-driven lane being released each bump the count.
  *
- * <p>Admission never drives a chip: it adds to the queue and, when the driver may be
- * parked, signals it. One lock guards it all; no native call is made under it.
+ * <p>Admission never drives a chip: it adds to the queue and announces the item (posts
+ * the lane's event) — except a run admitted in background mode, which the Worker
+ * announces after the enqueuing thread had its chance to drive it ({@link
+ * ChipLane#driveEnqueued}). One lock guards it all; no native call is made under it.
  */
 final class AdmissionQueue {
 
@@ -47,6 +49,8 @@ final class AdmissionQueue {
     /** Items in each lane's queue, readable without the lock (a driver's spin). */
     private final AtomicIntegerArray sizes;
     private final LaneEvents[] events;
+    /** Background mode: a run admitted alone is announced by the Worker, not here. */
+    private final boolean enqueuerAnnounces;
 
     // guarded by lock
     /**
@@ -92,6 +96,7 @@ final class AdmissionQueue {
         this.queues = new ArrayDeque[n];
         this.sizes = new AtomicIntegerArray(n);
         this.events = new LaneEvents[n];
+        this.enqueuerAnnounces = !sharedEvents;
         LaneEvents shared = sharedEvents ? new LaneEvents(lock.newCondition()) : null;
         for (int i = 0; i < n; i++) {
             queues[i] = new ArrayDeque<>();
@@ -190,7 +195,7 @@ final class AdmissionQueue {
                     }
                     for (int lane = 0; lane < out.length; lane++) {
                         if (out[lane] != null) {
-                            queueLocked(out[lane], lane);
+                            queueLocked(out[lane], lane, true);
                         }
                     }
                     return out;
@@ -228,24 +233,28 @@ final class AdmissionQueue {
 
     private RunTicket enqueueLocked(int callableId, TaskArgs args, CallConfig config, int lane) {
         RunTicket t = newTicketLocked(nextDispatchId, callableId, args, config, lane);
-        queueLocked(t, lane);
+        queueLocked(t, lane, !enqueuerAnnounces);
         return t;
     }
 
     /** A ticket with the next dispatch id holding its args' device buffers; not yet queued. */
     private RunTicket newTicketLocked(long dispatchId, int callableId, TaskArgs args, CallConfig config, int lane) {
-        RunTicket t = new RunTicket(dispatchId, dispatchId, deviceIds[lane], callableId, args, config,
+        RunTicket t = new RunTicket(dispatchId, dispatchId, lane, deviceIds[lane], callableId, args, config,
                 System.nanoTime(), callbacks);
         t.holdBuffers();
         return t;
     }
 
-    /** Queues a ticket of {@link #newTicketLocked}: its dispatch id is taken now. */
-    private void queueLocked(RunTicket t, int lane) {
+    /** Queues a ticket of {@link #newTicketLocked}: its dispatch id is taken now; announced or not. */
+    private void queueLocked(RunTicket t, int lane, boolean announce) {
         nextDispatchId++;
         ledger.runAdmitted(lane);
         queuedRuns++;
-        addLocked(lane, t);
+        queues[lane].add(t);
+        sizes.incrementAndGet(lane);
+        if (announce) {
+            postLocked(lane);
+        }
     }
 
     /** Queues a registration on every usable lane; {@code parts} receives one future per lane. */

@@ -3,6 +3,7 @@ package org.ptorun.worker;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.locks.ReentrantLock;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.ChipBusyException;
 import org.ptorun.ChipPoisonedException;
@@ -15,12 +16,22 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One chip's lane: its {@link LaneState}, the run launched on it and the successor
- * prepared behind it, driven by exactly one thread at a time — its dispatcher in
- * background mode, the thread holding the Worker's drive in caller-driven mode. Only
- * that thread calls {@link #step}, {@link #waitForDevice} and {@link #dispatch}; it makes
- * every native call for the lane's runs and completes their futures. Other threads
- * only admit work ({@link AdmissionQueue}) and read {@link #isPoisoned()} and the memory
- * figure.
+ * prepared behind it.
+ *
+ * <p><b>The lane's rule</b> (stated here only; enforced by {@link #requireDriver}): one
+ * thread at a time <em>drives</em> the lane — it holds the lane's drive, and only it
+ * changes the lane's state (through {@link LaneState#on}, never directly) and makes the
+ * native calls that move the lane's runs: prepare, launch, poll, finalize and
+ * registration. The drive is taken, never waited for, by three kinds of thread: the
+ * lane's dispatcher (background mode); an enqueuing thread that finds the lane idle
+ * ({@link #driveEnqueued}: it drives its own run, so a lone short run makes no thread
+ * hand-off); and, in caller-driven mode, the thread holding the Worker's drive. Only the
+ * Worker's close waits for it, to close the chip. One native call is made off the drive:
+ * {@link DeviceWait} waits in the library ({@code simpler_wait_run}) on the lane's
+ * running run, which moves nothing and may run beside the driver's poll. A thread that
+ * leaves the drive with work behind it (a running run, a queued item) or after the stop
+ * posts the lane's event, so the dispatcher takes over. Other threads only admit work
+ * ({@link AdmissionQueue}) and read {@link #isPoisoned()} and the memory figure.
  */
 final class ChipLane {
 
@@ -52,8 +63,10 @@ final class ChipLane {
     /** A successor may be prepared while a run executes (depth 2 and the library supports it). */
     private final boolean pipelined;
     private final DeviceWait deviceWait;
+    /** Held by the lane's driver (the lane's rule, above). */
+    private final ReentrantLock drive = new ReentrantLock();
 
-    // driver-owned (state is volatile for isPoisoned)
+    // driver-owned (state is volatile for isPoisoned and for an enqueuer's look)
     private volatile LaneState state = LaneState.IDLE;
     private RunTicket active;     // launched, not finalized (RUNNING, RUNNING_ALONE, PIPELINED)
     private RunTicket successor;  // prepared, not launched (PREPARED, PIPELINED)
@@ -94,32 +107,116 @@ final class ChipLane {
         state = state.on(e);
     }
 
+    // ---- the drive -----------------------------------------------------------------------------
+
+    /** Takes the lane's drive if no thread holds it; never waits. */
+    boolean tryDrive() {
+        return drive.tryLock();
+    }
+
+    /** Gives the drive back (the caller posts the lane's event when it leaves work behind). */
+    void releaseDrive() {
+        drive.unlock();
+    }
+
+    /** The lane's rule: only the thread holding the drive moves the lane's runs. */
+    private void requireDriver() {
+        if (!drive.isHeldByCurrentThread()) {
+            throw new IllegalStateException("thread \"" + Thread.currentThread().getName()
+                    + "\" does not drive the lane of device " + chip.deviceId());
+        }
+    }
+
+    /** True when the driver that just left must hand the lane to the dispatcher. */
+    private boolean leavesWork() {
+        return state != LaneState.IDLE && state != LaneState.POISONED && state != LaneState.CLOSED
+                || queue.hasWork(index) || queue.isStopping();
+    }
+
     // ---- driving -------------------------------------------------------------------------------
 
     /**
-     * Background mode: the dispatcher's life. Ends once admission stopped and the lane has
-     * nothing left, or when interrupted while the lane is idle (the queue starts a new
-     * dispatcher at the lane's next event; the lane holds no run then).
+     * Background mode, on the thread that just admitted {@code own} (not yet announced to
+     * the dispatcher): if the lane is idle and no thread drives it, drives it — prepares
+     * and launches the head of the queue (normally {@code own}), polls the running run for
+     * up to {@link #SPIN_NANOS} and finalizes it once ended — and then announces what it
+     * leaves, if anything, to the dispatcher. Otherwise only announces {@code own}. A lone
+     * short run is thus prepared, launched, finalized and completed on its enqueuing
+     * thread, with no thread hand-off; a longer one goes on with the dispatcher.
+     */
+    void driveEnqueued(RunTicket own) {
+        if (state != LaneState.IDLE || !tryDrive()) {
+            queue.post(index);
+            return;
+        }
+        try {
+            long deadline = System.nanoTime() + SPIN_NANOS;
+            while (true) {
+                if (driveStep() > 0) {
+                    continue;
+                }
+                if (own.isDone() || !hasRunningRun() || System.nanoTime() - deadline >= 0) {
+                    break;
+                }
+                pause();
+            }
+        } finally {
+            releaseDrive();
+        }
+        if (leavesWork()) {
+            queue.post(index);
+        }
+    }
+
+    /** {@link #step}, a driver error failing the lane instead of escaping. */
+    private int driveStep() {
+        try {
+            return step();
+        } catch (RuntimeException | Error e) {
+            failLane(e);
+            return 1;
+        }
+    }
+
+    /**
+     * Background mode: the dispatcher's life. It drives the lane whenever no other thread
+     * does; it ends once admission stopped and, holding the drive, it finds the lane with
+     * nothing left, or when interrupted while idle (the queue starts a new dispatcher at
+     * the lane's next event).
      */
     void dispatch() {
         while (true) {
             long seen = queue.eventCount(index);
-            try {
-                if (step() > 0) {
+            if (tryDrive()) {
+                boolean finished;
+                try {
+                    while (true) {
+                        seen = queue.eventCount(index); // before the last look for work
+                        if (driveStep() > 0) {
+                            continue;
+                        }
+                        if (!hasRunningRun()) {
+                            break;
+                        }
+                        try {
+                            waitForDevice();
+                        } catch (RuntimeException | Error e) {
+                            failLane(e);
+                        }
+                    }
+                    finished = queue.isStopping() && !queue.hasWork(index);
+                } finally {
+                    releaseDrive();
+                }
+                if (finished) {
+                    return;
+                }
+                if (spinForWork()) {
                     continue;
                 }
-                if (hasRunningRun()) {
-                    waitForDevice();
-                    continue;
-                }
-            } catch (RuntimeException | Error e) {
-                failLane(e);
-                continue;
             }
-            if (queue.isStopping() && !queue.hasWork(index)) {
-                return;
-            }
-            if (!spinForWork() && !queue.awaitEventOrEnd(index, seen)) {
+            // failing the drive: the thread holding it posts when it leaves work behind
+            if (!queue.awaitEventOrEnd(index, seen)) {
                 return;
             }
         }
@@ -146,7 +243,7 @@ final class ChipLane {
         }
         active = null;
         successor = null;
-        state = LaneState.POISONED; // outside the table on purpose: the table describes a working lane
+        to(LaneState.Event.FAIL);
     }
 
     /** A caller's next run usually comes within microseconds of its previous result: look before parking. */
@@ -169,6 +266,7 @@ final class ChipLane {
      * @return how many runs and registrations advanced (each counted once per call)
      */
     int step() {
+        requireDriver();
         long mark = ++stepMark;
         int advanced = 0;
         while (true) {
@@ -285,6 +383,7 @@ final class ChipLane {
      * itself — one wait, no separate await before the finalize.
      */
     void waitForDevice() {
+        requireDriver();
         RunTicket a = active;
         if (!deviceWait.inFlight()) {
             long deadline = System.nanoTime() + SPIN_NANOS;
@@ -526,8 +625,12 @@ final class ChipLane {
         }
     }
 
-    /** Closes the chip once no thread drives the lane any more (it holds no run then). */
+    /**
+     * Closes the chip, holding the drive for good: waits for a thread still driving (an
+     * enqueuer's drive is bounded), then completes whatever a failed driver left behind.
+     */
     void closeChip() {
+        drive.lock(); // never released: the lane is closed
         deviceWait.stop();
         RunTicket[] held = {active, successor};
         active = null;
@@ -546,7 +649,7 @@ final class ChipLane {
                         + " while " + t + " was in flight"), false);
             }
         }
-        state = LaneState.CLOSED;
+        to(LaneState.Event.CLOSE);
         for (AcceptanceWord w : words) {
             try {
                 w.close();

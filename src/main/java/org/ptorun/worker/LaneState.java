@@ -1,22 +1,21 @@
 package org.ptorun.worker;
 
 /**
- * The state of one chip's lane: what the chip holds of the Worker's runs.
+ * The state of one chip's lane: what the chip holds of the Worker's runs. Changed only
+ * by the lane's driver, only through {@link #on(Event)} (who the driver is, and which
+ * native calls it alone makes: {@link ChipLane}).
  *
- * <p>Invariants: a lane is driven by exactly one thread at a time (its dispatcher in
- * background mode; in caller-driven mode the thread in {@code poll} / {@code drain} /
- * {@code close} that holds it), and only that thread changes the state or makes a native
- * call for the lane's runs. {@code IDLE}: the chip holds no run of the lane.
- * {@code PREPARED}: one run is prepared and not launched, none is running (the next step
- * launches or abandons it). {@code RUNNING}: one run is launched and not yet finalized, no
- * successor is prepared, and one may still be staged. {@code RUNNING_ALONE}: as
- * {@code RUNNING}, but nothing is staged behind this run (no pipelining, a diagnostic run,
- * the chip refused the successor, or the Worker is cancelling). {@code PIPELINED}: one run
- * launched and its successor prepared; the successor launches only after the running run
- * is finalized ({@code FINALIZE} leads to {@code PREPARED}). {@code POISONED}: the chip
- * is unhealthy and holds no run of the lane; queued runs fail fast. {@code CLOSED}: the
- * chip is closed; terminal. Every transition is listed in {@link #on(Event)}; any other
- * is refused with {@link IllegalStateException}.
+ * <p>{@code IDLE}: the chip holds no run of the lane. {@code PREPARED}: one run is
+ * prepared and not launched, none is running (the next step launches or abandons it).
+ * {@code RUNNING}: one run is launched and not yet finalized, no successor is prepared,
+ * and one may still be staged. {@code RUNNING_ALONE}: as {@code RUNNING}, but nothing is
+ * staged behind this run (no pipelining, a diagnostic run, the chip refused the
+ * successor, or the Worker is cancelling). {@code PIPELINED}: one run launched and its
+ * successor prepared; the successor launches only after the running run is finalized
+ * ({@code FINALIZE} leads to {@code PREPARED}). {@code POISONED}: the chip is unhealthy
+ * (or its driver failed) and holds no run of the lane; queued runs fail fast.
+ * {@code CLOSED}: the chip is closed; terminal. Every transition is listed in
+ * {@link #on(Event)}, once; any other is refused with {@link IllegalStateException}.
  */
 enum LaneState {
     IDLE, PREPARED, RUNNING, RUNNING_ALONE, PIPELINED, POISONED, CLOSED;
@@ -39,39 +38,46 @@ enum LaneState {
         FINALIZE,
         /** The chip was found unhealthy while holding no run. */
         POISON,
-        /** The chip was closed. */
+        /**
+         * The driver met an error it has no transition for (a bug, or the library broke its
+         * contract) and failed every run the lane held: from any state but CLOSED.
+         */
+        FAIL,
+        /** The chip was closed (whatever the lane held was completed by the close): from any state but CLOSED. */
         CLOSE
     }
 
     /** The state after {@code e}; refuses a transition the lane does not have. */
     LaneState on(Event e) {
-        LaneState next = switch (this) {
-            case IDLE -> switch (e) {
-                case PREPARE -> PREPARED;
-                case POISON -> POISONED;
-                case CLOSE -> CLOSED;
-                default -> null;
+        LaneState next = this == CLOSED ? null : switch (e) {
+            case FAIL -> POISONED;
+            case CLOSE -> CLOSED;
+            default -> switch (this) {
+                case IDLE -> switch (e) {
+                    case PREPARE -> PREPARED;
+                    case POISON -> POISONED;
+                    default -> null;
+                };
+                case PREPARED -> switch (e) {
+                    case LAUNCH -> RUNNING;
+                    case LAUNCH_ALONE -> RUNNING_ALONE;
+                    case ABANDON -> IDLE;
+                    default -> null;
+                };
+                case RUNNING -> switch (e) {
+                    case STAGE -> PIPELINED;
+                    case STOP_STAGING -> RUNNING_ALONE;
+                    case FINALIZE -> IDLE;
+                    default -> null;
+                };
+                case RUNNING_ALONE -> e == Event.FINALIZE ? IDLE : null;
+                case PIPELINED -> switch (e) {
+                    case FINALIZE -> PREPARED;
+                    case ABANDON -> RUNNING_ALONE;
+                    default -> null;
+                };
+                case POISONED, CLOSED -> null;
             };
-            case PREPARED -> switch (e) {
-                case LAUNCH -> RUNNING;
-                case LAUNCH_ALONE -> RUNNING_ALONE;
-                case ABANDON -> IDLE;
-                default -> null;
-            };
-            case RUNNING -> switch (e) {
-                case STAGE -> PIPELINED;
-                case STOP_STAGING -> RUNNING_ALONE;
-                case FINALIZE -> IDLE;
-                default -> null;
-            };
-            case RUNNING_ALONE -> e == Event.FINALIZE ? IDLE : null;
-            case PIPELINED -> switch (e) {
-                case FINALIZE -> PREPARED;
-                case ABANDON -> RUNNING_ALONE;
-                default -> null;
-            };
-            case POISONED -> e == Event.CLOSE ? CLOSED : null;
-            case CLOSED -> null;
         };
         if (next == null) {
             throw new IllegalStateException("a lane in state " + this + " has no transition " + e);

@@ -33,6 +33,8 @@ public final class RunTicket {
     private final long dispatchId;
     private final int deviceId;
     private final WorkerFuture<RunResult> result;
+    /** Its chip's lane (the Worker's index of the chip). */
+    final int lane;
 
     // set at enqueue, read by the chip's driver
     final int callableId;
@@ -61,11 +63,12 @@ public final class RunTicket {
     private volatile boolean finished;
     private volatile boolean acceptedAtFinish;
 
-    RunTicket(long runId, long dispatchId, int deviceId, int callableId, TaskArgs args, CallConfig config,
-              long enqueuedAt, Executor callbacks) {
+    RunTicket(long runId, long dispatchId, int lane, int deviceId, int callableId, TaskArgs args,
+              CallConfig config, long enqueuedAt, Executor callbacks) {
         this.result = new WorkerFuture<>(callbacks);
         this.runId = runId;
         this.dispatchId = dispatchId;
+        this.lane = lane;
         this.deviceId = deviceId;
         this.callableId = callableId;
         this.args = args;

@@ -43,12 +43,13 @@ import org.slf4j.LoggerFactory;
  * the chip supports a concurrent prepare (depth 2, hbg) the next run is prepared while
  * the current one executes and launched as soon as the current one is finalized.
  *
- * <p>Each chip is a {@link ChipLane} with one explicit {@link LaneState}, driven by exactly
- * one thread at a time: its background dispatcher ({@link Builder#background(boolean)}),
- * or in caller-driven mode the thread in {@link #poll()}, {@link #drain()} or
- * {@link #close()} that holds the Worker's drive. Enqueueing only admits (the
- * {@link AdmissionQueue}, with back-pressure); the {@link DrainLedger} counts what is
- * outstanding. Thread-safe: any thread may call any method.
+ * <p>Each chip is a {@link ChipLane} with one explicit {@link LaneState}; which thread
+ * drives it and which native calls that thread alone makes is the lane's rule, stated
+ * once in docs/worker.md ("The lane's rule"). In background mode an enqueue that finds
+ * its chip idle drives its run itself, so a short run completes without a thread
+ * hand-off; otherwise the chip's dispatcher does. The {@link AdmissionQueue} admits with
+ * back-pressure; the {@link DrainLedger} counts what is outstanding. Thread-safe: any
+ * thread may call any method.
  */
 public final class Worker implements AutoCloseable {
 
@@ -136,8 +137,13 @@ public final class Worker implements AutoCloseable {
     // ---- admission ----------------------------------------------------------------------------
 
     /**
-     * Enqueues a run, waiting (parked, interruptibly) while the queue is full. Only admits:
-     * the chip's driver prepares it.
+     * Enqueues a run, waiting (parked, interruptibly) while the queue is full. In
+     * caller-driven mode it only admits: {@link #poll()} or {@link #drain()} prepares it. In
+     * background mode, when the chosen chip is idle, this thread drives the run itself —
+     * prepares and launches it and, for up to about 50 µs, polls it and finalizes it once
+     * it ended (its result is then complete when this returns); a longer run, or any run
+     * on a busy chip, is left to the chip's dispatcher. A failure of the run is never
+     * thrown here: it is in the run's result.
      *
      * <p>The Worker reads {@code args} when it prepares the run: do not change or reuse
      * the {@code TaskArgs} until the ticket {@link RunTicket#isAccepted() is accepted} or
@@ -161,7 +167,7 @@ public final class Worker implements AutoCloseable {
      */
     public RunTicket enqueue(int callableId, TaskArgs args, CallConfig config) throws InterruptedException {
         checkRunArguments(callableId, args, config);
-        return queue.admit(callableId, args, config, -1);
+        return announce(queue.admit(callableId, args, config, -1));
     }
 
     /**
@@ -173,13 +179,25 @@ public final class Worker implements AutoCloseable {
     public Optional<RunTicket> enqueue(int callableId, TaskArgs args, CallConfig config, long timeout, TimeUnit unit)
             throws InterruptedException {
         checkRunArguments(callableId, args, config);
-        return Optional.ofNullable(queue.admit(callableId, args, config, Math.max(0, unit.toNanos(timeout))));
+        return Optional.ofNullable(announce(queue.admit(callableId, args, config, Math.max(0, unit.toNanos(timeout)))));
     }
 
     /** Enqueues a run if the queue has room; never waits. */
     public Optional<RunTicket> tryEnqueue(int callableId, TaskArgs args, CallConfig config) {
         checkRunArguments(callableId, args, config);
-        return Optional.ofNullable(queue.tryAdmit(callableId, args, config));
+        return Optional.ofNullable(announce(queue.tryAdmit(callableId, args, config)));
+    }
+
+    /**
+     * Background mode: a run just admitted (not yet announced to its lane) is driven by this
+     * thread if its lane is idle ({@link ChipLane#driveEnqueued}), else announced to the
+     * lane's dispatcher. Caller-driven mode: admission announced it.
+     */
+    private RunTicket announce(RunTicket admitted) {
+        if (background && admitted != null) {
+            lanes[admitted.lane].driveEnqueued(admitted);
+        }
+        return admitted;
     }
 
     // ---- many chips, one computation ---------------------------------------------------------
@@ -281,7 +299,7 @@ public final class Worker implements AutoCloseable {
      * @return how many runs and registrations advanced (each counted once per call)
      */
     public int poll() {
-        if (background || !driver.compareAndSet(null, Thread.currentThread())) {
+        if (background || !tryTakeDrive()) {
             return 0;
         }
         try {
@@ -326,15 +344,14 @@ public final class Worker implements AutoCloseable {
 
     /** True with the drive taken; false after parking for one event while another thread drove. */
     private boolean acquireDriveOrAwaitEvent() {
-        Thread self = Thread.currentThread();
-        if (driver.compareAndSet(null, self)) {
+        if (tryTakeDrive()) {
             return true;
         }
         driveWaiters.incrementAndGet();
         try {
             long seen = queue.eventCount(0);
             // registered as a waiter before this second try: a release after it posts
-            if (driver.compareAndSet(null, self)) {
+            if (tryTakeDrive()) {
                 return true;
             }
             if (ledger.pending() > 0) {
@@ -346,7 +363,27 @@ public final class Worker implements AutoCloseable {
         }
     }
 
+    /**
+     * Caller-driven: takes the Worker's drive and with it every lane's (no other thread
+     * takes a lane's drive in this mode, but close, which waits for this one).
+     */
+    private boolean tryTakeDrive() {
+        if (!driver.compareAndSet(null, Thread.currentThread())) {
+            return false;
+        }
+        for (ChipLane lane : lanes) {
+            if (!lane.tryDrive()) {
+                throw new IllegalStateException("caller-driven: the lane of device " + lane.chip.deviceId()
+                        + " is driven by another thread");
+            }
+        }
+        return true;
+    }
+
     private void releaseDrive() {
+        for (ChipLane lane : lanes) {
+            lane.releaseDrive();
+        }
         driver.set(null);
         if (driveWaiters.get() > 0) {
             queue.post(0);

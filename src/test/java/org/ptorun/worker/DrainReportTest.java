@@ -11,7 +11,7 @@ import org.ptorun.TaskArgs;
 class DrainReportTest {
 
     private static RunTicket ticket(long id, int device) {
-        return new RunTicket(id, id, device, 7, new TaskArgs(), CallConfig.DEFAULT, 0, Runnable::run);
+        return new RunTicket(id, id, 0, device, 7, new TaskArgs(), CallConfig.DEFAULT, 0, Runnable::run);
     }
 
     @Test

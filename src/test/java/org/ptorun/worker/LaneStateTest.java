@@ -11,6 +11,7 @@ import static org.ptorun.worker.LaneState.RUNNING;
 import static org.ptorun.worker.LaneState.RUNNING_ALONE;
 import static org.ptorun.worker.LaneState.Event.ABANDON;
 import static org.ptorun.worker.LaneState.Event.CLOSE;
+import static org.ptorun.worker.LaneState.Event.FAIL;
 import static org.ptorun.worker.LaneState.Event.FINALIZE;
 import static org.ptorun.worker.LaneState.Event.LAUNCH;
 import static org.ptorun.worker.LaneState.Event.LAUNCH_ALONE;
@@ -34,7 +35,6 @@ class LaneStateTest {
         }
         t.get(IDLE).put(PREPARE, PREPARED);
         t.get(IDLE).put(POISON, POISONED);
-        t.get(IDLE).put(CLOSE, CLOSED);
         t.get(PREPARED).put(LAUNCH, RUNNING);
         t.get(PREPARED).put(LAUNCH_ALONE, RUNNING_ALONE);
         t.get(PREPARED).put(ABANDON, IDLE);
@@ -44,7 +44,12 @@ class LaneStateTest {
         t.get(RUNNING_ALONE).put(FINALIZE, IDLE);
         t.get(PIPELINED).put(FINALIZE, PREPARED);
         t.get(PIPELINED).put(ABANDON, RUNNING_ALONE);
-        t.get(POISONED).put(CLOSE, CLOSED);
+        for (LaneState s : LaneState.values()) {
+            if (s != CLOSED) {
+                t.get(s).put(FAIL, POISONED);
+                t.get(s).put(CLOSE, CLOSED);
+            }
+        }
         return t;
     }
 
@@ -66,7 +71,7 @@ class LaneStateTest {
                 }
             }
         }
-        assertThat(allowed).isEqualTo(13);
+        assertThat(allowed).isEqualTo(11 + 2 * 6);
         assertThat(allowed + refused).isEqualTo(LaneState.values().length * LaneState.Event.values().length);
     }
 
@@ -88,10 +93,10 @@ class LaneStateTest {
     }
 
     @Test
-    void closedIsTerminalAndPoisonedOnlyCloses() {
+    void closedIsTerminalAndPoisonedOnlyClosesOrFailsAgain() {
         for (LaneState.Event e : LaneState.Event.values()) {
             assertThatThrownBy(() -> CLOSED.on(e)).isInstanceOf(IllegalStateException.class);
-            if (e != CLOSE) {
+            if (e != CLOSE && e != FAIL) {
                 assertThatThrownBy(() -> POISONED.on(e)).isInstanceOf(IllegalStateException.class);
             }
         }
