@@ -60,15 +60,15 @@ final class ChipLane {
     private final DrainLedger ledger;
     final PipelineSlotPool pool;
     private final AcceptanceWord[] words;
-    /** A successor may be prepared while a run executes (depth 2 and the library supports it). */
-    private final boolean pipelined;
+    /** Overlap: a successor may be prepared while a run executes (depth 2 and the library supports it). */
+    private final boolean overlaps;
     private final DeviceWait deviceWait;
     /** Held by the lane's driver (the lane's rule, above). */
     private final ReentrantLock drive = new ReentrantLock();
 
     // driver-owned (state is volatile for isPoisoned and for an enqueuer's look)
     private volatile LaneState state = LaneState.IDLE;
-    private RunTicket active;     // launched, not finalized (RUNNING, RUNNING_ALONE, PIPELINED)
+    private RunTicket active;     // launched, not finalized (LAUNCHED, LAUNCHED_ALONE, PIPELINED)
     private RunTicket successor;  // prepared, not launched (PREPARED, PIPELINED)
     private long launches;
     private long stepMark;
@@ -86,7 +86,7 @@ final class ChipLane {
         for (int i = 0; i < depth; i++) {
             words[i] = AcceptanceWord.allocate();
         }
-        this.pipelined = depth == 2 && chip.supportsConcurrentPrepare();
+        this.overlaps = depth == 2 && chip.supportsConcurrentPrepare();
         this.deviceWait = new DeviceWait(chip, () -> queue.post(index));
     }
 
@@ -99,8 +99,8 @@ final class ChipLane {
     }
 
     /** True while a launched run is not finalized: the driver's next move waits on the device. */
-    boolean hasRunningRun() {
-        return state.hasRunningRun();
+    boolean holdsLaunchedRun() {
+        return state.holdsLaunchedRun();
     }
 
     private void to(LaneState.Event e) {
@@ -155,7 +155,7 @@ final class ChipLane {
                 if (driveStep() > 0) {
                     continue;
                 }
-                if (own.isDone() || !hasRunningRun() || System.nanoTime() - deadline >= 0) {
+                if (own.isDone() || !holdsLaunchedRun() || System.nanoTime() - deadline >= 0) {
                     break;
                 }
                 pause();
@@ -195,7 +195,7 @@ final class ChipLane {
                         if (driveStep() > 0) {
                             continue;
                         }
-                        if (!hasRunningRun()) {
+                        if (!holdsLaunchedRun()) {
                             break;
                         }
                         try {
@@ -309,14 +309,14 @@ final class ChipLane {
                         to(LaneState.Event.ABANDON);
                     } else if (launch(p)) {
                         active = p;
-                        to(pipelined && !p.config.hasDiagnostics() ? LaneState.Event.LAUNCH
+                        to(overlaps && !p.config.hasDiagnostics() ? LaneState.Event.LAUNCH
                                 : LaneState.Event.LAUNCH_ALONE);
                     } else {
                         to(LaneState.Event.ABANDON);
                     }
                     continue;
                 }
-                case RUNNING: {
+                case LAUNCHED: {
                     if (activeEnded()) {
                         advanced += mark(active, mark);
                         finalizeActive();
@@ -339,7 +339,7 @@ final class ChipLane {
                     stage(s);
                     continue;
                 }
-                case RUNNING_ALONE:
+                case LAUNCHED_ALONE:
                     if (activeEnded()) {
                         advanced += mark(active, mark);
                         finalizeActive();
@@ -388,18 +388,18 @@ final class ChipLane {
         if (!deviceWait.inFlight()) {
             long deadline = System.nanoTime() + SPIN_NANOS;
             do {
-                if (polledEnded(a) || (state == LaneState.RUNNING && queue.hasWork(index))) {
+                if (polledEnded(a) || (state == LaneState.LAUNCHED && queue.hasWork(index))) {
                     return;
                 }
                 pause();
             } while (System.nanoTime() - deadline < 0);
         }
-        if (state == LaneState.RUNNING || deviceWait.inFlight()) {
+        if (state == LaneState.LAUNCHED || deviceWait.inFlight()) {
             long seen = queue.eventCount(index);
             if (!deviceWait.inFlight()) {
                 deviceWait.watch(a);
             }
-            if (deviceWait.ended() || (state == LaneState.RUNNING && queue.hasWork(index))
+            if (deviceWait.ended() || (state == LaneState.LAUNCHED && queue.hasWork(index))
                     || (state == LaneState.PIPELINED && ledger.cancelling())) {
                 return;
             }
@@ -455,7 +455,7 @@ final class ChipLane {
             t.args = null; // written off-heap: the Worker no longer needs it
             return true;
         } catch (ChipBusyException e) {
-            if (state == LaneState.RUNNING) {
+            if (state == LaneState.LAUNCHED) {
                 throw e; // stage() decides
             }
             t.prepareEnd = System.nanoTime();

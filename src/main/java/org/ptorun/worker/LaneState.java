@@ -7,9 +7,9 @@ package org.ptorun.worker;
  *
  * <p>{@code IDLE}: the chip holds no run of the lane. {@code PREPARED}: one run is
  * prepared and not launched, none is running (the next step launches or abandons it).
- * {@code RUNNING}: one run is launched and not yet finalized, no successor is prepared,
- * and one may still be staged. {@code RUNNING_ALONE}: as {@code RUNNING}, but nothing is
- * staged behind this run (no pipelining, a diagnostic run, the chip refused the
+ * {@code LAUNCHED}: one run is launched and not yet finalized, no successor is prepared,
+ * and one may still be staged. {@code LAUNCHED_ALONE}: as {@code LAUNCHED}, but nothing is
+ * staged behind this run (no overlap, a diagnostic run, the chip refused the
  * successor, or the Worker is cancelling). {@code PIPELINED}: one run launched and its
  * successor prepared; the successor launches only after the running run is finalized
  * ({@code FINALIZE} leads to {@code PREPARED}). {@code POISONED}: the chip is unhealthy
@@ -18,7 +18,7 @@ package org.ptorun.worker;
  * {@link #on(Event)}, once; any other is refused with {@link IllegalStateException}.
  */
 enum LaneState {
-    IDLE, PREPARED, RUNNING, RUNNING_ALONE, PIPELINED, POISONED, CLOSED;
+    IDLE, PREPARED, LAUNCHED, LAUNCHED_ALONE, PIPELINED, POISONED, CLOSED;
 
     /** What the lane's driver did. */
     enum Event {
@@ -59,21 +59,21 @@ enum LaneState {
                     default -> null;
                 };
                 case PREPARED -> switch (e) {
-                    case LAUNCH -> RUNNING;
-                    case LAUNCH_ALONE -> RUNNING_ALONE;
+                    case LAUNCH -> LAUNCHED;
+                    case LAUNCH_ALONE -> LAUNCHED_ALONE;
                     case ABANDON -> IDLE;
                     default -> null;
                 };
-                case RUNNING -> switch (e) {
+                case LAUNCHED -> switch (e) {
                     case STAGE -> PIPELINED;
-                    case STOP_STAGING -> RUNNING_ALONE;
+                    case STOP_STAGING -> LAUNCHED_ALONE;
                     case FINALIZE -> IDLE;
                     default -> null;
                 };
-                case RUNNING_ALONE -> e == Event.FINALIZE ? IDLE : null;
+                case LAUNCHED_ALONE -> e == Event.FINALIZE ? IDLE : null;
                 case PIPELINED -> switch (e) {
                     case FINALIZE -> PREPARED;
-                    case ABANDON -> RUNNING_ALONE;
+                    case ABANDON -> LAUNCHED_ALONE;
                     default -> null;
                 };
                 case POISONED, CLOSED -> null;
@@ -86,7 +86,7 @@ enum LaneState {
     }
 
     /** True while a launched run of the lane is not yet finalized. */
-    boolean hasRunningRun() {
-        return this == RUNNING || this == RUNNING_ALONE || this == PIPELINED;
+    boolean holdsLaunchedRun() {
+        return this == LAUNCHED || this == LAUNCHED_ALONE || this == PIPELINED;
     }
 }

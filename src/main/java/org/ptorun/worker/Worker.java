@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Each run is assigned a chip at enqueue (see {@link ChipSelection}) and a dispatch id
  * (1, 2, 3, ... per Worker); a chip launches its runs strictly in dispatch order. Where
- * the chip supports a concurrent prepare (depth 2, hbg) the next run is prepared while
+ * the chip supports overlap (depth 2, hbg) the next run is prepared while
  * the current one executes and launched as soon as the current one is finalized.
  *
  * <p>Each chip is a {@link ChipLane} with one explicit {@link LaneState}; which thread
@@ -403,7 +403,7 @@ public final class Worker implements AutoCloseable {
             }
             ChipLane running = null;
             for (ChipLane lane : lanes) {
-                if (lane.hasRunningRun()) {
+                if (lane.holdsLaunchedRun()) {
                     running = lane;
                     break;
                 }

@@ -7,8 +7,8 @@ import static org.ptorun.worker.LaneState.IDLE;
 import static org.ptorun.worker.LaneState.PIPELINED;
 import static org.ptorun.worker.LaneState.POISONED;
 import static org.ptorun.worker.LaneState.PREPARED;
-import static org.ptorun.worker.LaneState.RUNNING;
-import static org.ptorun.worker.LaneState.RUNNING_ALONE;
+import static org.ptorun.worker.LaneState.LAUNCHED;
+import static org.ptorun.worker.LaneState.LAUNCHED_ALONE;
 import static org.ptorun.worker.LaneState.Event.ABANDON;
 import static org.ptorun.worker.LaneState.Event.CLOSE;
 import static org.ptorun.worker.LaneState.Event.FAIL;
@@ -35,15 +35,15 @@ class LaneStateTest {
         }
         t.get(IDLE).put(PREPARE, PREPARED);
         t.get(IDLE).put(POISON, POISONED);
-        t.get(PREPARED).put(LAUNCH, RUNNING);
-        t.get(PREPARED).put(LAUNCH_ALONE, RUNNING_ALONE);
+        t.get(PREPARED).put(LAUNCH, LAUNCHED);
+        t.get(PREPARED).put(LAUNCH_ALONE, LAUNCHED_ALONE);
         t.get(PREPARED).put(ABANDON, IDLE);
-        t.get(RUNNING).put(STAGE, PIPELINED);
-        t.get(RUNNING).put(STOP_STAGING, RUNNING_ALONE);
-        t.get(RUNNING).put(FINALIZE, IDLE);
-        t.get(RUNNING_ALONE).put(FINALIZE, IDLE);
+        t.get(LAUNCHED).put(STAGE, PIPELINED);
+        t.get(LAUNCHED).put(STOP_STAGING, LAUNCHED_ALONE);
+        t.get(LAUNCHED).put(FINALIZE, IDLE);
+        t.get(LAUNCHED_ALONE).put(FINALIZE, IDLE);
         t.get(PIPELINED).put(FINALIZE, PREPARED);
-        t.get(PIPELINED).put(ABANDON, RUNNING_ALONE);
+        t.get(PIPELINED).put(ABANDON, LAUNCHED_ALONE);
         for (LaneState s : LaneState.values()) {
             if (s != CLOSED) {
                 t.get(s).put(FAIL, POISONED);
@@ -87,8 +87,8 @@ class LaneStateTest {
     @Test
     void onlyTheRunningStatesHoldALaunchedRun() {
         for (LaneState s : LaneState.values()) {
-            assertThat(s.hasRunningRun()).as("%s", s)
-                    .isEqualTo(s == RUNNING || s == RUNNING_ALONE || s == PIPELINED);
+            assertThat(s.holdsLaunchedRun()).as("%s", s)
+                    .isEqualTo(s == LAUNCHED || s == LAUNCHED_ALONE || s == PIPELINED);
         }
     }
 
