@@ -42,7 +42,7 @@ import org.ptorun.worker.Worker;
  */
 class RunFiguresE2ETest {
 
-    private static final int GATED = 6;
+    static final int GATED = 6;
     private static final int LOCALS = 7;
     private static final int N = 64;
     private static final long BYTES = 4L * N;
@@ -68,7 +68,7 @@ class RunFiguresE2ETest {
      * that may poll it is closed; {@link #open()} it before closing that chip, so a failed
      * test leaves no kernel waiting.
      */
-    private static final class Gate implements AutoCloseable {
+    static final class Gate implements AutoCloseable {
         private final OffHeapBlock word = OffHeapBlock.allocate(64, 64);
 
         long address() {
@@ -88,7 +88,7 @@ class RunFiguresE2ETest {
         }
     }
 
-    private record Gated(RunTicket ticket, float[] x, float[] z) {
+    record Gated(RunTicket ticket, float[] x, float[] z) {
         RunResult result() throws Exception {
             RunResult r = ticket.result().get(60, TimeUnit.SECONDS);
             assertBitExact(z, x);
@@ -96,7 +96,7 @@ class RunFiguresE2ETest {
         }
     }
 
-    private static Gated enqueueGated(Worker w, Gate gate, CallConfig config, long seed) throws InterruptedException {
+    static Gated enqueueGated(Worker w, Gate gate, CallConfig config, long seed) throws InterruptedException {
         float[] x = random(N, seed);
         float[] z = filled(N);
         TaskArgs args = TaskArgs.of(Tensor.of(x), Tensor.of(z)).scalar(gate.address());
