@@ -3,7 +3,7 @@
  * untouched, and reset. */
 #include <string.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"

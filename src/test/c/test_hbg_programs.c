@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "format/chip_callable.h"
-#include "common/dep_graph.h"
+#include "services/dep_graph.h"
 #include "util/last_error.h"
 #include "ptest.h"
 #include "runtime/hbg/hbg_internal.h"

@@ -6,7 +6,7 @@
 
 #include "format/chip_callable.h"
 #include "util/last_error.h"
-#include "common/launch_signal.h"
+#include "services/launch_signal.h"
 #include "ptest.h"
 #include "runtime/hbg/hbg_internal.h"
 #include "test_callable.h"

@@ -1,4 +1,4 @@
-/* HostApi binding (common/host_api.c): every call reaches its own runner with
+/* HostApi binding (services/host_api.c): every call reaches its own runner with
  * its own slot and bank, whatever thread makes it; the library's table is
  * complete and fails closed on a NULL runner. */
 #include <pthread.h>
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "platform/runner.h"
 #include "ptest.h"

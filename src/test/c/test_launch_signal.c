@@ -1,10 +1,10 @@
-/* The launch signal (common/launch_signal.c): sticky, one-shot, the sink
+/* The launch signal (services/launch_signal.c): sticky, one-shot, the sink
  * written at most once and only by publish, waiters parked. */
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
-#include "common/launch_signal.h"
+#include "services/launch_signal.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 

@@ -1,11 +1,11 @@
-/* The native log ring (common/native_log.c): oldest first, bounded with
+/* The native log ring (services/native_log.c): oldest first, bounded with
  * drop-oldest and a dropped notice, truncation, and concurrent writers. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "common/native_log.h"
+#include "services/native_log.h"
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "arch/arch.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "fixtures/fixture_stash.h"
 #include "ptest.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "arch/arch.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "ptest.h"
 #include "test_callable.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "common/launch_signal.h"
+#include "services/launch_signal.h"
 
 static uint8_t *read_file_in(const char *env, const char *name, size_t *size)
 {

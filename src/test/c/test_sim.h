@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/runtime.h"

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/launch_signal.h"
+#include "services/launch_signal.h"
 #include "ptest.h"
 
 void sleep_ms(long ms)

@@ -11,7 +11,7 @@
 
 #include "format/chip_callable.h"
 #include "util/last_error.h"
-#include "common/launch_signal.h"
+#include "services/launch_signal.h"
 #include "device/pto_device_abi.h"
 #include "platform/runner.h"
 #include "platform/sim/sim_runner.h"

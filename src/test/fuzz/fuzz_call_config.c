@@ -1,5 +1,5 @@
 /*
- * Fuzz target: a run's CallConfig (common/call_config.c, call_config_validate
+ * Fuzz target: a run's CallConfig (services/call_config.c, call_config_validate
  * and the resolvers prepare reads after it). Built for a2a3.
  *
  * Input: the packed CallConfig (1144 bytes); shorter inputs are zero-padded.
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "arch/arch.h"
-#include "common/call_config.h"
+#include "services/call_config.h"
 #include "util/last_error.h"
 #include "fuzz_common.h"
 #include "ptorun/pto_runtime_c_api.h"

@@ -1,6 +1,6 @@
 /*
  * Fuzz target: a run's arguments against its callable's signature
- * (common/run_args.c, run_args_check), as prepare checks them on both runtimes.
+ * (services/run_args.c, run_args_check), as prepare checks them on both runtimes.
  *
  * Input:
  *   i32 tensor_count, i32 scalar_count      ChipStorageTaskArgs counts, raw
@@ -28,9 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
-#include "common/run_args.h"
+#include "services/run_args.h"
 #include "fuzz_common.h"
 #include "ptorun/pto_runtime_c_api.h"
 

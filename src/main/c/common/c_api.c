@@ -1,14 +1,17 @@
-/* The exported contract (include/ptorun/pto_runtime_c_api.h). Each entry point
- * clears the calling thread's message, validates its arguments and forwards to
- * the device context, the native-run state machine, the runner or the runtime. */
+/* The exported contract (include/ptorun/pto_runtime_c_api.h; the communication
+ * group's calls are comm.c's). Each entry point clears the calling thread's
+ * message, validates its arguments and forwards to the device context, the
+ * native-run state machine, the runner, the runtime or the native log (whose
+ * two calls leave the message alone). */
 #include <stdalign.h>
 
-#include "common/call_config.h"
-#include "common/device_failure.h"
+#include "services/call_config.h"
+#include "services/device_failure.h"
 #include "common/device_context.h"
 #include "util/last_error.h"
 #include "common/native_run_context.h"
-#include "common/variant.h"
+#include "services/native_log.h"
+#include "services/variant.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/runtime.h"
 
@@ -25,7 +28,7 @@ const char *simpler_last_error(void)
 /* Every code an exported call returns on a device context passes here: the
  * one place where a device failure the call reports (whoever met it: the
  * platform, the runtime, the device's status) poisons the context, so the code
- * alone tells (common/device_failure.h). A device failure implies a live
+ * alone tells (services/device_failure.h). A device failure implies a live
  * context: every call refuses a bad one with PTO_ERR_INVALID_ARGUMENT first.
  * simpler_init and finalize_device do not come here: a failed init leaves the
  * context un-initialized, a finalized one refuses all work. */
@@ -303,4 +306,16 @@ uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot)
         return 0;
     }
     return runner_retained_temp_addr(dc->runner, slot);
+}
+
+/* ---- native log: the ring is services/native_log.c's ----------------------- */
+
+uint64_t ptorun_log_pending(void)
+{
+    return native_log_pending();
+}
+
+int ptorun_log_next(char *buf, size_t cap)
+{
+    return native_log_next(buf, cap);
 }

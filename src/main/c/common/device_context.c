@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "ptorun/pto_runtime_c_api.h"
 

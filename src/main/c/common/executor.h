@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "util/last_error.h"
-#include "common/launch_signal.h"
+#include "services/launch_signal.h"
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 

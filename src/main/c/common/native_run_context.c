@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/call_config.h"
-#include "common/device_failure.h"
+#include "services/call_config.h"
+#include "services/device_failure.h"
 #include "util/last_error.h"
 #include "util/spin_wait.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
-#include "common/variant.h"
+#include "services/variant.h"
 #include "platform/runner_core.h"
 #include "ptorun/pto_runtime_c_api.h"
 

@@ -1,10 +1,10 @@
-/* The library's one HostApiOps table (common/host_api.h, docs/abi.md): each
+/* The library's one HostApiOps table (services/host_api.h, docs/abi.md): each
  * entry is the platform function that does the work, nothing in between. The
  * device memory entries are device_memory.c's, the slot, bank, cache and upload
  * entries device_resources.c's, the host libraries runner_core.c's, and the
  * host mapping each platform's own (it differs: sim identity, a2a3 onboard a
  * driver view, a5 onboard none). Every entry refuses a NULL runner or pointer. */
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "platform/runner.h"
 
 const HostApiOps host_api_ops = {

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/device_failure.h"
-#include "common/launch_signal.h"
+#include "services/device_failure.h"
+#include "services/launch_signal.h"
 
 typedef struct Runner Runner;
 
@@ -56,7 +56,7 @@ int runner_finalize(Runner *r);                 /* releases every device resourc
 int runner_initialized(Runner *r);
 int runner_poisoned(Runner *r);                 /* non-zero after an unrecovered device error */
 
-/* ---- device failures (common/device_failure.h) ----------------------------- */
+/* ---- device failures (services/device_failure.h) ----------------------------- */
 
 /* The one place a device failure poisons: onboard, a device failure poisons the
  * runner (until runner_finalize) and the calling thread's message then ends

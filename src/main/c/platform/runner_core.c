@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
-#include "common/variant.h"
+#include "services/variant.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 int runner_core_init(RunnerCore *c, size_t capacity)

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "format/chip_callable.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* One argument tensor as a bound run sees it. */

@@ -9,7 +9,7 @@
 #include <stdalign.h>
 #include <stdint.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "platform/runner.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -49,7 +49,7 @@ struct RunTraceSpans;
 typedef struct RuntimeRun {
     alignas(64) unsigned char opaque[PTO_RUNTIME_RUN_BYTES];
     /* set by the caller after the zeroing, before bind: the host's phase stamps
-       for the trace (common/run_trace.h); NULL = none (the trace then has no host track) */
+       for the trace (services/run_trace.h); NULL = none (the trace then has no host track) */
     const struct RunTraceSpans *trace_spans;
     /* set likewise: where collect records the diagnostic files it wrote; NULL = nowhere */
     NativeRunReport *report;

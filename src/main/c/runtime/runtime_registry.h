@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "format/chip_callable.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "runtime/runtime.h"
 
 /* The kernel one child resolved to. */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "util/last_error.h"
-#include "common/run_trace.h"
+#include "services/run_trace.h"
 #include "device/pto_builtin_kernels.h"
 
 /* Tells the device executor that an argument block belongs to a new run. */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "format/chip_callable.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "device/pto_device_abi.h"
 #include "runtime/run_tensors.h"
 #include "runtime/runtime.h"

@@ -302,7 +302,7 @@ int runner_execute(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *
     return rc == PTO_OK ? runner_await_device(r, exec) : rc;
 }
 
-/* The library's one HostApiOps table (common/host_api.h), as platform/host_api_ops.c has it. */
+/* The library's one HostApiOps table (services/host_api.h), as platform/host_api_ops.c has it. */
 const HostApiOps host_api_ops = {
     .device_malloc = runner_device_malloc,
     .device_free = runner_device_free,

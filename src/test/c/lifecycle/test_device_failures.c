@@ -1,4 +1,4 @@
-/* Device failures (PTO_ERR_DEVICE, PTO_ERR_TIMEOUT; common/device_failure.h)
+/* Device failures (PTO_ERR_DEVICE, PTO_ERR_TIMEOUT; services/device_failure.h)
  * through the exported functions: every one a call returns reaches the
  * platform's runner_note_failure (the one place an onboard runner poisons),
  * whoever met it, and no other code does; a device failure met on the way

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "arch/arch.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "device/pto_device_abi.h"
 #include "ptest.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "ptest.h"
 #include "runtime/trb/trb_image.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "ptest.h"
 #include "test_sim.h"

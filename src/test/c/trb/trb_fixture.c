@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "arch/arch.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "util/last_error.h"
 #include "test_sim.h"
 

@@ -10,7 +10,7 @@
 
 #include "arch/arch.h"
 #include "util/last_error.h"
-#include "common/native_log.h"
+#include "services/native_log.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/pto_runtime_c_api.h"
 

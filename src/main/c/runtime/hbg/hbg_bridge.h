@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 
 typedef struct HbgRegion {
     uint64_t dev_base;

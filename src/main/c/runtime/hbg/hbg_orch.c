@@ -20,7 +20,7 @@
  * read/write_tensor failures are only the caller's to handle, except a device
  * failure of a write (its push to the device): that is the run's failure
  * whatever the library makes of it, because it poisoned an onboard device
- * (common/device_failure.h).
+ * (services/device_failure.h).
  */
 #include <string.h>
 

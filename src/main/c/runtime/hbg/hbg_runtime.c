@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/call_config.h"
+#include "services/call_config.h"
 #include "format/chip_callable.h"
-#include "common/dep_graph.h"
+#include "services/dep_graph.h"
 #include "util/last_error.h"
-#include "common/run_trace.h"
-#include "common/run_args.h"
+#include "services/run_trace.h"
+#include "services/run_args.h"
 #include "device/pto_builtin_kernels.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/pto_orchestration.h"
@@ -466,7 +466,7 @@ int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
     return rc != PTO_OK ? rc : read_failure(api, hbg_run(run), execution_rc);
 }
 
-/* The run's graph as the DOT diagnostic (common/dep_graph.h). */
+/* The run's graph as the DOT diagnostic (services/dep_graph.h). */
 static int write_dep_graph(const HbgRun *h, NativeRunReport *report)
 {
     const HbgGraph *g = &h->scratch->graph;

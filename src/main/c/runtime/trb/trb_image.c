@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "common/call_config.h"
+#include "services/call_config.h"
 #include "format/chip_callable.h"
 #include "util/last_error.h"
 

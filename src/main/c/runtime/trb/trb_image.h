@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "device/pto_trb_abi.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -22,7 +22,7 @@ typedef struct TrbSizing {
 
 #define TRB_SIZING_KEY_BYTES (3 * PTO_TRB_RINGS * sizeof(uint64_t))
 
-/* The config's ring sizing, defaults (common/call_config.h) for zero fields;
+/* The config's ring sizing, defaults (services/call_config.h) for zero fields;
  * cfg NULL = all defaults. */
 void trb_sizing_of(const CallConfig *cfg, TrbSizing *s);
 

@@ -24,12 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/call_config.h"
+#include "services/call_config.h"
 #include "format/chip_callable.h"
-#include "common/dep_graph.h"
-#include "common/run_trace.h"
+#include "services/dep_graph.h"
+#include "services/run_trace.h"
 #include "util/last_error.h"
-#include "common/run_args.h"
+#include "services/run_args.h"
 #include "device/pto_builtin_kernels.h"
 #include "device/pto_device_abi.h"
 #include "device/pto_trb_abi.h"

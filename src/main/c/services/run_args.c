@@ -1,4 +1,4 @@
-#include "common/run_args.h"
+#include "services/run_args.h"
 
 #include <stdint.h>
 

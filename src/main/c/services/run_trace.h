@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "format/chip_callable.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* The most tasks a traced run records (the dependency graph's limit too). */

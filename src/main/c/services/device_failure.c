@@ -1,5 +1,5 @@
 /* Device failures (device_failure.h). */
-#include "common/device_failure.h"
+#include "services/device_failure.h"
 
 #include "util/last_error.h"
 

@@ -101,15 +101,3 @@ void native_log_reset(void)
     publish_pending();
     pthread_mutex_unlock(&ring.lock);
 }
-
-/* ---- exported ------------------------------------------------------------ */
-
-uint64_t ptorun_log_pending(void)
-{
-    return native_log_pending();
-}
-
-int ptorun_log_next(char *buf, size_t cap)
-{
-    return native_log_next(buf, cap);
-}

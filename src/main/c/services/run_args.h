@@ -4,7 +4,7 @@
 #define PTORUN_RUN_ARGS_H
 
 #include "format/chip_callable.h"
-#include "common/host_api.h"
+#include "services/host_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 /* PTO_OK, or PTO_ERR_BAD_CALLABLE naming the defect: counts within 256/128 and

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/dep_graph.h"
-#include "common/device_failure.h"
+#include "services/dep_graph.h"
+#include "services/device_failure.h"
 #include "util/last_error.h"
 #include "util/spin_wait.h"
-#include "common/variant.h"
+#include "services/variant.h"
 #include "device/pto_device_abi.h"
 
 int run_trace_path(char *out, size_t size, const char *output_prefix, const NativeRunDescriptor *desc)
