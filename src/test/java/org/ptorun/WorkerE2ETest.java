@@ -638,7 +638,25 @@ class WorkerE2ETest {
             }
             assertThatThrownBy(() -> w.enqueue(CHAIN, new TaskArgs(), CallConfig.DEFAULT))
                     .isInstanceOf(IllegalStateException.class);
+            assertThat(w.poll()).as("poll after close").isZero();
+            DrainReport afterClose = w.drain(); // reports what close finalized or cancelled
+            assertThat(afterClose.succeeded() + afterClose.failed()).as("drain after close")
+                    .isEqualTo(60);
+            assertThat(w.drain().succeeded()).as("a second drain after close").isZero();
         }
+    }
+
+    /** Caller-driven, close keeps the lanes' drives for good: poll and drain after it answer at once. */
+    @Test
+    void callerDrivenPollAndDrainAfterCloseAnswerAtOnce() throws Exception {
+        Worker w = Worker.builder().variant(Variant.parse("a2a3/sim/hbg")).devices(0, 1).build();
+        w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        Job job = enqueueChain(w, 1);
+        w.close();
+        job.assertGolden();
+        assertThat(w.poll()).isZero();
+        assertThat(w.drain().succeeded()).as("the run close finalized").isEqualTo(1);
+        assertThat(w.drain().succeeded()).isZero();
     }
 
     // ---- registration --------------------------------------------------------------------------------

@@ -152,13 +152,14 @@ final class ChipLane {
         try {
             long deadline = System.nanoTime() + SPIN_NANOS;
             while (true) {
-                if (driveStep() > 0) {
-                    continue;
-                }
-                if (own.isDone() || !holdsLaunchedRun() || System.nanoTime() - deadline >= 0) {
+                int moved = driveStep();
+                // bounded even while others' runs keep coming: what is left goes to the dispatcher
+                if (own.isDone() || moved == 0 && !holdsLaunchedRun() || System.nanoTime() - deadline >= 0) {
                     break;
                 }
-                pause();
+                if (moved == 0) {
+                    pause();
+                }
             }
         } finally {
             releaseDrive();

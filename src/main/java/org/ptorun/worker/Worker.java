@@ -364,17 +364,21 @@ public final class Worker implements AutoCloseable {
     }
 
     /**
-     * Caller-driven: takes the Worker's drive and with it every lane's (no other thread
-     * takes a lane's drive in this mode, but close, which waits for this one).
+     * Caller-driven: takes the Worker's drive and with it every lane's. In this mode no
+     * other thread takes a lane's drive but close, which waits for this one and then keeps
+     * the lanes: after it this returns false, as while another thread drives.
      */
     private boolean tryTakeDrive() {
         if (!driver.compareAndSet(null, Thread.currentThread())) {
             return false;
         }
-        for (ChipLane lane : lanes) {
-            if (!lane.tryDrive()) {
-                throw new IllegalStateException("caller-driven: the lane of device " + lane.chip.deviceId()
-                        + " is driven by another thread");
+        for (int i = 0; i < lanes.length; i++) {
+            if (!lanes[i].tryDrive()) { // only after close, which holds the lanes for good
+                for (int j = 0; j < i; j++) {
+                    lanes[j].releaseDrive();
+                }
+                driver.set(null);
+                return false;
             }
         }
         return true;
