@@ -256,7 +256,7 @@ TEST(query_from_another_thread_races_the_await_safely)
     pthread_join(th, NULL);
     CHECK_EQ_INT(p.first, SIMPLER_NATIVE_RUN_POLL_NOT_READY);
     CHECK_EQ_INT(p.waited, PTO_OK);
-    CHECK_EQ_INT(p.complete, RACING_QUERIES); /* before, during and after the await settled */
+    CHECK_EQ_INT(p.complete, RACING_QUERIES); /* before, during and after the await ended */
     CHECK_EQ_INT(p.other, 0);
     free_graph(r, &g);
     runner_destroy(r);
