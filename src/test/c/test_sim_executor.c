@@ -222,7 +222,7 @@ typedef struct Poller {
 
 /* Queries once while the run is blocked, lets it finish, waits for the device
    to end the launch (the event that also wakes the await), then queries at
-   once, racing the await's settle and the retiring of its execution state. */
+   once, racing the await's move to Ended and the retiring of its execution state. */
 static void *query_around_the_end(void *arg)
 {
     Poller *p = arg;
