@@ -222,7 +222,7 @@ typedef struct Poller {
 
 /* Queries once while the run is blocked, lets it finish, waits for the device
    to end the launch (the event that also wakes the await), then queries at
-   once, racing the await's settle and the retiring of its execution state. */
+   once, racing the await's move to Ended and the retiring of its execution state. */
 static void *query_around_the_end(void *arg)
 {
     Poller *p = arg;
@@ -256,7 +256,7 @@ TEST(query_from_another_thread_races_the_await_safely)
     pthread_join(th, NULL);
     CHECK_EQ_INT(p.first, SIMPLER_NATIVE_RUN_POLL_NOT_READY);
     CHECK_EQ_INT(p.waited, PTO_OK);
-    CHECK_EQ_INT(p.complete, RACING_QUERIES); /* before, during and after the await settled */
+    CHECK_EQ_INT(p.complete, RACING_QUERIES); /* before, during and after the await ended */
     CHECK_EQ_INT(p.other, 0);
     free_graph(r, &g);
     runner_destroy(r);

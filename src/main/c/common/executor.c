@@ -40,11 +40,11 @@ static ExecutorJob *next_job(Executor *e)
     return job;
 }
 
-/* Publishes the outcome. `done` goes first (release) so that a launch woken
- * by the notify sees the job ended; `retired` goes last, under the job's lock,
+/* Publishes the outcome: the job ended. `ended` goes first (release) so that a
+ * launch woken by the notify sees it; `retired` goes last, under the job's lock,
  * because once a waiter sees it the run may be torn down (signal and job
  * destroyed, storage reused): nothing of the job may be touched after it. */
-static void finish_job(ExecutorJob *job, int rc)
+static void end_job(ExecutorJob *job, int rc)
 {
     job->result = rc;
     if (rc != PTO_OK) {
@@ -56,7 +56,7 @@ static void finish_job(ExecutorJob *job, int rc)
     } else {
         job->message[0] = '\0';
     }
-    atomic_store_explicit(&job->done, 1, memory_order_release);
+    atomic_store_explicit(&job->ended, 1, memory_order_release);
     launch_signal_notify(job->signal);
 
     pthread_mutex_lock(&job->lock);
@@ -68,7 +68,7 @@ static void finish_job(ExecutorJob *job, int rc)
 static void run_job(ExecutorJob *job)
 {
     pto_clear_error();
-    finish_job(job, runner_execute(job->runner, job->exec, job->slot, job->launch, job->signal));
+    end_job(job, runner_execute(job->runner, job->exec, job->slot, job->launch, job->signal));
 }
 
 static void *executor_thread(void *arg)
@@ -122,7 +122,7 @@ int executor_job_init(ExecutorJob *job)
     job->next = NULL;
     job->result = PTO_OK;
     job->message[0] = '\0';
-    atomic_init(&job->done, 0);
+    atomic_init(&job->ended, 0);
     atomic_init(&job->retired, 0);
     return PTO_OK;
 }
@@ -153,9 +153,9 @@ void executor_submit(Executor *e, ExecutorJob *job, Runner *runner, RunExec *exe
     pthread_mutex_unlock(&e->lock);
 }
 
-int executor_job_done(const ExecutorJob *job)
+int executor_job_ended(const ExecutorJob *job)
 {
-    return atomic_load_explicit(&job->done, memory_order_acquire);
+    return atomic_load_explicit(&job->ended, memory_order_acquire);
 }
 
 static int job_retired(const void *job)

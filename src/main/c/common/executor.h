@@ -34,7 +34,7 @@ typedef struct ExecutorJob {
     /* the outcome: written by the executor thread */
     int result;
     char message[PTO_ERROR_MESSAGE_BYTES]; /* the executor thread's failure message */
-    atomic_int done;                   /* release: result and message are final */
+    atomic_int ended;                  /* release: the job ended, result and message are final */
     atomic_int retired;                /* the executor no longer touches the job */
     pthread_mutex_t lock;
     pthread_cond_t retired_cond;
@@ -65,11 +65,11 @@ void executor_job_destroy(ExecutorJob *job); /* never while submitted and not re
 void executor_submit(Executor *e, ExecutorJob *job, Runner *runner, RunExec *exec, uint32_t slot,
                      const DeviceLaunch *launch, LaunchSignal *signal);
 
-/* Non-zero once the job's result is final (acquire). Never blocks. */
-int executor_job_done(const ExecutorJob *job);
+/* Non-zero once the job ended: its result is final (acquire). Never blocks. */
+int executor_job_ended(const ExecutorJob *job);
 
-/* Blocks (bounded spin, then parks) until the executor is finished with the
- * job, then returns its result. */
+/* Blocks (bounded spin, then parks) until the job ended and the executor let go
+ * of it (retired), then returns its result. */
 int executor_job_wait(ExecutorJob *job);
 
 #endif

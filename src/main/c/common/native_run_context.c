@@ -61,7 +61,7 @@ static int job_outcome(NativeRunContext *run, const char *fn, int rc)
             return run_fail_current(named, fn, &run->desc);
         if (pto_device_failure(named)) {
             /* reading the status met a device failure: from now on it is the
-               run's outcome (the job is done: the executor no longer writes it),
+               run's outcome (the job ended: the executor no longer writes it),
                so wait and finalize report it too (device_failure.h) */
             run->job.result = named;
             snprintf(run->job.message, sizeof run->job.message, "%s", pto_last_error());
@@ -71,7 +71,9 @@ static int job_outcome(NativeRunContext *run, const char *fn, int rc)
     return run_fail(rc, fn, &run->desc, "%s", run->job.message[0] != '\0' ? run->job.message : "the run failed");
 }
 
-static const char *phase_name(int phase)
+/* ---- the phases ----------------------------------------------------------- */
+
+const char *native_run_phase_name(int phase)
 {
     switch (phase) {
     case NATIVE_RUN_PREPARED:
@@ -80,8 +82,8 @@ static const char *phase_name(int phase)
         return "Launching";
     case NATIVE_RUN_RUNNING:
         return "Running";
-    case NATIVE_RUN_COMPLETE:
-        return "Complete";
+    case NATIVE_RUN_ENDED:
+        return "Ended";
     }
     return "unknown";
 }
@@ -91,9 +93,34 @@ static int load_phase(const NativeRunContext *run)
     return atomic_load_explicit(&run->phase, memory_order_acquire);
 }
 
-static void set_phase(NativeRunContext *run, NativeRunPhase p)
+/* Every path a run's phase takes, listed once (docs/lifecycle.md, section 4):
+ *
+ *   Prepared  -> Launching   launch: the run holds the execution claim, its job goes to the executor
+ *   Launching -> Running     launch: the launch marker was crossed and the job has not ended
+ *   Launching -> Ended       launch: the job ended first (it failed before the marker, or was that short)
+ *   Running   -> Ended       poll or wait: the job ended
+ *
+ * Prepare builds the run Prepared; finalize empties the storage from Prepared,
+ * Running or Ended (the tag, not the phase, then says there is no run). A phase
+ * never goes back and Ended is the last. */
+static const unsigned char phase_paths[NATIVE_RUN_PHASE_COUNT][NATIVE_RUN_PHASE_COUNT] = {
+    [NATIVE_RUN_PREPARED][NATIVE_RUN_LAUNCHING] = 1,
+    [NATIVE_RUN_LAUNCHING][NATIVE_RUN_RUNNING] = 1,
+    [NATIVE_RUN_LAUNCHING][NATIVE_RUN_ENDED] = 1,
+    [NATIVE_RUN_RUNNING][NATIVE_RUN_ENDED] = 1,
+};
+_Static_assert(NATIVE_RUN_ENDED + 1 == NATIVE_RUN_PHASE_COUNT, "the table covers every phase");
+
+int native_run_to(NativeRunContext *run, const char *fn, NativeRunPhase to)
 {
-    atomic_store_explicit(&run->phase, p, memory_order_release);
+    int from = load_phase(run);
+    int known = from >= 0 && from < NATIVE_RUN_PHASE_COUNT && (int)to >= 0 && (int)to < NATIVE_RUN_PHASE_COUNT;
+    if (!known || !phase_paths[from][to])
+        return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc,
+                        "the run is %s and cannot move to %s: no path of a run's phases leads there (internal error)",
+                        native_run_phase_name(from), native_run_phase_name((int)to));
+    atomic_store_explicit(&run->phase, (int)to, memory_order_release);
+    return PTO_OK;
 }
 
 /* ---- storage -------------------------------------------------------------- */
@@ -393,7 +420,7 @@ int native_run_launch(void *ctx, void *storage)
     int phase = load_phase(run);
     if (phase != NATIVE_RUN_PREPARED)
         return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; only a Prepared run can be launched",
-                        phase_name(phase));
+                        native_run_phase_name(phase));
     Runner *runner = run->owner->runner;
     if (runner_poisoned(runner))
         return run_failed(run->owner, &run->comm,
@@ -408,19 +435,29 @@ int native_run_launch(void *ctx, void *storage)
                                    "the device context refuses work after an unrecovered device error"));
     }
 
-    set_phase(run, NATIVE_RUN_LAUNCHING);
+    if ((rc = native_run_to(run, fn, NATIVE_RUN_LAUNCHING)) != PTO_OK) {
+        drop_claim(run);
+        return rc;
+    }
     run->trace_spans.launch_start = pto_monotonic_ns();
     executor_submit(&run->owner->executor, &run->job, runner, &run->exec, run->desc.pipeline_slot, &run->launch,
                     &run->signal);
     launch_signal_wait(&run->signal);
     run->trace_spans.launch_end = pto_monotonic_ns();
-    if (executor_job_done(&run->job)) {
-        /* ended before the marker, or so short that it already finished */
-        set_phase(run, NATIVE_RUN_COMPLETE);
+    if (executor_job_ended(&run->job)) {
+        /* the job ended first: it failed before the marker, or the run was that short */
+        if ((rc = native_run_to(run, fn, NATIVE_RUN_ENDED)) != PTO_OK)
+            return rc;
         return run_failed(run->owner, &run->comm, job_outcome(run, fn, run->job.result));
     }
-    set_phase(run, NATIVE_RUN_RUNNING);
-    return PTO_OK;
+    return native_run_to(run, fn, NATIVE_RUN_RUNNING);
+}
+
+/* A poll saw the job of its Running run end: Running -> Ended. */
+static int ended_on_poll(NativeRunContext *run, const char *fn)
+{
+    int rc = native_run_to(run, fn, NATIVE_RUN_ENDED);
+    return rc == PTO_OK ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : rc;
 }
 
 int native_run_poll(void *ctx, void *storage)
@@ -433,18 +470,16 @@ int native_run_poll(void *ctx, void *storage)
     int phase = load_phase(run);
     if (phase == NATIVE_RUN_PREPARED || phase == NATIVE_RUN_LAUNCHING)
         return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; poll it after launch returned",
-                        phase_name(phase));
-    if (phase == NATIVE_RUN_COMPLETE || executor_job_done(&run->job)) {
-        set_phase(run, NATIVE_RUN_COMPLETE);
-        return SIMPLER_NATIVE_RUN_POLL_COMPLETE;
-    }
+                        native_run_phase_name(phase));
+    if (phase == NATIVE_RUN_ENDED)
+        return SIMPLER_NATIVE_RUN_POLL_COMPLETE; /* the ABI's spelling of "ended" */
+    if (executor_job_ended(&run->job))
+        return ended_on_poll(run, fn);
     int device = runner_query(run->owner->runner, &run->exec);
-    if (executor_job_done(&run->job)) {
-        set_phase(run, NATIVE_RUN_COMPLETE);
-        return SIMPLER_NATIVE_RUN_POLL_COMPLETE;
-    }
+    if (executor_job_ended(&run->job))
+        return ended_on_poll(run, fn);
     if (device == SIMPLER_NATIVE_RUN_POLL_NOT_READY || device == SIMPLER_NATIVE_RUN_POLL_COMPLETE)
-        return SIMPLER_NATIVE_RUN_POLL_NOT_READY; /* COMPLETE means execution and the await ended */
+        return SIMPLER_NATIVE_RUN_POLL_NOT_READY; /* the device may be through; the run ends with its job, await included */
     if (device < 0)
         return run_failed(run->owner, &run->comm, run_fail_current(device, fn, &run->desc));
     return run_failed(run->owner, &run->comm,
@@ -461,12 +496,16 @@ int native_run_wait(void *ctx, void *storage)
     int phase = load_phase(run);
     if (phase == NATIVE_RUN_PREPARED || phase == NATIVE_RUN_LAUNCHING)
         return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run is %s; wait for it after launch returned",
-                        phase_name(phase));
+                        native_run_phase_name(phase));
     if (run->trace_spans.wait_start == 0)
         run->trace_spans.wait_start = pto_monotonic_ns();
     rc = executor_job_wait(&run->job);
     run->trace_spans.wait_end = pto_monotonic_ns();
-    set_phase(run, NATIVE_RUN_COMPLETE);
+    if (phase == NATIVE_RUN_RUNNING) {
+        int moved = native_run_to(run, fn, NATIVE_RUN_ENDED);
+        if (moved != PTO_OK)
+            return moved;
+    }
     return run_failed(run->owner, &run->comm, job_outcome(run, fn, rc));
 }
 
@@ -479,7 +518,7 @@ int native_run_wait(void *ctx, void *storage)
 static int finalize_outcome(NativeRunContext *run, const char *fn)
 {
     int execution_rc = executor_job_wait(&run->job);
-    /* the executor is done: the device's end is final, and it precedes the copy-back */
+    /* the job ended and the executor let go of it: the device's end is final, and it precedes the copy-back */
     run->report.execution_end_ns = runner_execution_end_ns(&run->exec);
     run->trace_spans.collect_start = pto_monotonic_ns();
     int collect_rc = runtime_collect_results(&run->runtime, &run->host_api, execution_rc);

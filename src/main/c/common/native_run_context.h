@@ -8,7 +8,8 @@
  * published last (release) when the context is built and reset to 0 after it
  * is torn down, so a failed prepare and a finalized run both leave the storage
  * reusable without re-zeroing. Phases: Prepared -> Launching -> Running ->
- * Complete. Calls on one run must not be concurrent; any thread may make them.
+ * Ended, each change through native_run_to. Calls on one run must not be
+ * concurrent; any thread may make them.
  *
  * The report (NativeRunReport, right after the tag) outlives the run: prepare
  * empties it, finalize fills it before it empties the storage, and the caller
@@ -35,14 +36,15 @@ typedef enum NativeRunPhase {
     NATIVE_RUN_PREPARED = 0,
     NATIVE_RUN_LAUNCHING = 1,   /* inside simpler_launch_run, waiting for the launch signal */
     NATIVE_RUN_RUNNING = 2,     /* the launch marker was crossed; the job may still run */
-    NATIVE_RUN_COMPLETE = 3,    /* the job (enqueue and drain) ended */
+    NATIVE_RUN_ENDED = 3,       /* the job (submit and await) ended: the device's end of the run */
 } NativeRunPhase;
+#define NATIVE_RUN_PHASE_COUNT 4
 
 typedef struct NativeRunContext {
     _Atomic uint64_t tag;               /* offset 0: 0 or PTO_NATIVE_RUN_STORAGE_MAGIC */
     NativeRunReport report;             /* offset PTO_NATIVE_RUN_REPORT_OFFSET: the caller reads it after finalize */
     DeviceContext *owner;
-    atomic_int phase;                   /* NativeRunPhase */
+    atomic_int phase;                   /* NativeRunPhase: set at prepare, then changed only by native_run_to */
     int claim_held;                     /* cleanup flags: what finalize must release */
     int reservation_held;
     NativeRunDescriptor desc;           /* copied at prepare; the caller's copy is never read again */
@@ -73,5 +75,14 @@ int native_run_wait(void *ctx, void *storage);
 int native_run_finalize(void *ctx, void *storage);
 int native_run_blocking(void *ctx, void *storage, int32_t id, const void *args, const CallConfig *cfg,
                         const NativeRunDescriptor *desc);
+
+/* The one writer of a prepared run's phase: moves it from its phase to `to` along
+ * one of the paths the table in native_run_context.c lists (Prepared -> Launching,
+ * Launching -> Running, Launching -> Ended, Running -> Ended). Any other move is a
+ * bug of the caller: PTO_ERR_WRONG_PHASE, "<fn> <run>: ..." naming both phases, and
+ * the phase unchanged. */
+int native_run_to(NativeRunContext *run, const char *fn, NativeRunPhase to);
+/* "Prepared", "Launching", "Running", "Ended"; "unknown" for anything else. */
+const char *native_run_phase_name(int phase);
 
 #endif

@@ -29,28 +29,56 @@ int device_run_check_launch(Runner *r, const DeviceLaunch *launch)
     return runner_check_inside(r, "submit: argument block", launch->args_dev, sizeof(PtoAicpuArgs));
 }
 
-int run_exec_refuse(RunExecHead *h, int rc)
+const char *run_exec_state_name(uint32_t state)
 {
+    switch (state) {
+    case RUN_EXEC_NONE:
+        return "None";
+    case RUN_EXEC_SUBMITTED:
+        return "Submitted";
+    case RUN_EXEC_ENDED:
+        return "Ended";
+    case RUN_EXEC_REFUSED:
+        return "Refused";
+    }
+    return "unknown";
+}
+
+/* Every path a run's execution state takes, listed once:
+ *
+ *   None      -> Submitted   the platform's submit crossed the launch marker
+ *   None      -> Refused     the submit rolled back before the marker: `error` is its sticky error
+ *   Submitted -> Ended       the await has the device's result in `error` (runner_await_device)
+ *
+ * Ended and Refused are the last; a query and a repeated await read them and change
+ * nothing (run_exec_known). The platform's submit zeroes the head (None) first. */
+static const unsigned char exec_paths[RUN_EXEC_STATE_COUNT][RUN_EXEC_STATE_COUNT] = {
+    [RUN_EXEC_NONE][RUN_EXEC_SUBMITTED] = 1,
+    [RUN_EXEC_NONE][RUN_EXEC_REFUSED] = 1,
+    [RUN_EXEC_SUBMITTED][RUN_EXEC_ENDED] = 1,
+};
+_Static_assert(RUN_EXEC_REFUSED + 1 == RUN_EXEC_STATE_COUNT, "the table covers every state");
+
+int run_exec_to(RunExecHead *h, RunExecState to, int rc)
+{
+    uint32_t from = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+    if (from >= RUN_EXEC_STATE_COUNT || (uint32_t)to >= RUN_EXEC_STATE_COUNT || !exec_paths[from][to])
+        return pto_fail(PTO_ERR_WRONG_PHASE,
+                        "the run's execution is %s and cannot move to %s: no path of its states leads there "
+                        "(internal error)", run_exec_state_name(from), run_exec_state_name((uint32_t)to));
     h->error = rc;
-    __atomic_store_n(&h->state, RUN_EXEC_REFUSED, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->state, (uint32_t)to, __ATOMIC_RELEASE);
     return rc;
 }
 
-void run_exec_submitted(RunExecHead *h, const DeviceLaunch *launch)
+int run_exec_submitted(RunExecHead *h, const DeviceLaunch *launch)
 {
     h->args_dev = launch->args_dev;
     h->timeout_ms = launch->timeout_ms;
-    __atomic_store_n(&h->state, RUN_EXEC_SUBMITTED, __ATOMIC_RELEASE);
+    return run_exec_to(h, RUN_EXEC_SUBMITTED, PTO_OK);
 }
 
-int run_exec_settle(RunExecHead *h, int rc)
-{
-    h->error = rc;
-    __atomic_store_n(&h->state, RUN_EXEC_SETTLED, __ATOMIC_RELEASE);
-    return rc;
-}
-
-void run_exec_ended(RunExecHead *h, uint64_t ns)
+void run_exec_stamp_end(RunExecHead *h, uint64_t ns)
 {
     h->end_ns = ns;
 }
@@ -58,7 +86,7 @@ void run_exec_ended(RunExecHead *h, uint64_t ns)
 uint64_t runner_execution_end_ns(const RunExec *exec)
 {
     const RunExecHead *h = (const RunExecHead *)exec->opaque; /* every platform's RunExec begins with it */
-    return __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RUN_EXEC_SETTLED ? h->end_ns : 0;
+    return __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RUN_EXEC_ENDED ? h->end_ns : 0;
 }
 
 int run_exec_known(const RunExecHead *h, int query, int *rc)
@@ -69,7 +97,7 @@ int run_exec_known(const RunExecHead *h, int query, int *rc)
     case RUN_EXEC_REFUSED:
         *rc = h->error;
         return 1;
-    case RUN_EXEC_SETTLED:
+    case RUN_EXEC_ENDED:
         *rc = query ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : h->error;
         return 1;
     default:

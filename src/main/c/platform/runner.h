@@ -128,23 +128,24 @@ int runner_abandon_slot(Runner *r, uint32_t slot);
  * never publishes. On success, everything query and await need is in `exec`. */
 int runner_submit(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *launch, LaunchSignal *signal);
 
-/* Never blocks: SIMPLER_NATIVE_RUN_POLL_NOT_READY (0), _COMPLETE (1) when the device
- * finished this run, or a negative error. Safe concurrently with runner_await_device. */
+/* Never blocks: SIMPLER_NATIVE_RUN_POLL_NOT_READY (0), _COMPLETE (1, the ABI's
+ * spelling of "ended") when the run ended on the device, or a negative error.
+ * Safe concurrently with runner_await_device. */
 int runner_query(Runner *r, RunExec *exec);
 
-/* Waits for the device to finish the run (at most launch->timeout_ms, then
+/* Waits for the run to end on the device (at most launch->timeout_ms, then
  * PTO_ERR_TIMEOUT), releases the run's execution resources and returns the
  * device's result (0, or the first error the device reported). Asking again
  * returns the same result. */
 int runner_await_device(Runner *r, RunExec *exec);
 
-/* The CLOCK_MONOTONIC instant (ns) at which the platform saw the device finish
- * the run (NativeRunReport.execution_end_ns): the sim, when the launch's last
+/* The CLOCK_MONOTONIC instant (ns) at which the platform saw the run end on
+ * the device (NativeRunReport.execution_end_ns): the sim, when the launch's last
  * AICPU participation returned (on the thread that ran it, the host's
  * clock); onboard, when the run's streams synchronized (the host's clock, never
- * the device's). 0 when the device never finished it: never submitted, refused,
+ * the device's). 0 when the run never ended on the device: never submitted, refused,
  * or the await met a timeout or a device failure onboard. Read once the
- * executor is done with the run (executor_job_wait). */
+ * job ended and the executor let go of it (executor_job_wait). */
 uint64_t runner_execution_end_ns(const RunExec *exec);
 
 /* The executor's job: runner_submit, then (on success) runner_await_device, on

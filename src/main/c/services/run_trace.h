@@ -43,7 +43,7 @@ typedef struct RunTraceSpans {
     uint64_t launch_start, launch_end;
     uint64_t wait_start, wait_end;   /* simpler_wait_run, when it was called */
     uint64_t finalize_start;         /* finalize ends when the file is written */
-    uint64_t collect_start;          /* finalize of a launched run: the executor is done and the device's
+    uint64_t collect_start;          /* finalize of a launched run: the job ended and the device's
                                         end recorded; the copy-back and the diagnostics follow */
 } RunTraceSpans;
 

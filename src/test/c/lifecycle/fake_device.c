@@ -17,7 +17,7 @@ static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;
 static int enqueue_held, enqueue_blocked;
 static int drain_held, drain_blocked;
-static int device_done;
+static int device_ended;
 
 void fake_reset(void)
 {
@@ -31,7 +31,7 @@ void fake_reset(void)
     fake_record.prepare_slot = fake_record.abandon_slot = 99;
     enqueue_held = enqueue_blocked = 0;
     drain_held = drain_blocked = 0;
-    device_done = 0;
+    device_ended = 0;
     pthread_cond_broadcast(&fake_cond);
     pthread_mutex_unlock(&fake_lock);
 }
@@ -56,7 +56,7 @@ void fake_hold_enqueue(void) { set_flag(&enqueue_held, 1); }
 void fake_release_enqueue(void) { set_flag(&enqueue_held, 0); }
 void fake_hold_drain(void) { set_flag(&drain_held, 1); }
 void fake_release_drain(void) { set_flag(&drain_held, 0); }
-void fake_set_device_done(int done) { set_flag(&device_done, done); }
+void fake_set_device_ended(int ended) { set_flag(&device_ended, ended); }
 void fake_await_enqueue_blocked(void) { await_flag(&enqueue_blocked); }
 void fake_await_drain_blocked(void) { await_flag(&drain_blocked); }
 
@@ -269,9 +269,9 @@ int runner_query(Runner *r, RunExec *exec)
     if (fake_script.query_error != 0)
         return pto_fail(fake_script.query_error, "fake device query failed");
     pthread_mutex_lock(&fake_lock);
-    int done = device_done;
+    int ended = device_ended;
     pthread_mutex_unlock(&fake_lock);
-    return done ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : SIMPLER_NATIVE_RUN_POLL_NOT_READY;
+    return ended ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : SIMPLER_NATIVE_RUN_POLL_NOT_READY;
 }
 
 int runner_await_device(Runner *r, RunExec *exec)

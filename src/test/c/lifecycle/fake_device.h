@@ -75,9 +75,9 @@ void fake_release_enqueue(void);
 /* Gate in the drain: while held, drain blocks after the marker. */
 void fake_hold_drain(void);
 void fake_release_drain(void);
-/* The device side of the run reports done (runner_query -> COMPLETE) even
- * though drain may still be held. */
-void fake_set_device_done(int done);
+/* The device side of the run reports it ended (runner_query -> COMPLETE, the
+ * ABI's spelling of "ended") even though drain may still be held. */
+void fake_set_device_ended(int ended);
 /* Blocks until enqueue reached the held gate / the drain reached its gate. */
 void fake_await_enqueue_blocked(void);
 void fake_await_drain_blocked(void);

@@ -24,7 +24,7 @@ TEST(full_run_prepare_launch_poll_wait_finalize)
 
     fake_await_drain_blocked();
     CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
-    fake_set_device_done(1);                    /* device finished, drain has not */
+    fake_set_device_ended(1);                    /* the device's part ended, the drain has not */
     CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
     CHECK(fake_record.query_calls >= 2);
 

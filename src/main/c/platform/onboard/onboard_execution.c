@@ -20,7 +20,7 @@ typedef struct ObRunExec {
     PtoDrvStream *aicpu, *aicore;
     uint32_t slot;
     int owns_aicore;             /* a2a3: the fresh stream is retired when the run is awaited */
-    int aicpu_done, aicore_done; /* latched by query, under the lock */
+    int aicpu_ended, aicore_ended; /* the stream's part of the run ended: latched by query, under the lock */
 } ObRunExec;
 _Static_assert(sizeof(ObRunExec) <= PTO_RUN_EXEC_BYTES, "ObRunExec fits RunExec");
 
@@ -70,28 +70,25 @@ int runner_submit(Runner *r, RunExec *exec, uint32_t slot, const DeviceLaunch *l
     x->slot = slot;
     pthread_mutex_lock(&r->core.lock);
     int rc = launch_run(r, x, slot, launch);
-    if (rc == PTO_OK)
-        run_exec_submitted(&x->head, launch);
-    else
-        run_exec_refuse(&x->head, rc);
+    rc = rc == PTO_OK ? run_exec_submitted(&x->head, launch) : run_exec_to(&x->head, RUN_EXEC_REFUSED, rc);
     pthread_mutex_unlock(&r->core.lock);
     if (rc == PTO_OK && signal != NULL)
         launch_signal_publish(signal);
     return rc;
 }
 
-/* Caller holds the lock: latches each stream once it reported done. */
+/* Caller holds the lock: latches each stream once it reported its part of the run ended. */
 static int query_streams(Runner *r, ObRunExec *x)
 {
     const PtoDriverApi *api = r->driver.api;
     int drc = PTO_DRV_OK;
-    if (!x->aicore_done && (drc = api->stream_query(x->aicore)) == PTO_DRV_OK)
-        x->aicore_done = 1;
-    if (drc >= 0 && !x->aicpu_done && (drc = api->stream_query(x->aicpu)) == PTO_DRV_OK)
-        x->aicpu_done = 1;
+    if (!x->aicore_ended && (drc = api->stream_query(x->aicore)) == PTO_DRV_OK)
+        x->aicore_ended = 1;
+    if (drc >= 0 && !x->aicpu_ended && (drc = api->stream_query(x->aicpu)) == PTO_DRV_OK)
+        x->aicpu_ended = 1;
     if (drc < 0)
         return ob_drv_fail(r, drc, "stream_query");
-    return x->aicore_done && x->aicpu_done ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : SIMPLER_NATIVE_RUN_POLL_NOT_READY;
+    return x->aicore_ended && x->aicpu_ended ? SIMPLER_NATIVE_RUN_POLL_COMPLETE : SIMPLER_NATIVE_RUN_POLL_NOT_READY;
 }
 
 /* Non-blocking. Under the lock, so an await cannot retire a stream meanwhile. */
@@ -129,7 +126,7 @@ int runner_await_device(Runner *r, RunExec *exec)
         return rc;
     rc = synchronize_run(r, x);
     if (rc == PTO_OK) {
-        run_exec_ended(&x->head, pto_monotonic_ns()); /* both streams are done: the device finished */
+        run_exec_stamp_end(&x->head, pto_monotonic_ns()); /* both streams synchronized: the run ended on the device */
         rc = device_run_verdict(r, &x->head);
     }
     pthread_mutex_lock(&r->core.lock);
@@ -140,7 +137,7 @@ int runner_await_device(Runner *r, RunExec *exec)
         /* a stream the device cannot destroy is a device failure of this run, which reports it */
         rc = pto_outrank(rc, saved, runner_note_failure(r, ob_retire_stream(r, x->aicore, x->slot)));
     }
-    run_exec_settle(&x->head, rc);
+    rc = run_exec_to(&x->head, RUN_EXEC_ENDED, rc);
     x->aicore = x->aicpu = NULL;
     pthread_mutex_unlock(&r->core.lock);
     return rc;

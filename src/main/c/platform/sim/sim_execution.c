@@ -51,8 +51,9 @@ static int submit(Runner *r, RunExec *exec, const DeviceLaunch *launch, LaunchSi
     }
     pthread_mutex_unlock(&r->core.lock);
     if (rc != PTO_OK)
-        return run_exec_refuse(&x->head, rc); /* nothing was handed over; the run can never complete */
-    run_exec_submitted(&x->head, launch);
+        return run_exec_to(&x->head, RUN_EXEC_REFUSED, rc); /* nothing was handed over; the run never starts */
+    if ((rc = run_exec_submitted(&x->head, launch)) != PTO_OK)
+        return rc;
     /* the marker: the work is on the device threads */
     if (signal != NULL)
         launch_signal_publish(signal);
@@ -97,7 +98,7 @@ int runner_await_device(Runner *r, RunExec *exec)
         __atomic_store_n(&args->status.stop_request, PTO_ERR_TIMEOUT, __ATOMIC_RELEASE);
         sim_device_pool_wait(r->pool, x->launch_id, 0);
     }
-    /* the launch finished: no other launch starts before this run is finalized (the execution claim) */
-    run_exec_ended(&x->head, sim_device_pool_finished_at(r->pool, x->launch_id));
-    return run_exec_settle(&x->head, device_run_verdict(r, &x->head));
+    /* the run ended on the device: no other launch starts before this run is finalized (the execution claim) */
+    run_exec_stamp_end(&x->head, sim_device_pool_finished_at(r->pool, x->launch_id));
+    return run_exec_to(&x->head, RUN_EXEC_ENDED, device_run_verdict(r, &x->head));
 }

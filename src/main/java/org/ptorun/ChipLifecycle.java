@@ -90,7 +90,7 @@ final class ChipLifecycle {
     /**
      * Stops new calls, waits for the calls inside the library to return (each bounded by
      * its run's timeout plus {@link #CLOSE_GRACE_MS}), finalizes every run that is
-     * PREPARED, RUNNING or COMPLETE (errors logged), then finalize_device,
+     * PREPARED, RUNNING or ENDED (errors logged), then finalize_device,
      * destroy_device_context and frees the blocks. Only a call that outlives its bound (a
      * kernel that never returns on sim) is left behind: the device context and that
      * slot's blocks are leaked with an ERROR naming the run, rather than freed under it.

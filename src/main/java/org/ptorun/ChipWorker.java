@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * <p>The phase calls are made here: each begins a transition in the chip's slot table,
  * calls the library holding no lock but the callable lock's read side (prepare, the
  * blocking run), and ends the transition with the result. A failed launch's outcome is
- * decided from its code (BUSY or POISONED: still PREPARED; anything else: COMPLETE),
+ * decided from its code (BUSY or POISONED: still PREPARED; anything else: ENDED),
  * without another native call; finalize is one native call, which waits for a running
  * run itself.
  *
@@ -51,7 +51,7 @@ public final class ChipWorker implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChipWorker.class);
     private static final int POLL_NOT_READY = 0;
-    private static final int POLL_COMPLETE = 1;
+    private static final int POLL_ENDED = 1; // SIMPLER_NATIVE_RUN_POLL_COMPLETE: the ABI's spelling of "ended"
 
     private final ChipLifecycle lifecycle;
     private final ChipDevice device;
@@ -341,11 +341,11 @@ public final class ChipWorker implements AutoCloseable {
         String message = device.lastError();
         boolean ended = table.launchFailed(run.slot(), rc, message);
         if (ended) {
-            completed(device, b, run, rc);
+            ended(device, b, run, rc);
         }
         if (LOG.isDebugEnabled()) {
             LOG.debug("launch of {} failed with {}; the run {}", run.identity(), PtoError.nameOf(rc),
-                    ended ? "ended (COMPLETE)" : "stays PREPARED");
+                    ended ? "ended" : "stays PREPARED");
         }
         throw device.failure("launch", rc, message, run);
     }
@@ -368,10 +368,10 @@ public final class ChipWorker implements AutoCloseable {
                 message = device.lastError();
             }
         } finally {
-            table.polled(run.slot(), rc == POLL_COMPLETE);
+            table.polled(run.slot(), rc == POLL_ENDED);
         }
-        if (rc == POLL_COMPLETE) {
-            completed(device, b, run, 0);
+        if (rc == POLL_ENDED) {
+            ended(device, b, run, 0);
             return true;
         }
         if (rc == POLL_NOT_READY) {
@@ -401,7 +401,7 @@ public final class ChipWorker implements AutoCloseable {
         } finally {
             table.awaited(run.slot(), rc, message);
         }
-        completed(device, b, run, rc);
+        ended(device, b, run, rc);
     }
 
     /**
@@ -409,7 +409,7 @@ public final class ChipWorker implements AutoCloseable {
      * results back when it succeeded, releases everything; the slot is empty afterwards
      * whatever happens. A run never launched is abandoned and nothing is copied back.
      *
-     * @return what the library reports of the run: when the device finished it, the
+     * @return what the library reports of the run: when it ended on the device, the
      *         device memory it took at its peak, the diagnostic files it wrote
      * @throws StaleRunException "stale or already finalized"
      * @throws PtoRunException (a subclass where one fits) when the run failed
@@ -473,7 +473,7 @@ public final class ChipWorker implements AutoCloseable {
             }
         } finally {
             if (f.previous() == SlotTable.Phase.RUNNING) {
-                completed(device, b, run, rc);
+                ended(device, b, run, rc);
             }
             b.release();
             chip.table.emptied(run.slot());
@@ -593,8 +593,8 @@ public final class ChipWorker implements AutoCloseable {
         return e;
     }
 
-    /** The run was seen complete: its Completion event. */
-    private static void completed(ChipDevice device, RunBinding b, NativeRun run, int code) {
+    /** The run was seen to end: its Completion event. */
+    private static void ended(ChipDevice device, RunBinding b, NativeRun run, int code) {
         RunEvents.Completion event = RunEvents.completion();
         if (event != null) {
             event.sinceLaunch = b.launchedAt == 0 ? -1 : System.nanoTime() - b.launchedAt;

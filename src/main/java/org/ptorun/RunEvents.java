@@ -13,7 +13,7 @@ import jdk.jfr.Timespan;
  * JDK Flight Recorder events of a native run's phases (docs/java.md, Logging and
  * observability): {@code org.ptorun.Prepare}, {@code org.ptorun.Launch} and
  * {@code org.ptorun.Finalize} span their call; {@code org.ptorun.Completion} marks the
- * moment the run was seen complete, with the time since its launch returned. Every
+ * moment the run was seen to end, with the time since its launch returned. Every
  * event carries the run's identity.
  *
  * <p>Without a recording that enables them they cost one check each and allocate
@@ -133,10 +133,10 @@ final class RunEvents {
 
     @Name("org.ptorun.Completion")
     @Label("Native Run Completion")
-    @Description("The run was seen complete (poll, await or finalize)")
+    @Description("The run was seen to end (poll, await or finalize)")
     static final class Completion extends RunEvent {
         @Label("Since Launch")
-        @Description("From the end of the launch call to the moment the run was seen complete; -1 when the"
+        @Description("From the end of the launch call to the moment the run was seen to end; -1 when the"
                 + " run was launched before Flight Recorder started")
         @Timespan(Timespan.NANOSECONDS)
         long sinceLaunch;

@@ -10,7 +10,7 @@ import java.util.Objects;
  * storage, {@code NativeRunReport}, before its finalize returns; docs/abi.md).
  *
  * @param run the run's identity; a blocking run's too, whose run epoch names its files
- * @param executionEnd when the device finished the run, in {@link System#nanoTime()} units:
+ * @param executionEnd when the run ended on the device, in {@link System#nanoTime()} units:
  *        the library's {@code CLOCK_MONOTONIC}, the clock HotSpot's {@code nanoTime} reads
  *        on Linux. The sim stamps it as the launch's last AICPU participation returns,
  *        onboard as the run's streams synchronize — never when the caller noticed, and

@@ -19,8 +19,10 @@ import java.util.concurrent.TimeUnit;
  * the call, and every other transition on it is refused until that thread ends the
  * call; a call is begun only while the chip is open, and ending one wakes a closing
  * chip; the newest lease generation a slot has seen never decreases. Phases follow C's
- * {@code NativeRunPhase} (PREPARED, LAUNCHING, RUNNING, COMPLETE) with the three Java
- * adds: EMPTY, PREPARING and FINALIZING.
+ * {@code NativeRunPhase} (PREPARED, LAUNCHING, RUNNING, ENDED) with the three Java
+ * adds: EMPTY, PREPARING and FINALIZING. Every path a phase takes is listed once, in
+ * {@link Phase#after(Step)}, and every change of a slot's word goes through
+ * {@code move}, which checks it against that table.
  *
  * <p>How (a trivial run makes eight transitions, so each is one atomic step on one
  * word): each slot's phase, in-flight bit and successor permission live in one
@@ -37,7 +39,99 @@ import java.util.concurrent.TimeUnit;
  */
 final class SlotTable {
 
-    enum Phase { EMPTY, PREPARING, PREPARED, LAUNCHING, RUNNING, COMPLETE, FINALIZING }
+    /** Where a slot's run is (lifecycle.md §4; docs/java.md, The per-slot phase table). */
+    enum Phase {
+        EMPTY, PREPARING, PREPARED, LAUNCHING, RUNNING, ENDED, FINALIZING;
+
+        /**
+         * The phase {@code step} leads this one to, or null when no path leads there. Every
+         * path a slot's phase takes, listed once:
+         *
+         * <pre>
+         * EMPTY      ADMIT, ADMIT_ALONE          → PREPARING
+         * PREPARING  PREPARE_OK → PREPARED       EMPTIED → EMPTY
+         * PREPARED   LAUNCH → LAUNCHING          FINALIZE, CLOSE → FINALIZING
+         * LAUNCHING  LAUNCH_OK → RUNNING         LAUNCH_REFUSED → PREPARED    LAUNCH_FAILED → ENDED
+         * RUNNING    OBSERVE, STILL_RUNNING → RUNNING    RUN_ENDED → ENDED    FINALIZE, CLOSE → FINALIZING
+         * ENDED      OBSERVE → ENDED (no call begins)    FINALIZE, CLOSE → FINALIZING
+         * FINALIZING EMPTIED → EMPTY
+         * </pre>
+         *
+         * A begin step ({@link Step#begins}) is taken only by a slot with no call in flight
+         * and leaves the call in flight; an end step only by the thread holding the call,
+         * and leaves none. A switch: no allocation, on every call's path.
+         */
+        Phase after(Step step) {
+            return switch (this) {
+                case EMPTY -> step == Step.ADMIT || step == Step.ADMIT_ALONE ? PREPARING : null;
+                case PREPARING -> switch (step) {
+                    case PREPARE_OK -> PREPARED;
+                    case EMPTIED -> EMPTY;
+                    default -> null;
+                };
+                case PREPARED -> switch (step) {
+                    case LAUNCH -> LAUNCHING;
+                    case FINALIZE, CLOSE -> FINALIZING;
+                    default -> null;
+                };
+                case LAUNCHING -> switch (step) {
+                    case LAUNCH_OK -> RUNNING;
+                    case LAUNCH_REFUSED -> PREPARED;
+                    case LAUNCH_FAILED -> ENDED;
+                    default -> null;
+                };
+                case RUNNING -> switch (step) {
+                    case OBSERVE, STILL_RUNNING -> RUNNING;
+                    case RUN_ENDED -> ENDED;
+                    case FINALIZE, CLOSE -> FINALIZING;
+                    default -> null;
+                };
+                case ENDED -> switch (step) {
+                    case OBSERVE -> ENDED;
+                    case FINALIZE, CLOSE -> FINALIZING;
+                    default -> null;
+                };
+                case FINALIZING -> step == Step.EMPTIED ? EMPTY : null;
+            };
+        }
+    }
+
+    /** What happened to a slot: each step is one call beginning or ending (see {@link Phase#after}). */
+    enum Step {
+        /** A run was admitted that admits a successor (prepare or a blocking run begins). */
+        ADMIT(true),
+        /** A run was admitted that admits no successor. */
+        ADMIT_ALONE(true),
+        /** A launch begins. */
+        LAUNCH(true),
+        /** A poll or an await begins; of an ENDED run it begins nothing (no native call is needed). */
+        OBSERVE(true),
+        /** The token's finalize begins. */
+        FINALIZE(true),
+        /** Close begins the finalize of a run no call holds. */
+        CLOSE(true),
+        /** The native prepare returned 0. */
+        PREPARE_OK(false),
+        /** The launch returned 0: the run crossed its launch marker. */
+        LAUNCH_OK(false),
+        /** The launch was refused before the run started (BUSY, POISONED), or the call itself threw. */
+        LAUNCH_REFUSED(false),
+        /** The launch returned any other code: the run ended with it. */
+        LAUNCH_FAILED(false),
+        /** A poll answered that the run has not ended. */
+        STILL_RUNNING(false),
+        /** A poll answered that the run ended, or a wait returned its result. */
+        RUN_ENDED(false),
+        /** The run is gone: its prepare failed, the blocking run returned, or its finalize returned. */
+        EMPTIED(false);
+
+        /** True when the step begins a call (compare-and-set), false when it ends one (volatile store). */
+        final boolean begins;
+
+        Step(boolean begins) {
+            this.begins = begins;
+        }
+    }
 
     private enum State { OPEN, CLOSING, CLOSED }
 
@@ -91,7 +185,8 @@ final class SlotTable {
     }
 
     private static final class Row {
-        volatile long word;       // EMPTY, no call, no admission yet
+        final int slot;
+        volatile long word;       // EMPTY, no call, no admission yet; written only by move
         volatile long runEpoch;   // read by any thread's gate before its compare-and-set
         // written by the thread holding the row's call, published by the store that ends it
         NativeRun run;
@@ -100,8 +195,8 @@ final class SlotTable {
         String waitMessage;
         long newestGeneration;    // the generation filter's mark (under the monitor): never decreases
 
-        boolean tryBegin(long seen, long next) {
-            return WORD.compareAndSet(this, seen, next);
+        Row(int slot) {
+            this.slot = slot;
         }
     }
 
@@ -116,7 +211,7 @@ final class SlotTable {
         this.chip = Objects.requireNonNull(chip, "chip");
         this.rows = new Row[depth];
         for (int i = 0; i < depth; i++) {
-            rows[i] = new Row();
+            rows[i] = new Row(i);
         }
     }
 
@@ -148,7 +243,7 @@ final class SlotTable {
     /**
      * Admits a run into its slot, which becomes PREPARING with the call in flight: the
      * slot is empty, every other occupied slot is an admissible predecessor (RUNNING or
-     * COMPLETE, admitting successors, and this run admits overlap), and — if
+     * ENDED, admitting successors, and this run admits overlap), and — if
      * {@code filtered} — the lease generation is not older than the slot's newest.
      *
      * @param noOverlap why this run may not overlap another, or null when it may
@@ -168,7 +263,7 @@ final class SlotTable {
             if (rows[i] == row || phase == Phase.EMPTY) {
                 continue;
             }
-            boolean active = phase == Phase.RUNNING || phase == Phase.COMPLETE;
+            boolean active = phase == Phase.RUNNING || phase == Phase.ENDED;
             boolean permits = (other & PERMITS_SUCCESSOR) != 0;
             if (noOverlap != null || !permits || !active) {
                 throw new ChipBusyException("prepare refused: the run in slot " + run.slot() + " " + NO_PREDECESSOR
@@ -184,68 +279,58 @@ final class SlotTable {
             }
             row.newestGeneration = run.generation();
         }
+        // the fields first: the move's store publishes them. Only admission (under this
+        // monitor) moves a row out of EMPTY, and no call begins on an EMPTY row: the
+        // compare-and-set cannot lose
         row.run = run;
         row.runEpoch = run.runEpoch();
         row.timeoutMs = timeoutMs;
         row.waitResult = 0;
         row.waitMessage = null;
-        // only admission (under this monitor) moves a row out of EMPTY, and no call begins on an EMPTY row
-        long admitted = ((word >>> ADMISSIONS_SHIFT) + 1) << ADMISSIONS_SHIFT;
-        row.word = admitted | Phase.PREPARING.ordinal() | IN_CALL | (noOverlap == null ? PERMITS_SUCCESSOR : 0);
+        if (!move(row, word, noOverlap == null ? Step.ADMIT : Step.ADMIT_ALONE, 0, null)) {
+            throw new IllegalStateException("slot " + run.slot() + " changed during its admission");
+        }
     }
 
     /** The native prepare succeeded: PREPARING → PREPARED. */
     void prepared(int slot) {
-        end(heldRow(slot, Phase.PREPARING), Phase.PREPARED);
+        end(slot, Step.PREPARE_OK, 0, null);
     }
 
     /** The run in flight is gone (prepare failed, blocking run returned, finalize returned): → EMPTY. */
     void emptied(int slot) {
-        Row row = rows[slot];
-        if (!inCall(row.word)) {
-            throw new IllegalStateException("slot " + slot + " has no call in flight (" + phase(row.word) + ")");
-        }
-        row.run = null;
-        row.runEpoch = 0;
-        row.waitResult = 0;
-        row.waitMessage = null;
-        end(row, Phase.EMPTY);
+        end(slot, Step.EMPTIED, 0, null);
     }
 
     // ---- launch --------------------------------------------------------------------------------
 
     /** PREPARED → LAUNCHING, call in flight. */
     void beginLaunch(NativeRun run) {
-        begin(run, "launch", WRONG_PHASE, Call.LAUNCH);
+        begin(run, "launch", WRONG_PHASE, Step.LAUNCH);
     }
 
     /** Launch returned 0: the run crossed its launch marker. LAUNCHING → RUNNING. */
     void launched(int slot) {
-        end(heldRow(slot, Phase.LAUNCHING), Phase.RUNNING);
+        end(slot, Step.LAUNCH_OK, 0, null);
     }
 
     /**
      * Launch failed with {@code code}. BUSY and POISONED refuse before the run starts
      * (native_run_context.c: the claim or the poisoned runner): back to PREPARED, the
      * same token may launch again or be finalized. Any other code is the run's end:
-     * COMPLETE with that result.
+     * ENDED with that result.
      *
-     * @return true when the run ended (COMPLETE), false when it stays PREPARED
+     * @return true when the run ended (ENDED), false when it stays PREPARED
      */
     boolean launchFailed(int slot, int code, String message) {
-        Row row = heldRow(slot, Phase.LAUNCHING);
         boolean ended = !leavesPrepared(code);
-        if (ended) {
-            row.waitResult = code;
-            row.waitMessage = message;
-        }
-        end(row, ended ? Phase.COMPLETE : Phase.PREPARED);
+        end(slot, ended ? Step.LAUNCH_FAILED : Step.LAUNCH_REFUSED, code, message);
         return ended;
     }
 
     /** The launch call itself threw (not a native code): the run never left PREPARED. */
     void launchAborted(int slot) {
-        end(heldRow(slot, Phase.LAUNCHING), Phase.PREPARED);
+        end(slot, Step.LAUNCH_REFUSED, 0, null);
     }
 
     /** The launch codes that leave a run PREPARED. */
@@ -256,33 +341,30 @@ final class SlotTable {
     // ---- poll and await --------------------------------------------------------------------------
 
     /**
-     * Begins a poll or an await of a RUNNING or COMPLETE run.
+     * Begins a poll or an await of a RUNNING or ENDED run.
      *
      * @return true when a native call is needed (the call is in flight), false when the
-     *         run is already COMPLETE (nothing changes)
+     *         run already ENDED (nothing changes)
      */
     boolean beginObserve(NativeRun run, String operation) {
-        return phase(begin(run, operation, WRONG_PHASE, Call.OBSERVE)) == Phase.RUNNING;
+        return phase(begin(run, operation, WRONG_PHASE, Step.OBSERVE)) == Phase.RUNNING;
     }
 
-    /** A poll returned: COMPLETE when it said so, else the run stays RUNNING. */
-    void polled(int slot, boolean complete) {
-        end(heldRow(slot, Phase.RUNNING), complete ? Phase.COMPLETE : Phase.RUNNING);
+    /** A poll returned: ENDED when it said so (a poll knows no result: 0), else the run stays RUNNING. */
+    void polled(int slot, boolean ended) {
+        end(slot, ended ? Step.RUN_ENDED : Step.STILL_RUNNING, 0, null);
     }
 
-    /** A wait returned with the run's result: RUNNING → COMPLETE. */
+    /** A wait returned with the run's result: RUNNING → ENDED. */
     void awaited(int slot, int result, String message) {
-        Row row = heldRow(slot, Phase.RUNNING);
-        row.waitResult = result;
-        row.waitMessage = message;
-        end(row, Phase.COMPLETE);
+        end(slot, Step.RUN_ENDED, result, message);
     }
 
     // ---- finalize and close ----------------------------------------------------------------------
 
-    /** PREPARED, RUNNING or COMPLETE → FINALIZING, call in flight; end it with {@link #emptied}. */
+    /** PREPARED, RUNNING or ENDED → FINALIZING, call in flight; end it with {@link #emptied}. */
     Finalizing beginFinalize(NativeRun run) {
-        Phase previous = phase(begin(run, "finalize", ALREADY_FINALIZED, Call.FINALIZE));
+        Phase previous = phase(begin(run, "finalize", ALREADY_FINALIZED, Step.FINALIZE));
         return finalizing(rows[run.slot()], previous);
     }
 
@@ -294,7 +376,7 @@ final class SlotTable {
     /**
      * Refuses every new call (the chip is CLOSING), waits until no call is in flight or
      * the longest bound of those in flight (timeout + {@code graceMs}) passed, then
-     * begins the finalize of every run left PREPARED, RUNNING or COMPLETE. An interrupt
+     * begins the finalize of every run left PREPARED, RUNNING or ENDED. An interrupt
      * does not cut the wait short (the device must not be freed under a live call); it
      * is restored afterwards.
      *
@@ -338,7 +420,7 @@ final class SlotTable {
                     }
                     midCall.add(m);
                 } else if (phase != Phase.EMPTY) {
-                    if (!row.tryBegin(word, with(word, Phase.FINALIZING, true))) {
+                    if (!move(row, word, Step.CLOSE, 0, null)) {
                         continue; // a call that began as close started gave the slot back
                     }
                     outstanding.add(finalizing(row, phase));
@@ -372,37 +454,16 @@ final class SlotTable {
         return boundMs;
     }
 
-    // ---- the gate ------------------------------------------------------------------------------
-
-    /** The calls that begin on a run the token names, and the phases each begins in. */
-    private enum Call {
-        LAUNCH, OBSERVE, FINALIZE;
-
-        boolean allows(Phase p) {
-            switch (this) {
-                case LAUNCH:
-                    return p == Phase.PREPARED;
-                case OBSERVE:
-                    return p == Phase.RUNNING || p == Phase.COMPLETE;
-                default:
-                    return p == Phase.PREPARED || p == Phase.RUNNING || p == Phase.COMPLETE;
-            }
-        }
-
-        /** The phase the slot is in while the call is in flight. */
-        Phase during(Phase p) {
-            return this == LAUNCH ? Phase.LAUNCHING : this == FINALIZE ? Phase.FINALIZING : p;
-        }
-    }
+    // ---- the gate and the one transition --------------------------------------------------------
 
     /**
-     * Begins {@code call} on the row the token names, if it still holds that run (same
-     * epoch), is in a phase the call allows and no other call on it is in flight. An
-     * observation of a COMPLETE run begins nothing.
+     * Begins {@code step} (LAUNCH, OBSERVE or FINALIZE) on the row the token names, if it
+     * still holds that run (same epoch), is in a phase the step leaves and no other call
+     * on it is in flight. An observation of an ENDED run begins nothing.
      *
      * @return the row's word before the call began
      */
-    private long begin(NativeRun run, String operation, String refusal, Call call) {
+    private long begin(NativeRun run, String operation, String refusal, Step step) {
         Objects.requireNonNull(run, "run");
         ensureOpen();
         if (run.slot() < 0 || run.slot() >= rows.length || run.runEpoch() == 0) {
@@ -426,44 +487,89 @@ final class SlotTable {
             if (inCall(word)) {
                 throw stale(operation, refusal, run, "another call on this run is in progress (phase " + phase + ")");
             }
-            if (!call.allows(phase)) {
+            if (phase.after(step) == null) {
                 throw stale(operation, refusal, run, "the run is " + phase);
             }
-            if (call == Call.OBSERVE && phase == Phase.COMPLETE) {
-                return word;
-            }
-            if (row.tryBegin(word, with(word, call.during(phase), true))) {
-                if (state != State.OPEN) { // close began meanwhile: give the slot back
-                    row.word = word;
-                    wakeCloser();
-                    throw new IllegalStateException(chip + " is closed");
-                }
+            if (move(row, word, step, 0, null)) {
                 return word;
             }
         }
     }
 
-    /** Ends the call on {@code row} (this thread holds it): the row is in {@code phase}, no call in flight. */
-    private void end(Row row, Phase phase) {
-        row.word = with(row.word, phase, false);
+    /** Ends the call on {@code slot} (this thread holds it) with {@code step}. */
+    private void end(int slot, Step step, int result, String message) {
+        Row row = rows[slot];
+        move(row, row.word, step, result, message);
+    }
+
+    /**
+     * The one writer of a row's word: takes {@code step} from {@code seen} (the word this
+     * thread read) to the phase {@link Phase#after} gives, or refuses. A begin is one
+     * compare-and-set, false when another thread changed the word first (read it again):
+     * an admission's also counts the admission and sets the successor permission; an
+     * observation of an ENDED run writes nothing; a begin of a token's call that sees the
+     * chip no longer open afterwards gives the row back ({@code seen} again, waking close)
+     * and throws "closed". An end is one volatile store by the thread holding the call,
+     * after the fields it publishes: into ENDED, the run's outcome ({@code result},
+     * {@code message}); into EMPTY, the run's fields cleared. A step the table does not
+     * have from {@code seen}, a begin on a row with a call in flight or an end on one
+     * without, is a bug of the caller: {@link IllegalStateException}, nothing written.
+     */
+    private boolean move(Row row, long seen, Step step, int result, String message) {
+        Phase from = phase(seen);
+        Phase to = from.after(step);
+        if (to == null || inCall(seen) == step.begins) {
+            throw refusedMove(row, seen, step);
+        }
+        if (step.begins) {
+            if (to == Phase.ENDED) { // OBSERVE of an ENDED run, the one begin into ENDED
+                return true; // the run is observed without a native call: no call begins
+            }
+            long next = step == Step.ADMIT || step == Step.ADMIT_ALONE
+                    ? ((seen >>> ADMISSIONS_SHIFT) + 1) << ADMISSIONS_SHIFT | to.ordinal() | IN_CALL
+                            | (step == Step.ADMIT ? PERMITS_SUCCESSOR : 0)
+                    : with(seen, to, true);
+            if (!WORD.compareAndSet(row, seen, next)) {
+                return false;
+            }
+            if (step != Step.CLOSE && state != State.OPEN) { // close began meanwhile: give the slot back
+                row.word = seen;
+                wakeCloser();
+                throw new IllegalStateException(chip + " is closed");
+            }
+            return true;
+        }
+        if (to == Phase.EMPTY) {
+            row.run = null;
+            row.runEpoch = 0;
+            row.waitResult = 0;
+            row.waitMessage = null;
+        } else if (to == Phase.ENDED) {
+            row.waitResult = result;
+            row.waitMessage = message;
+        }
+        row.word = with(seen, to, false);
         if (state != State.OPEN) {
             wakeCloser();
         }
+        return true;
     }
 
     private synchronized void wakeCloser() {
         notifyAll();
     }
 
-    /** The row of the call in flight this thread holds, which must be in {@code expected}. */
-    private Row heldRow(int slot, Phase expected) {
-        Row row = rows[slot];
-        long word = row.word;
-        if (!inCall(word) || phase(word) != expected) {
-            throw new IllegalStateException("slot " + slot + " is " + phase(word) + (inCall(word) ? "" : " with no call")
-                    + ", expected a call in flight in " + expected);
+    /** Why {@link #move} refused: the row's phase, whether a call holds it, and what the step needs. */
+    private static IllegalStateException refusedMove(Row row, long seen, Step step) {
+        StringBuilder from = new StringBuilder();
+        for (Phase p : PHASES) {
+            if (p.after(step) != null) {
+                from.append(from.length() == 0 ? "" : " or ").append(p);
+            }
         }
-        return row;
+        return new IllegalStateException("slot " + row.slot + " is " + phase(seen)
+                + (inCall(seen) ? " with a call in flight" : " with no call") + ", expected "
+                + (step.begins ? "no call in flight in " : "a call in flight in ") + from + " for " + step);
     }
 
     private static StaleRunException stale(String operation, String refusal, NativeRun run, String detail) {

@@ -161,9 +161,9 @@ class ChipWorkerPhaseTableTest {
         assertThat(chip.poll(run)).isFalse();
         assertThat(chip.phaseOf(1)).isEqualTo(Phase.RUNNING);
         assertThat(chip.poll(run)).isTrue();
-        assertThat(chip.phaseOf(1)).isEqualTo(Phase.COMPLETE);
+        assertThat(chip.phaseOf(1)).isEqualTo(Phase.ENDED);
         long polls = fake.count("pollRun");
-        assertThat(chip.poll(run)).as("COMPLETE answers without a native call").isTrue();
+        assertThat(chip.poll(run)).as("ENDED answers without a native call").isTrue();
         assertThat(fake.count("pollRun")).isEqualTo(polls);
         chip.finalizeRun(run);
         assertThat(chip.phaseOf(1)).isEqualTo(Phase.EMPTY);
@@ -369,7 +369,7 @@ class ChipWorkerPhaseTableTest {
         NativeRun run = prepare(chip, 0, 1);
         fake.script("launchRun", -10, "task 3 func_id 7 returned 5");
         assertThatThrownBy(() -> chip.launch(run)).isExactlyInstanceOf(KernelFaultException.class);
-        assertThat(chip.phaseOf(0)).as("any code but BUSY and POISONED ends the run").isEqualTo(Phase.COMPLETE);
+        assertThat(chip.phaseOf(0)).as("any code but BUSY and POISONED ends the run").isEqualTo(Phase.ENDED);
         assertThat(fake.count("pollRun")).as("the outcome comes from the code, not from a poll").isZero();
         assertThatThrownBy(() -> chip.launch(run)).hasMessageContaining("stale or used in the wrong phase");
         long polls = fake.count("pollRun");
@@ -678,7 +678,7 @@ class ChipWorkerPhaseTableTest {
         chip.launch(run);
         fake.script("waitRun", -10, "task 1 func_id 2 returned 3");
         onThread(() -> chip.await(run));
-        assertThat(chip.phaseOf(0)).isEqualTo(Phase.COMPLETE);
+        assertThat(chip.phaseOf(0)).isEqualTo(Phase.ENDED);
         chip.await(run); // reaped: returns at once
         assertThat(fake.count("waitRun")).isEqualTo(1);
         fake.script("finalizeRun", -10, "task 1 func_id 2 returned 3");

@@ -23,7 +23,7 @@ final class CloseMisuses {
     private static final String CLOSED = "is closed";
 
     /** What the token was when the chip closed. */
-    private enum At { PREPARED, RUNNING, COMPLETE }
+    private enum At { PREPARED, RUNNING, ENDED }
 
     static List<Misuse> all() {
         List<Misuse> m = new ArrayList<>();
@@ -39,7 +39,7 @@ final class CloseMisuses {
                             if (at != At.PREPARED) {
                                 chip.launch(run);
                             }
-                            if (at == At.COMPLETE) {
+                            if (at == At.ENDED) {
                                 chip.await(run);
                             }
                             chip.close();

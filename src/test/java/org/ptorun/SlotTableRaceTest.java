@@ -169,7 +169,7 @@ class SlotTableRaceTest {
                         release(r, m, Phase.PREPARED);
                         table.launchFailed(r.slot(), PtoError.BUSY.code(), "busy");
                     } else if (outcome == 2) {
-                        release(r, m, Phase.COMPLETE);
+                        release(r, m, Phase.ENDED);
                         table.launchFailed(r.slot(), PtoError.KERNEL_FAULT.code(), "fault");
                     } else {
                         release(r, m, Phase.PREPARED);
@@ -181,14 +181,14 @@ class SlotTableRaceTest {
                 case 3: {
                     if (table.beginObserve(r, op == 2 ? "poll" : "await")) {
                         hold(r, m, Phase.RUNNING, "observe");
-                        boolean complete = op == 3 || random.nextBoolean();
-                        release(r, m, complete ? Phase.COMPLETE : Phase.RUNNING);
+                        boolean ended = op == 3 || random.nextBoolean();
+                        release(r, m, ended ? Phase.ENDED : Phase.RUNNING);
                         if (op == 3) {
                             table.awaited(r.slot(), 0, null);
                         } else {
-                            table.polled(r.slot(), complete);
+                            table.polled(r.slot(), ended);
                         }
-                    } else if (m.phase != Phase.COMPLETE) {
+                    } else if (m.phase != Phase.ENDED) {
                         failures.add("an observation of " + r + " began nothing, but the model says " + m.phase);
                     }
                     break;
@@ -197,7 +197,7 @@ class SlotTableRaceTest {
                     SlotTable.Finalizing f = table.beginFinalize(r);
                     Phase seen = m.phase;
                     hold(r, m, f.previous(), "finalize");
-                    if (seen != Phase.PREPARED && seen != Phase.RUNNING && seen != Phase.COMPLETE) {
+                    if (seen != Phase.PREPARED && seen != Phase.RUNNING && seen != Phase.ENDED) {
                         failures.add("finalize of " + r + " began in model phase " + seen);
                     }
                     m.finalizes.incrementAndGet();

@@ -525,7 +525,7 @@ final class ChipLane {
 
     /**
      * Finalizes the running run (waiting for it if it still executes) and completes its
-     * future. Its execution ended when the library says the device finished it (the
+     * future. Its execution ended when the library says it ended on the device (the
      * report), not when this driver noticed — a finalize that waited included.
      */
     private void finalizeActive() {

@@ -9,7 +9,7 @@ import org.ptorun.ChipWorker;
  * driver can park on the lane's events instead — and be woken by an admission to stage a
  * successor during the execution. The library's wait cannot be interrupted; this thread
  * is its interrupt. It changes nothing of the lane: it reports the end of the execution
- * and the driver finalizes (the library itself records when the device finished, which
+ * and the driver finalizes (the library itself records when the run ended on the device, which
  * is the run's {@code RunTimings.executionEnd}). Used only when the driver's bounded
  * spin did not see the run end and a successor could still be staged; started on first
  * use, one per chip. Interrupted, it ends once no wait is requested (the next request

@@ -5,7 +5,7 @@ import java.time.Duration;
 /**
  * When each phase of a run began and ended, in {@link System#nanoTime()} units. The
  * Worker stamps its own calls on the thread that drove them; {@link #executionEnd()} is
- * the library's: the {@code CLOCK_MONOTONIC} instant the device finished the run
+ * the library's: the {@code CLOCK_MONOTONIC} instant the run ended on the device
  * ({@link org.ptorun.RunReport#executionEnd()} — the clock HotSpot's {@code nanoTime}
  * reads on Linux), never when the Worker noticed. So for a run that ended before the
  * Worker began to finalize it,
@@ -26,7 +26,7 @@ public record RunTimings(long enqueued, long prepareStart, long prepareEnd, long
         return Duration.ofNanos(prepareEnd - prepareStart);
     }
 
-    /** From the launch call until the device finished the run. */
+    /** From the launch call until the run ended on the device. */
     public Duration execution() {
         return Duration.ofNanos(executionEnd - launchStart);
     }
