@@ -7,7 +7,7 @@ static int a_run, b_run, c_run; /* owners are opaque pointers */
 
 static RunReservation request(const void *owner, uint32_t slot, uint32_t bank, int permits)
 {
-    return (RunReservation){ .owner = owner, .slot = slot, .bank = bank, .permits_successor = permits,
+    return (RunReservation){ .owner = owner, .slot = slot, .bank = bank, .permits_overlap = permits,
                              .run_id = (uint64_t)slot + 10, .run_epoch = (uint64_t)slot + 100 };
 }
 

@@ -277,7 +277,7 @@ int supports_concurrent_native_prepare_ctx(void *ctx)
     pto_clear_error();
     if (device_context_from(ctx, "supports_concurrent_native_prepare_ctx") == NULL)
         return 0;
-    return runtime_supports_concurrent_prepare() ? 1 : 0;
+    return runtime_supports_overlap() ? 1 : 0;
 }
 
 uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank)

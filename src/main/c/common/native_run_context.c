@@ -298,13 +298,13 @@ static int admit(NativeRunContext *run, int32_t id, RuntimeCallable **callable, 
 {
     DeviceContext *dc = run->owner;
     const char *overlap_refusal =
-        run_overlap_refusal(runtime_supports_concurrent_prepare(), runtime_pipeline_contract()->pipeline_depth,
+        run_overlap_refusal(runtime_supports_overlap(), runtime_pipeline_contract()->pipeline_depth,
                             call_config_has_diagnostics(&run->config));
     RunReservation request = {
         .owner = run,
         .slot = run->desc.pipeline_slot,
         .bank = run->desc.arena_bank,
-        .permits_successor = overlap_refusal == NULL,
+        .permits_overlap = overlap_refusal == NULL,
         .run_id = run->desc.run_id,
         .run_epoch = run->desc.run_epoch,
     };

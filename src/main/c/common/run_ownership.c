@@ -22,13 +22,13 @@ static RunAdmission conflict_with(const RunReservation *held, const void *owner,
     return RUN_ADMITTED;
 }
 
-/* May a run permitting `permits_successor` follow `predecessor`? */
+/* May a run permitting `permits_overlap` follow `predecessor`? */
 static RunAdmission successor_admission(const RunOwnership *o, const RunReservation *predecessor,
-                                        int permits_successor)
+                                        int permits_overlap)
 {
-    if (!permits_successor)
+    if (!permits_overlap)
         return RUN_REFUSED_OVERLAP_NOT_PERMITTED;
-    if (!predecessor->permits_successor)
+    if (!predecessor->permits_overlap)
         return RUN_REFUSED_PREDECESSOR_FORBIDS;
     if (o->claim_owner != predecessor->owner)
         return RUN_REFUSED_PREDECESSOR_NOT_LAUNCHED;
@@ -64,7 +64,7 @@ RunAdmission run_ownership_reserve(RunOwnership *o, const RunReservation *reques
     if (free_entry == NULL || held_count > 1)
         return RUN_REFUSED_FULL;
     if (held != NULL) {
-        RunAdmission a = successor_admission(o, held, request->permits_successor);
+        RunAdmission a = successor_admission(o, held, request->permits_overlap);
         if (a != RUN_ADMITTED) {
             if (blocker != NULL)
                 *blocker = *held;
@@ -141,9 +141,9 @@ const char *run_admission_reason(RunAdmission a)
     return "refused";
 }
 
-const char *run_overlap_refusal(int concurrent_prepare, uint32_t pipeline_depth, int has_diagnostics)
+const char *run_overlap_refusal(int runtime_overlaps, uint32_t pipeline_depth, int has_diagnostics)
 {
-    if (!concurrent_prepare)
+    if (!runtime_overlaps)
         return "this library cannot prepare a run while another executes";
     if (pipeline_depth < 2)
         return "the pipeline contract has depth 1";

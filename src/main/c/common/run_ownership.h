@@ -1,6 +1,6 @@
 /*
  * Who may use the runner (docs/lifecycle.md, sections 1 and 6): at most two
- * reservations {owner, slot, bank, permits_successor}, one per prepared run
+ * reservations {owner, slot, bank, permits_overlap}, one per prepared run
  * from prepare to finalize, and the single execution claim, held by the run
  * that executes from launch to finalize. Pure bookkeeping: the device context
  * calls these under its lock. Owners are opaque pointers (NativeRunContext).
@@ -16,7 +16,7 @@ typedef struct RunReservation {
     const void *owner;          /* NULL: the entry is free */
     uint32_t slot;
     uint32_t bank;
-    int permits_successor;
+    int permits_overlap;
     uint64_t run_id;            /* identity, for messages only */
     uint64_t run_epoch;
 } RunReservation;
@@ -43,7 +43,7 @@ typedef enum RunClaim {
     RUN_CLAIM_BUSY,                     /* another run holds the claim */
 } RunClaim;
 
-/* Admits `request` (owner, slot, bank, permits_successor, identity) or says why
+/* Admits `request` (owner, slot, bank, permits_overlap, identity) or says why
  * not; `*blocker` (optional) receives a copy of the reservation that refused it
  * (owner NULL when none did). A second run is admitted only as a successor: both
  * permit overlap, the first holds the execution claim, and slot and bank differ. */
@@ -64,6 +64,6 @@ const char *run_admission_reason(RunAdmission a);
 /* Why a run may not take part in an overlap (as predecessor or successor), or
  * NULL when it may: the runtime must support concurrent prepare, the contract's
  * depth must exceed 1, and the run must have no diagnostic on. */
-const char *run_overlap_refusal(int concurrent_prepare, uint32_t pipeline_depth, int has_diagnostics);
+const char *run_overlap_refusal(int runtime_overlaps, uint32_t pipeline_depth, int has_diagnostics);
 
 #endif

@@ -17,7 +17,7 @@
 const PipelineContract *runtime_pipeline_contract(void);
 
 /* Non-zero: a run may be prepared in another slot while a run executes (hbg). */
-int runtime_supports_concurrent_prepare(void);
+int runtime_supports_overlap(void);
 
 /* A registered callable as the runtime keeps it (validated, uploaded, kernels
  * resolved). Owned by the runtime; common/ only stores the pointer per id. */

@@ -342,7 +342,7 @@ const PipelineContract *runtime_pipeline_contract(void)
     return &fake_contracts[fake_script.pipeline_depth == 1 ? 0 : 1];
 }
 
-int runtime_supports_concurrent_prepare(void) { return fake_script.concurrent_prepare; }
+int runtime_supports_overlap(void) { return fake_script.concurrent_prepare; }
 
 int runtime_register_callable(const HostApi *api, const void *callable, RuntimeCallable **out)
 {

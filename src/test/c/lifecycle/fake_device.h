@@ -33,7 +33,7 @@ typedef struct FakeScript {
     int abandon_fail_code;         /* runner_abandon_slot returns it when non-zero */
     /* runtime */
     uint32_t pipeline_depth;       /* the contract's depth */
-    int concurrent_prepare;        /* runtime_supports_concurrent_prepare */
+    int concurrent_prepare;        /* runtime_supports_overlap */
     int bind_fail_code;
     int collect_fail_code;         /* runtime_collect_results refuses with it */
     uint64_t device_bytes;         /* runtime_run_device_bytes of a bound run */

@@ -21,7 +21,7 @@ const PipelineContract *runtime_pipeline_contract(void)
 }
 
 /* Everything a bind writes is its own slot's scratch and its own bank's. */
-int runtime_supports_concurrent_prepare(void)
+int runtime_supports_overlap(void)
 {
     return 1;
 }

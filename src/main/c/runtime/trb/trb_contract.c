@@ -32,7 +32,7 @@ const PipelineContract *runtime_pipeline_contract(void)
 }
 
 /* Every run shares bank 0's device-resident image. */
-int runtime_supports_concurrent_prepare(void)
+int runtime_supports_overlap(void)
 {
     return 0;
 }

@@ -18,7 +18,7 @@
  *   image stay).
  *
  * Everything a bind writes is its slot's (scratch, retained buffer) or bank
- * 0's shared image, which one run at a time uses: supports_concurrent_prepare = 0.
+ * 0's shared image, which one run at a time uses: runtime_supports_overlap() = 0.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@ final class ChipLifecycle {
     final DeviceMemory memory;
     final CallableRegistry callables;
     /** A run may be prepared in another slot while one executes (depth > 1 and the library supports it). */
-    final boolean concurrentPrepare;
+    final boolean overlap;
     private final Object closeMonitor = new Object();
 
     /** Opens a device: allocates every slot's blocks, then creates the device context and brings it up. */
@@ -70,17 +70,17 @@ final class ChipLifecycle {
         this.table = new SlotTable(made.length, device.describe());
         this.memory = new DeviceMemory(device, table);
         this.callables = new CallableRegistry(device, table);
-        this.concurrentPrepare = made.length > 1 && api.supportsConcurrentNativePrepare(device.ctx) > 0;
+        this.overlap = made.length > 1 && api.supportsConcurrentNativePrepare(device.ctx) > 0;
         if (LOG.isInfoEnabled()) {
-            LOG.info("opened {} ({})", device.describe(), inFlight(made.length, concurrentPrepare));
+            LOG.info("opened {} ({})", device.describe(), inFlight(made.length, overlap));
         }
         LOG.debug("opened {}: {} pipeline slot(s) {}, run storage {} bytes aligned {}, concurrent prepare {}",
-                device.describe(), made.length, contract, storageSize, storageAlignment, concurrentPrepare);
+                device.describe(), made.length, contract, storageSize, storageAlignment, overlap);
     }
 
     /** The open line's plain words for how many runs a chip holds at once. */
-    static String inFlight(int depth, boolean concurrentPrepare) {
-        if (concurrentPrepare) {
+    static String inFlight(int depth, boolean overlap) {
+        if (overlap) {
             return depth + " runs in flight at most: the next run is prepared while one executes";
         }
         return depth > 1 ? "one run at a time: this library does not prepare a run while another executes"

@@ -59,7 +59,7 @@ public final class ChipWorker implements AutoCloseable {
     private final DeviceMemory memory;
     private final CallableRegistry callables;
     private final RunBinding[] bindings;
-    private final String noConcurrentPrepare;
+    private final String noOverlap;
     /** The config the last run passed validation with; racy on purpose: a stale read only validates again. */
     private CallConfig validatedConfig;
     private final LeakNet.Handle leakNet;
@@ -99,7 +99,7 @@ public final class ChipWorker implements AutoCloseable {
         this.memory = opened.memory;
         this.callables = opened.callables;
         this.bindings = opened.bindings;
-        this.noConcurrentPrepare = opened.concurrentPrepare ? null
+        this.noOverlap = opened.overlap ? null
                 : device.variant() + " cannot prepare while a run executes";
         this.leakNet = LeakNet.register(this, "ChipWorker of " + device.describe(), opened::close);
     }
@@ -615,8 +615,8 @@ public final class ChipWorker implements AutoCloseable {
 
     /** Why a run may not overlap another, or null: only where the library supports it and no diagnostic is on. */
     private String noOverlap(CallConfig config) {
-        if (noConcurrentPrepare != null) {
-            return noConcurrentPrepare;
+        if (noOverlap != null) {
+            return noOverlap;
         }
         return config.hasDiagnostics() ? "this run has a diagnostic on" : null;
     }
@@ -673,9 +673,18 @@ public final class ChipWorker implements AutoCloseable {
         return table.depth();
     }
 
-    /** True when a run may be prepared in another slot while a run executes (depth > 1 and the library supports it). */
+    /**
+     * True when a chip overlaps runs: a run may be prepared in another slot while a run
+     * executes (depth > 1 and the library supports it; {@link HostRuntime#supportsOverlap()}).
+     */
+    public boolean supportsOverlap() {
+        return noOverlap == null;
+    }
+
+    /** @deprecated the capability's one word is overlap: use {@link #supportsOverlap()}. */
+    @Deprecated(forRemoval = true)
     public boolean supportsConcurrentPrepare() {
-        return noConcurrentPrepare == null;
+        return supportsOverlap();
     }
 
     /** The native device context (tests and benchmark probes that call the library directly). */

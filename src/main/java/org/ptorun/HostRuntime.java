@@ -33,7 +33,7 @@ public final class HostRuntime {
     private final PipelineContract contract;
     private final long runStorageSize;
     private final long runStorageAlignment;
-    private volatile Boolean concurrentPrepare;
+    private volatile Boolean overlap;
 
     private HostRuntime(Variant variant, Path file, NativeApi api, PipelineContract contract) {
         this.variant = variant;
@@ -138,13 +138,14 @@ public final class HostRuntime {
      * True when a chip of this library prepares a run while another executes: the pipeline
      * contract has depth 2 and the runtime supports it ({@code
      * supports_concurrent_native_prepare_ctx}, asked once of a device context created for
-     * the question and destroyed; no device is opened). {@link ChipWorker#supportsConcurrentPrepare()}
-     * says the same of an open chip.
+     * the question and destroyed; no device is opened). {@link ChipWorker#supportsOverlap()}
+     * says the same of an open chip. <em>Overlap</em> is the glossary's one word for this
+     * capability (docs/architecture.md).
      *
      * @throws IllegalStateException when the library cannot create a device context
      */
-    public boolean supportsConcurrentPrepare() {
-        Boolean known = concurrentPrepare;
+    public boolean supportsOverlap() {
+        Boolean known = overlap;
         if (known == null) {
             boolean answer = false;
             if (contract.pipelineDepth() > 1) {
@@ -159,9 +160,15 @@ public final class HostRuntime {
                 }
             }
             known = answer;
-            concurrentPrepare = known;
+            overlap = known;
         }
         return known;
+    }
+
+    /** @deprecated the capability's one word is overlap: use {@link #supportsOverlap()}. */
+    @Deprecated(forRemoval = true)
+    public boolean supportsConcurrentPrepare() {
+        return supportsOverlap();
     }
 
     /** The contract symbols this library exports, every one resolved at load. */

@@ -157,7 +157,7 @@ final class SlotTable {
     // a row's word: bits 0-2 the phase, bit 3 a call in flight, bit 4 admits a successor, the rest admissions
     private static final long PHASE_MASK = 0x7;
     private static final long IN_CALL = 1L << 3;
-    private static final long PERMITS_SUCCESSOR = 1L << 4;
+    private static final long PERMITS_OVERLAP = 1L << 4;
     private static final int ADMISSIONS_SHIFT = 5;
     private static final Phase[] PHASES = Phase.values();
 
@@ -264,7 +264,7 @@ final class SlotTable {
                 continue;
             }
             boolean active = phase == Phase.RUNNING || phase == Phase.ENDED;
-            boolean permits = (other & PERMITS_SUCCESSOR) != 0;
+            boolean permits = (other & PERMITS_OVERLAP) != 0;
             if (noOverlap != null || !permits || !active) {
                 throw new ChipBusyException("prepare refused: the run in slot " + run.slot() + " " + NO_PREDECESSOR
                         + " (slot " + i + " is " + phase + (permits ? "" : ", admits no successor")
@@ -527,7 +527,7 @@ final class SlotTable {
             }
             long next = step == Step.ADMIT || step == Step.ADMIT_ALONE
                     ? ((seen >>> ADMISSIONS_SHIFT) + 1) << ADMISSIONS_SHIFT | to.ordinal() | IN_CALL
-                            | (step == Step.ADMIT ? PERMITS_SUCCESSOR : 0)
+                            | (step == Step.ADMIT ? PERMITS_OVERLAP : 0)
                     : with(seen, to, true);
             if (!WORD.compareAndSet(row, seen, next)) {
                 return false;

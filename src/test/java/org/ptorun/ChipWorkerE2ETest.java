@@ -52,7 +52,7 @@ class ChipWorkerE2ETest {
     /**
      * The libraries with a depth-2 pipeline that supports a concurrent prepare (a
      * successor staged while its predecessor runs, each slot with its own arena bank):
-     * the hbg ones. trb does not stage concurrently (supports_concurrent_prepare = 0:
+     * the hbg ones. trb does not stage concurrently (runtime_supports_overlap() = 0:
      * its slots share bank 0's image; a2a3 trb has two slots, a5 trb one). The tests
      * using this source assert the contract themselves, so a library that stopped
      * providing it fails, not skips.
@@ -80,7 +80,7 @@ class ChipWorkerE2ETest {
     private void openDepthTwoConcurrent(Variant variant) {
         open(variant);
         assertThat(chip.pipelineDepth()).isEqualTo(2);
-        assertThat(chip.supportsConcurrentPrepare()).isTrue();
+        assertThat(chip.supportsOverlap()).isTrue();
     }
 
     @AfterEach

@@ -92,7 +92,7 @@ class ChipWorkerPhaseTableTest {
         FakeNativeApi fake = fake();
         ChipWorker chip = open(fake, DEPTH2);
         assertThat(chip.pipelineDepth()).isEqualTo(2);
-        assertThat(chip.supportsConcurrentPrepare()).isTrue();
+        assertThat(chip.supportsOverlap()).isTrue();
         List<Long> storages = chip.runtimeBufferAddresses();
         assertThat(storages).hasSize(2).doesNotHaveDuplicates();
         assertThat(storages).allMatch(a -> a % 64 == 0);
@@ -246,7 +246,7 @@ class ChipWorkerPhaseTableTest {
         FakeNativeApi fake = fake();
         fake.concurrentPrepare = 0;
         ChipWorker chip = open(fake, DEPTH2);
-        assertThat(chip.supportsConcurrentPrepare()).isFalse();
+        assertThat(chip.supportsOverlap()).isFalse();
         NativeRun predecessor = prepare(chip, 0, 1);
         chip.launch(predecessor);
         assertThatThrownBy(() -> prepare(chip, 1, 1))

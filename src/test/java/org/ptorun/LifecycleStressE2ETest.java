@@ -167,7 +167,7 @@ class LifecycleStressE2ETest {
             PipelineSlotPool pool = new PipelineSlotPool(runtime.contract());
             assertThat(pool.depth()).isEqualTo(chip.pipelineDepth());
             if (variant.runtime() == Variant.RuntimeKind.HBG) {
-                assertThat(chip.supportsConcurrentPrepare()).as("hbg stages a successor while a run executes").isTrue();
+                assertThat(chip.supportsOverlap()).as("hbg stages a successor while a run executes").isTrue();
             }
             chip.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N));
             other.registerCallable(CHAIN, ChipWorkerE2ETest.vectorChain(N));
@@ -224,7 +224,7 @@ class LifecycleStressE2ETest {
                             .isEqualTo(chipMemory);
                     NativeThreads after = NativeThreads.now().minus(before);
                     after.assertSameAs(warm, 2, "after the stress");
-                    stress.assertEveryRefusalWasExercised(chip.supportsConcurrentPrepare());
+                    stress.assertEveryRefusalWasExercised(chip.supportsOverlap());
                     runs += stress.total;
                     if (!soak.on()) {
                         FIGURES.info(String.format(java.util.Locale.ROOT, "ptorun: %s ChipWorker stress, seed %d: %d runs from %d threads in %.2f s"
@@ -465,7 +465,7 @@ class LifecycleStressE2ETest {
             this.other = other;
             this.foreign = foreign;
             this.pool = pool;
-            this.concurrent = chip.supportsConcurrentPrepare();
+            this.concurrent = chip.supportsOverlap();
             this.total = total;
             this.plans = new SplittableRandom(seed);
             for (int i = 0; i < INPUT_SETS; i++) {

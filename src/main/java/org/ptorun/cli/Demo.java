@@ -96,7 +96,7 @@ public final class Demo {
              ChipWorker chip = ChipWorker.open(runtime, 0)) {
             chip.registerCallable(CHAIN, vectorChain(N));
             long baseline = chip.committedDeviceMemory();
-            boolean pipelined = chip.supportsConcurrentPrepare();
+            boolean pipelined = chip.supportsOverlap();
             out.printf(Locale.ROOT, "  %s%n", variant.platform() == Variant.Platform.SIM
                     ? "the sim platform: the chip is emulated in this process"
                     : "the onboard platform: the chip is driven through its device driver");

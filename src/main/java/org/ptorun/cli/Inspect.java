@@ -129,8 +129,8 @@ final class Inspect {
         }
         contract.put("text", c.toString());
         try {
-            boolean concurrent = runtime.supportsConcurrentPrepare();
-            contract.put("concurrentPrepare", concurrent);
+            boolean concurrent = runtime.supportsOverlap();
+            contract.put("overlap", concurrent);
             contract.put("runsInFlight", concurrent ? c.pipelineDepth() : 1);
             contract.put("words", inFlight(c.pipelineDepth(), concurrent));
         } catch (RuntimeException e) {
@@ -258,8 +258,8 @@ final class Inspect {
     }
 
     /** How many runs a chip of the library holds at once, in words. */
-    static String inFlight(int depth, boolean concurrentPrepare) {
-        if (concurrentPrepare) {
+    static String inFlight(int depth, boolean overlap) {
+        if (overlap) {
             return depth + " runs at most: the next run is prepared while one executes";
         }
         return depth > 1 ? "1 run: this library does not prepare a run while another executes"

@@ -86,7 +86,7 @@ final class ChipLane {
         for (int i = 0; i < depth; i++) {
             words[i] = AcceptanceWord.allocate();
         }
-        this.overlaps = depth == 2 && chip.supportsConcurrentPrepare();
+        this.overlaps = depth == 2 && chip.supportsOverlap();
         this.deviceWait = new DeviceWait(chip, () -> queue.post(index));
     }
 

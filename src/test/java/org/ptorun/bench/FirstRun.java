@@ -74,7 +74,7 @@ public final class FirstRun {
         int n = DEMO_ELEMENTS;
         try (ChipWorker chip = ChipWorker.open(runtime, 0)) {
             chip.registerCallable(0, Demo.vectorChain(n));
-            int depth = chip.supportsConcurrentPrepare() ? 2 : 1;
+            int depth = chip.supportsOverlap() ? 2 : 1;
             long[] prepares = new long[3];
             for (int i = 0; i < 3; i++) {
                 TaskArgs args = TaskArgs.of(Tensor.of(ramp(n, i)), Tensor.of(ramp(n, 7 * i + 3)),

@@ -101,7 +101,7 @@ public class PipelinedOrchestrationBench {
     @Setup(Level.Trial)
     public void open() {
         chip = ChipWorker.open(HostRuntime.load(Variant.parse(variant)), 0);
-        if (depth == 2 && !chip.supportsConcurrentPrepare()) {
+        if (depth == 2 && !chip.supportsOverlap()) {
             throw new IllegalStateException(variant + " cannot prepare a run while another executes");
         }
         chip.registerCallable(CALLABLE_ID, repeatVadd());

@@ -118,7 +118,7 @@ class MainTest {
             assertThat(depth).isBetween(1, 2);
             assertThat(lib.at("/pipelineContract/bankOfSlot")).hasSize(depth);
             boolean concurrent = depth == 2 && v.runtime() == Variant.RuntimeKind.HBG;
-            assertThat(lib.at("/pipelineContract/concurrentPrepare").asBoolean()).isEqualTo(concurrent);
+            assertThat(lib.at("/pipelineContract/overlap").asBoolean()).isEqualTo(concurrent);
             assertThat(lib.at("/pipelineContract/runsInFlight").asInt()).isEqualTo(concurrent ? 2 : 1);
             assertThat(lib.at("/runStorage/size").asLong()).isGreaterThanOrEqualTo(8);
             assertThat(Long.bitCount(lib.at("/runStorage/alignment").asLong())).isEqualTo(1);
