@@ -304,3 +304,14 @@ uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot)
     }
     return runner_retained_temp_addr(dc->runner, slot);
 }
+
+/* runner_poisoned, the rule's one answer (runner_note_failure sets it): asked by
+ * the caller after a failed call, so it leaves that call's message alone and
+ * answers 0 for anything that is no live context rather than recording why. */
+int device_poisoned_ctx(void *ctx)
+{
+    DeviceContext *dc = ctx;
+    if (dc == NULL || dc->magic != PTO_DEVICE_CONTEXT_MAGIC)
+        return 0;
+    return runner_poisoned(dc->runner) ? 1 : 0;
+}
