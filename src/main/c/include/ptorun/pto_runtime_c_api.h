@@ -67,8 +67,8 @@ extern "C" {
 #define PTO_BLOCK_DIM_MIN                   1
 #define PTO_RING_TASK_WINDOW_MIN            4   /* and a power of two */
 #define PTO_RING_TASK_WINDOW_MAX   0x7FFFFFFF   /* INT32_MAX: the largest legal window is 2^30 */
-#define PTO_RING_HEAP_MIN                1024   /* bytes; no maximum (u64: a size beyond the
-                                                   runtime's capacity fails at prepare) */
+#define PTO_RING_HEAP_MIN                1024   /* bytes; no maximum here: trb refuses a sizing
+                                                   beyond its arena with PTO_ERR_CAPACITY */
 #define PTO_RING_DEP_POOL_MIN               4
 #define PTO_RING_DEP_POOL_MAX      0x7FFFFFFF   /* INT32_MAX */
 
