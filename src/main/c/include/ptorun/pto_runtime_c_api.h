@@ -339,9 +339,10 @@ PTO_EXPORT uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank);
 PTO_EXPORT uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot);
 
 /* 1 when the device context is poisoned (it refuses work after an unrecovered device
- * error, until finalize_device; docs/reliability.md §4), else 0 (0 for a NULL or dead
- * context). The one answer to "did that failure poison?": a caller asks after a failed
- * call instead of deciding from the code. Leaves simpler_last_error alone. */
+ * error, until finalize_device; docs/reliability.md §4), else 0 (also for NULL or a
+ * pointer without a live context's tag; never pass a destroyed one). The one answer
+ * to "did that failure poison?": a caller asks after a failed call instead of
+ * deciding from the code. Leaves simpler_last_error alone. */
 PTO_EXPORT int device_poisoned_ctx(void *ctx);
 
 /* communication group (docs/communication.md): one handle per rank; the device-side
