@@ -319,3 +319,14 @@ int ptorun_log_next(char *buf, size_t cap)
 {
     return native_log_next(buf, cap);
 }
+
+/* runner_poisoned, the rule's one answer (runner_note_failure sets it): asked by
+ * the caller after a failed call, so it leaves that call's message alone and
+ * answers 0 for anything that is no live context rather than recording why. */
+int device_poisoned_ctx(void *ctx)
+{
+    DeviceContext *dc = ctx;
+    if (dc == NULL || dc->magic != PTO_DEVICE_CONTEXT_MAGIC)
+        return 0;
+    return runner_poisoned(dc->runner) ? 1 : 0;
+}

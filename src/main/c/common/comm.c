@@ -31,7 +31,6 @@
 #include "util/last_error.h"
 
 #define COMM_HANDLE_MAGIC 0x50544F434F4D4D31ull /* "PTOCOMM1" */
-#define COMM_DEFAULT_TIMEOUT_MS 45000u
 /* Keys of the platform's allocations: one space, three kinds. */
 #define COMM_KEY_GROUP 1ull
 #define COMM_KEY_DERIVED (1ull << 62)
@@ -312,7 +311,7 @@ void *comm_init(void *ctx, int rank, int nranks, const char *rootinfo_path, uint
     h->dc = dc;
     h->rank = rank;
     h->nranks = nranks;
-    h->timeout_ms = timeout_ms != 0 ? timeout_ms : COMM_DEFAULT_TIMEOUT_MS;
+    h->timeout_ms = timeout_ms != 0 ? timeout_ms : (uint32_t)PTO_DEFAULT_TIMEOUT_MS;
     if (pthread_mutex_init(&h->lock, NULL) != 0) {
         pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_init: cannot create a lock");
         goto fail_lock;

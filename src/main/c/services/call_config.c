@@ -7,28 +7,30 @@
 
 int call_config_validate(const CallConfig *cfg)
 {
+    /* every bound is the public header's: the Java side checks the same constants */
     if (cfg->aicpu_thread_num != 0 &&
-        (cfg->aicpu_thread_num < 2 || cfg->aicpu_thread_num > PTO_ARCH_AICPU_THREADS_MAX))
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.aicpu_thread_num %d is outside 2..%d (0 = default %d)",
-                        cfg->aicpu_thread_num, PTO_ARCH_AICPU_THREADS_MAX, PTO_ARCH_AICPU_THREADS_DEFAULT);
-    if (cfg->block_dim != 0 && (cfg->block_dim < 1 || cfg->block_dim > PTO_ARCH_MAX_BLOCKS))
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.block_dim %d is outside 1..%d (0 = default)",
-                        cfg->block_dim, PTO_ARCH_MAX_BLOCKS);
+        (cfg->aicpu_thread_num < PTO_AICPU_THREADS_MIN || cfg->aicpu_thread_num > PTO_ARCH_AICPU_THREADS_MAX))
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.aicpu_thread_num %d is outside %d..%d (0 = default %d)",
+                        cfg->aicpu_thread_num, PTO_AICPU_THREADS_MIN, PTO_ARCH_AICPU_THREADS_MAX,
+                        PTO_ARCH_AICPU_THREADS_DEFAULT);
+    if (cfg->block_dim != 0 && (cfg->block_dim < PTO_BLOCK_DIM_MIN || cfg->block_dim > PTO_ARCH_MAX_BLOCKS))
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.block_dim %d is outside %d..%d (0 = default)",
+                        cfg->block_dim, PTO_BLOCK_DIM_MIN, PTO_ARCH_MAX_BLOCKS);
     if (cfg->timeout_ms < 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.timeout_ms %d is negative", cfg->timeout_ms);
     for (int i = 0; i < PTO_TRB_RING_COUNT; i++) {
         uint64_t w = cfg->ring_task_window[i];
-        if (w != 0 && (w < 4 || (w & (w - 1)) != 0 || w > INT32_MAX))
+        if (w != 0 && (w < PTO_RING_TASK_WINDOW_MIN || (w & (w - 1)) != 0 || w > PTO_RING_TASK_WINDOW_MAX))
             return pto_fail(PTO_ERR_INVALID_ARGUMENT,
-                            "CallConfig.ring_task_window[%d] %llu is not a power of two in [4, 2^31)", i,
-                            (unsigned long long)w);
-        if (cfg->ring_heap[i] != 0 && cfg->ring_heap[i] < 1024)
-            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.ring_heap[%d] %llu is below 1024 bytes", i,
-                            (unsigned long long)cfg->ring_heap[i]);
+                            "CallConfig.ring_task_window[%d] %llu is not a power of two in [%d, %d]", i,
+                            (unsigned long long)w, PTO_RING_TASK_WINDOW_MIN, PTO_RING_TASK_WINDOW_MAX);
+        if (cfg->ring_heap[i] != 0 && cfg->ring_heap[i] < PTO_RING_HEAP_MIN)
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.ring_heap[%d] %llu is below %d bytes", i,
+                            (unsigned long long)cfg->ring_heap[i], PTO_RING_HEAP_MIN);
         uint64_t d = cfg->ring_dep_pool[i];
-        if (d != 0 && (d < 4 || d > INT32_MAX))
-            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.ring_dep_pool[%d] %llu is outside [4, 2^31)", i,
-                            (unsigned long long)d);
+        if (d != 0 && (d < PTO_RING_DEP_POOL_MIN || d > PTO_RING_DEP_POOL_MAX))
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.ring_dep_pool[%d] %llu is outside [%d, %d]", i,
+                            (unsigned long long)d, PTO_RING_DEP_POOL_MIN, PTO_RING_DEP_POOL_MAX);
     }
     if (memchr(cfg->output_prefix, '\0', sizeof cfg->output_prefix) == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "CallConfig.output_prefix is not NUL-terminated");

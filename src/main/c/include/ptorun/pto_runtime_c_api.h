@@ -60,6 +60,18 @@ extern "C" {
 #define PTO_OUTPUT_PREFIX_BYTES          1024
 #define PTO_DEFAULT_TIMEOUT_MS          45000
 
+/* CallConfig bounds (call_config_validate refuses a value outside them; 0 is always
+   "the default"). The arch maxima of aicpu_thread_num and block_dim are per arch
+   (src/main/c/arch/arch.h): PTO_ARCH_AICPU_THREADS_MAX, PTO_ARCH_MAX_BLOCKS. */
+#define PTO_AICPU_THREADS_MIN               2   /* the first thread orchestrates on trb */
+#define PTO_BLOCK_DIM_MIN                   1
+#define PTO_RING_TASK_WINDOW_MIN            4   /* and a power of two */
+#define PTO_RING_TASK_WINDOW_MAX   0x7FFFFFFF   /* INT32_MAX: the largest legal window is 2^30 */
+#define PTO_RING_HEAP_MIN                1024   /* bytes; no maximum here: trb refuses a sizing
+                                                   beyond its arena with PTO_ERR_CAPACITY */
+#define PTO_RING_DEP_POOL_MIN               4
+#define PTO_RING_DEP_POOL_MAX      0x7FFFFFFF   /* INT32_MAX */
+
 /* First 8 bytes of a run storage holding a prepared run ("SMPLRUN1"). */
 #define PTO_NATIVE_RUN_STORAGE_MAGIC 0x534D504C52554E31ull
 /* Where a run storage holds its NativeRunReport: right after the tag. */
@@ -146,15 +158,16 @@ typedef struct PipelineSlotLease {
 
 #pragma pack(push, 1)
 typedef struct CallConfig {
-    int32_t aicpu_thread_num;          /* 0 = arch default; else 2..arch max */
-    int32_t block_dim;                 /* 0 = variant default; else 1..arch max */
+    int32_t aicpu_thread_num;          /* 0 = arch default; else PTO_AICPU_THREADS_MIN..arch max */
+    int32_t block_dim;                 /* 0 = variant default; else PTO_BLOCK_DIM_MIN..arch max */
     int32_t enable_trace;              /* diagnostic */
     int32_t enable_dump_args;          /* diagnostic */
     int32_t enable_dep_graph;          /* diagnostic */
     int32_t timeout_ms;                /* 0 = PTO_DEFAULT_TIMEOUT_MS */
-    uint64_t ring_task_window[PTO_TRB_RING_COUNT]; /* 0 = default; else power of two >= 4 */
-    uint64_t ring_heap[PTO_TRB_RING_COUNT];        /* 0 = default; else >= 1024 */
-    uint64_t ring_dep_pool[PTO_TRB_RING_COUNT];    /* 0 = default; else >= 4 */
+    uint64_t ring_task_window[PTO_TRB_RING_COUNT]; /* 0 = default; else a power of two in
+                                                      PTO_RING_TASK_WINDOW_MIN..PTO_RING_TASK_WINDOW_MAX */
+    uint64_t ring_heap[PTO_TRB_RING_COUNT];        /* 0 = default; else >= PTO_RING_HEAP_MIN */
+    uint64_t ring_dep_pool[PTO_TRB_RING_COUNT];    /* 0 = default; else PTO_RING_DEP_POOL_MIN..PTO_RING_DEP_POOL_MAX */
     char output_prefix[PTO_OUTPUT_PREFIX_BYTES];   /* required when a diagnostic is on */
 } CallConfig;
 #pragma pack(pop)
@@ -325,6 +338,13 @@ PTO_EXPORT int supports_concurrent_native_prepare_ctx(void *ctx);
 PTO_EXPORT uint64_t get_arena_bank_gm_heap_base_ctx(void *ctx, uint32_t bank);
 PTO_EXPORT uint64_t get_retained_temp_addr_ctx(void *ctx, uint32_t slot);
 
+/* 1 when the device context is poisoned (it refuses work after an unrecovered device
+ * error, until finalize_device; docs/reliability.md §4), else 0 (also for NULL or a
+ * pointer without a live context's tag; never pass a destroyed one). The one answer
+ * to "did that failure poison?": a caller asks after a failed call instead of
+ * deciding from the code. Leaves simpler_last_error alone. */
+PTO_EXPORT int device_poisoned_ctx(void *ctx);
+
 /* communication group (docs/communication.md): one handle per rank; the device-side
  * descriptor the *_ctx_out values point to is PtoCommDeviceContext (ptorun/pto_comm.h).
  * Collective calls (comm_init, comm_alloc_windows, comm_derive_context,
@@ -349,6 +369,9 @@ PTO_EXPORT int comm_barrier(void *comm);
  * refuses, or that fails, breaks the domains its scalars name itself. Local, never
  * blocks; a broken domain stays broken (close the group, open a new one). */
 PTO_EXPORT int comm_break_domain(void *comm, uint64_t device_ctx);
+
+/* Leaves the group and frees the handle (NULL tolerated); PTO_ERR_BUSY while a run is
+ * outstanding on the handle's context. */
 PTO_EXPORT int comm_destroy(void *comm);
 
 /* native log: native code never prints; it records (level, text) in a bounded ring

@@ -5,28 +5,33 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Objects;
 import org.ptorun.internal.Layouts;
+import org.ptorun.internal.NativeConstants;
 
 /**
  * How one run executes: the C {@code CallConfig} (1144 bytes, packed). Immutable; built
  * with {@link #builder()}. {@link Builder#build()} checks every rule that does not
  * depend on the chip; {@link #validateFor(Variant.Arch)} adds the arch maxima and is
- * applied by {@link ChipWorker#prepare ChipWorker.prepare}.
+ * applied by {@link ChipWorker#prepare ChipWorker.prepare}. Together they refuse exactly
+ * what the library's {@code call_config_validate} refuses: the bounds are the public
+ * header's ({@code PTO_AICPU_THREADS_MIN}, {@code PTO_RING_*_MIN/MAX}, …) and arch.h's.
  *
  * <p>Rules (abi.md): {@code aicpuThreadNum} 0 (arch default) or 2..arch max (a2a3 4,
  * a5 7); {@code blockDim} 0 (variant default) or 1..arch max blocks (a2a3 24, a5 36);
- * {@code timeoutMs} ≥ 0 (0 = 45 000); per ring, {@code ringTaskWindow} 0 or a power of
- * two ≥ 4, {@code ringHeap} 0 or ≥ 1024 bytes, {@code ringDepPool} 0 or ≥ 4; the
- * output prefix below 1024 bytes of UTF-8, without NUL, and required when a
- * diagnostic (trace, argument dump, dependency graph) is on.
+ * {@code timeoutMs} ≥ 0 (0 = {@value #DEFAULT_TIMEOUT_MS}); per ring, {@code ringTaskWindow}
+ * 0 or a power of two in [4, 2^31), {@code ringHeap} 0 or ≥ 1024 bytes, {@code ringDepPool}
+ * 0 or in [4, 2^31) — the ring values are C {@code uint64_t}s, a negative {@code long} the
+ * same bits read unsigned; the output prefix below {@value #OUTPUT_PREFIX_BYTES} bytes of
+ * UTF-8, without NUL, and required when a diagnostic (trace, argument dump, dependency
+ * graph) is on.
  */
 public final class CallConfig {
 
     /** Rings per array: trb uses all four, hbg ring 0 only. */
-    public static final int RING_COUNT = Layouts.CallConfig.RING_COUNT;
+    public static final int RING_COUNT = NativeConstants.PTO_TRB_RING_COUNT;
     /** Output prefix capacity in bytes, its NUL included. */
-    public static final int OUTPUT_PREFIX_BYTES = Layouts.CallConfig.OUTPUT_PREFIX_BYTES;
+    public static final int OUTPUT_PREFIX_BYTES = NativeConstants.PTO_OUTPUT_PREFIX_BYTES;
     /** What a timeout of 0 means. */
-    public static final int DEFAULT_TIMEOUT_MS = 45_000;
+    public static final int DEFAULT_TIMEOUT_MS = NativeConstants.PTO_DEFAULT_TIMEOUT_MS;
 
     /** Every field at its default. */
     public static final CallConfig DEFAULT = builder().build();
@@ -82,14 +87,16 @@ public final class CallConfig {
         return b;
     }
 
+    /** The rules of call_config_validate that hold on every arch, with the header's bounds. */
     private void validate() {
-        if (aicpuThreadNum != 0 && (aicpuThreadNum < 2 || aicpuThreadNum > MAX_AICPU_THREADS)) {
-            throw new IllegalArgumentException("aicpu_thread_num " + aicpuThreadNum
-                    + " must be 0 (arch default) or 2.." + MAX_AICPU_THREADS);
+        if (aicpuThreadNum != 0 && (aicpuThreadNum < NativeConstants.PTO_AICPU_THREADS_MIN
+                || aicpuThreadNum > MAX_AICPU_THREADS)) {
+            throw new IllegalArgumentException("aicpu_thread_num " + aicpuThreadNum + " must be 0 (arch default) or "
+                    + NativeConstants.PTO_AICPU_THREADS_MIN + ".." + MAX_AICPU_THREADS);
         }
-        if (blockDim < 0 || blockDim > MAX_BLOCK_DIM) {
-            throw new IllegalArgumentException("block_dim " + blockDim
-                    + " must be 0 (variant default) or 1.." + MAX_BLOCK_DIM);
+        if (blockDim != 0 && (blockDim < NativeConstants.PTO_BLOCK_DIM_MIN || blockDim > MAX_BLOCK_DIM)) {
+            throw new IllegalArgumentException("block_dim " + blockDim + " must be 0 (variant default) or "
+                    + NativeConstants.PTO_BLOCK_DIM_MIN + ".." + MAX_BLOCK_DIM);
         }
         if (timeoutMs < 0) {
             throw new IllegalArgumentException("timeout_ms " + timeoutMs + " must be >= 0 (0 = "
@@ -97,17 +104,21 @@ public final class CallConfig {
         }
         for (int r = 0; r < RING_COUNT; r++) {
             long w = ringTaskWindow[r];
-            if (w != 0 && (w < 4 || Long.bitCount(w) != 1)) {
-                throw new IllegalArgumentException("ring_task_window[" + r + "] " + w
-                        + " must be 0 (default) or a power of two >= 4");
+            if (w != 0 && (outside(w, NativeConstants.PTO_RING_TASK_WINDOW_MIN,
+                    NativeConstants.PTO_RING_TASK_WINDOW_MAX) || Long.bitCount(w) != 1)) {
+                throw new IllegalArgumentException("ring_task_window[" + r + "] " + Long.toUnsignedString(w)
+                        + " must be 0 (default) or a power of two in [" + NativeConstants.PTO_RING_TASK_WINDOW_MIN
+                        + ", " + NativeConstants.PTO_RING_TASK_WINDOW_MAX + "]");
             }
-            if (ringHeap[r] != 0 && ringHeap[r] < 1024) {
+            if (ringHeap[r] != 0 && Long.compareUnsigned(ringHeap[r], NativeConstants.PTO_RING_HEAP_MIN) < 0) {
                 throw new IllegalArgumentException("ring_heap[" + r + "] " + ringHeap[r]
-                        + " must be 0 (default) or >= 1024 bytes");
+                        + " must be 0 (default) or >= " + NativeConstants.PTO_RING_HEAP_MIN + " bytes");
             }
-            if (ringDepPool[r] != 0 && ringDepPool[r] < 4) {
-                throw new IllegalArgumentException("ring_dep_pool[" + r + "] " + ringDepPool[r]
-                        + " must be 0 (default) or >= 4");
+            long d = ringDepPool[r];
+            if (d != 0 && outside(d, NativeConstants.PTO_RING_DEP_POOL_MIN, NativeConstants.PTO_RING_DEP_POOL_MAX)) {
+                throw new IllegalArgumentException("ring_dep_pool[" + r + "] " + Long.toUnsignedString(d)
+                        + " must be 0 (default) or in [" + NativeConstants.PTO_RING_DEP_POOL_MIN + ", "
+                        + NativeConstants.PTO_RING_DEP_POOL_MAX + "]");
             }
         }
         if (outputPrefixUtf8.length >= OUTPUT_PREFIX_BYTES) {
@@ -131,12 +142,14 @@ public final class CallConfig {
     public CallConfig validateFor(Variant.Arch arch) {
         Objects.requireNonNull(arch, "arch");
         if (aicpuThreadNum > arch.maxAicpuThreads()) {
-            throw new IllegalArgumentException("aicpu_thread_num " + aicpuThreadNum + " must be 0 (arch default) or 2.."
-                    + arch.maxAicpuThreads() + " on " + arch.name().toLowerCase(java.util.Locale.ROOT));
+            throw new IllegalArgumentException("aicpu_thread_num " + aicpuThreadNum + " must be 0 (arch default) or "
+                    + NativeConstants.PTO_AICPU_THREADS_MIN + ".." + arch.maxAicpuThreads() + " on "
+                    + arch.name().toLowerCase(java.util.Locale.ROOT));
         }
         if (blockDim > arch.maxBlockDim()) {
-            throw new IllegalArgumentException("block_dim " + blockDim + " must be 0 (variant default) or 1.."
-                    + arch.maxBlockDim() + " on " + arch.name().toLowerCase(java.util.Locale.ROOT));
+            throw new IllegalArgumentException("block_dim " + blockDim + " must be 0 (variant default) or "
+                    + NativeConstants.PTO_BLOCK_DIM_MIN + ".." + arch.maxBlockDim() + " on "
+                    + arch.name().toLowerCase(java.util.Locale.ROOT));
         }
         return this;
     }
@@ -243,6 +256,11 @@ public final class CallConfig {
                 + ", outputPrefix='" + outputPrefix + "']";
     }
 
+    /** {@code value}, a C uint64_t, is outside [min, max]. */
+    private static boolean outside(long value, long min, long max) {
+        return Long.compareUnsigned(value, min) < 0 || Long.compareUnsigned(value, max) > 0;
+    }
+
     private static int maxOver(java.util.function.ToIntFunction<Variant.Arch> limit) {
         int max = 0;
         for (Variant.Arch a : Variant.Arch.values()) {
@@ -306,13 +324,13 @@ public final class CallConfig {
             return this;
         }
 
-        /** 0 = 45 000 ms. */
+        /** 0 = {@value CallConfig#DEFAULT_TIMEOUT_MS} ms. */
         public Builder timeoutMs(int millis) {
             this.timeoutMs = millis;
             return this;
         }
 
-        /** Task window of one ring: 0 = default, else a power of two ≥ 4. */
+        /** Task window of one ring: 0 = default, else a power of two in [4, 2^31). */
         public Builder ringTaskWindow(int ring, long tasks) {
             ringTaskWindow[checkRing(ring)] = tasks;
             return this;
@@ -336,7 +354,7 @@ public final class CallConfig {
             return this;
         }
 
-        /** Dependency pool entries of one ring: 0 = default, else ≥ 4. */
+        /** Dependency pool entries of one ring: 0 = default, else in [4, 2^31). */
         public Builder ringDepPool(int ring, long entries) {
             ringDepPool[checkRing(ring)] = entries;
             return this;

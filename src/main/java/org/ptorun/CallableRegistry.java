@@ -6,6 +6,7 @@ import java.util.concurrent.locks.StampedLock;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
 import org.ptorun.callable.TensorExtents;
+import org.ptorun.internal.NativeConstants;
 import org.ptorun.internal.OffHeapBlock;
 
 /**
@@ -20,9 +21,6 @@ import org.ptorun.internal.OffHeapBlock;
  */
 final class CallableRegistry {
 
-    /** Callable ids the library's registry holds: [0, MAX_CALLABLES). */
-    static final int MAX_CALLABLES = 64;
-
     private record Registered(OffHeapBlock bytes, Direction[] tensorDirections, TensorExtents extents) {
     }
 
@@ -30,7 +28,7 @@ final class CallableRegistry {
     private final SlotTable table;
     private final StampedLock lock = new StampedLock();
     /** By id; read under either side of the lock, written under the write side. */
-    private final Registered[] callables = new Registered[MAX_CALLABLES];
+    private final Registered[] callables = new Registered[NativeConstants.PTO_MAX_CALLABLES];
 
     CallableRegistry(ChipDevice device, SlotTable table) {
         this.device = device;
@@ -38,8 +36,9 @@ final class CallableRegistry {
     }
 
     static void checkCallableId(int id) {
-        if (id < 0 || id >= MAX_CALLABLES) {
-            throw new IllegalArgumentException("callable id " + id + " is outside [0, " + MAX_CALLABLES + ")");
+        if (id < 0 || id >= NativeConstants.PTO_MAX_CALLABLES) {
+            throw new IllegalArgumentException("callable id " + id + " is outside [0, "
+                    + NativeConstants.PTO_MAX_CALLABLES + ")");
         }
     }
 
@@ -142,7 +141,7 @@ final class CallableRegistry {
     void freeAll() {
         long stamp = lock.writeLock();
         try {
-            for (int id = 0; id < MAX_CALLABLES; id++) {
+            for (int id = 0; id < NativeConstants.PTO_MAX_CALLABLES; id++) {
                 if (callables[id] != null) {
                     callables[id].bytes().close();
                     callables[id] = null;

@@ -11,7 +11,8 @@ import org.ptorun.internal.OffHeapBlock;
 
 /**
  * One device context of the library: created and brought up at open, finalized and
- * destroyed at close; the native failures of its calls (and the poisoning they imply);
+ * destroyed at close; the native failures of its calls (and whether the library says
+ * they poisoned it);
  * and the device lock that orders the calls not about a run (memory, copies,
  * callables, queries: read side) before device teardown (write side).
  */
@@ -101,38 +102,30 @@ final class ChipDevice {
     }
 
     /**
-     * True when a failure with {@code code} on a library of {@code platform} has poisoned
-     * the device context until finalize_device (docs/reliability.md, section 4): {@code
-     * PTO_ERR_POISONED} on any platform (the context refused the work); {@code
-     * PTO_ERR_DEVICE} and {@code PTO_ERR_TIMEOUT} on an onboard library, where every one a
-     * call returns has poisoned it, whatever failed (a stream, a lost device, a failed copy,
-     * a refused launch). Nothing else: the sim never poisons, its device has no
-     * unrecoverable state. Decided by the code alone, never by the message.
-     */
-    static boolean poisons(int code, Variant.Platform platform) {
-        Objects.requireNonNull(platform, "platform");
-        if (code == PtoError.POISONED.code()) {
-            return true;
-        }
-        return platform == Variant.Platform.ONBOARD
-                && (code == PtoError.DEVICE.code() || code == PtoError.TIMEOUT.code());
-    }
-
-    /** {@link #poisons(int, Variant.Platform)} on this chip's platform. */
-    boolean poisons(int code) {
-        return poisons(code, variant.platform());
-    }
-
-    /**
-     * The exception for a failed native call; a code that poisoned the device context
-     * marks the chip poisoned for good, at once (so {@code isHealthy()} is false as soon
-     * as the exception is thrown).
+     * The exception for a failed native call. Whether the failure poisoned the device
+     * context is the library's answer, not a rule of ours (device_poisoned_ctx; the rule
+     * is runner_note_failure's, docs/reliability.md section 4): asked right after the
+     * failure, so the chip is unhealthy as the exception is thrown, and only after a
+     * failure, so a successful call costs nothing more.
      */
     PtoRunException failure(String operation, int code, String nativeMessage, NativeRun run) {
-        if (poisons(code)) {
+        if (libraryPoisoned()) {
             poisoned = true;
         }
         return NativeErrors.fromNative(operation, code, nativeMessage, run);
+    }
+
+    /** device_poisoned_ctx, under the read side: never on a context already finalized and destroyed. */
+    private boolean libraryPoisoned() {
+        if (ctx == 0) {
+            return false; // create or init failed: this chip has no context yet
+        }
+        lock.readLock().lock(); // re-entrant for a caller already inside
+        try {
+            return !released && api.devicePoisoned(ctx) != 0;
+        } finally {
+            lock.readLock().unlock();
+        }
     }
 
     // ---- the device lock ------------------------------------------------------------------

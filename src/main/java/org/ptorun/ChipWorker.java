@@ -13,6 +13,7 @@ import org.ptorun.callable.Direction;
 import org.ptorun.internal.LeakNet;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
+import org.ptorun.internal.NativeConstants;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,8 +51,9 @@ import org.slf4j.LoggerFactory;
 public final class ChipWorker implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChipWorker.class);
-    private static final int POLL_NOT_READY = 0;
-    private static final int POLL_ENDED = 1; // SIMPLER_NATIVE_RUN_POLL_COMPLETE: the ABI's spelling of "ended"
+    private static final int POLL_NOT_READY = NativeConstants.SIMPLER_NATIVE_RUN_POLL_NOT_READY;
+    /** The ABI's spelling of "ended". */
+    private static final int POLL_ENDED = NativeConstants.SIMPLER_NATIVE_RUN_POLL_COMPLETE;
 
     private final ChipLifecycle lifecycle;
     private final ChipDevice device;

@@ -16,6 +16,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
+import org.ptorun.internal.NativeConstants;
 import org.ptorun.internal.OffHeapBlock;
 
 /**
@@ -36,8 +37,8 @@ import org.ptorun.internal.OffHeapBlock;
  */
 public final class CommGroup implements AutoCloseable {
 
-    /** The timeout {@link #open(List, Path)} uses. */
-    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(45);
+    /** The timeout {@link #open(List, Path)} uses: the library's default, what comm_init takes 0 for. */
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofMillis(NativeConstants.PTO_DEFAULT_TIMEOUT_MS);
 
     private final int size;
     private final String name;

@@ -13,6 +13,7 @@ import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.LoadedLibrary;
 import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.NativeLog;
+import org.ptorun.internal.NativeLogDrain;
 import org.ptorun.internal.NativeMemory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -58,8 +59,9 @@ public final class HostRuntime {
         String fileName = variant.libraryFileName();
         LoadedLibrary library = LibraryLoader.load(variant.libraryName(), fileName);
         try {
-            // every call that may record drains the library's native log into org.ptorun.native
-            NativeApi api = new DrainingNativeApi(library.api(), new NativeLog(library.api(), variant.toString()));
+            // calls drain the library's native log into org.ptorun.native, as NativeLogDrain decides
+            NativeApi api = new DrainingNativeApi(library.api(),
+                    new NativeLogDrain(new NativeLog(library.api(), variant.toString())));
             String reported = NativeMemory.cString(api.variant());
             if (!variant.toString().equals(reported)) {
                 throw new LibraryLoadException(fileName + " (" + library.file() + ") reports variant '"

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import org.ptorun.internal.NativeConstants;
 
 /**
  * A library's pipeline contract: how many runs may be in flight at once
@@ -15,11 +16,11 @@ import java.util.Set;
 public record PipelineContract(int abiVersion, int pipelineDepth, List<Resource> resources) {
 
     /** The only contract ABI version. */
-    public static final int ABI_VERSION = 1;
+    public static final int ABI_VERSION = NativeConstants.PTO_PIPELINE_CONTRACT_ABI_VERSION;
     /** At most two runs in flight per chip. */
-    public static final int MAX_DEPTH = 2;
+    public static final int MAX_DEPTH = NativeConstants.PTO_PIPELINE_MAX_DEPTH;
     /** At most eight declared resources. */
-    public static final int MAX_RESOURCES = 8;
+    public static final int MAX_RESOURCES = NativeConstants.PTO_PIPELINE_MAX_RESOURCES;
 
     /** What a resource is. Native values 1..6; 0 is never valid. */
     public enum ResourceKind {

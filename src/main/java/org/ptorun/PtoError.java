@@ -1,31 +1,35 @@
 package org.ptorun;
 
 import java.util.Optional;
+import org.ptorun.internal.NativeConstants;
 
 /**
  * Every status code of the host-runtime C contract (abi.md): 0 success, negative
- * failure, each negative value naming one kind of failure.
+ * failure, each negative value naming one kind of failure. The values are the public
+ * header's ({@code NativeConstants}, generated from it); a test checks that every
+ * {@code PTO_ERR_*} the header defines has its constant here.
  */
 public enum PtoError {
-    OK(0, "PTO_OK"),
-    FAILED(-1, "PTO_ERR_FAILED"),
-    UNSUPPORTED(-2, "PTO_RUNTIME_ERR_UNSUPPORTED"),
-    INVALID_ARGUMENT(-3, "PTO_ERR_INVALID_ARGUMENT"),
-    BAD_STORAGE(-4, "PTO_ERR_BAD_STORAGE"),
-    WRONG_PHASE(-5, "PTO_ERR_WRONG_PHASE"),
-    BUSY(-6, "PTO_ERR_BUSY"),
-    NOT_REGISTERED(-7, "PTO_ERR_NOT_REGISTERED"),
-    OUT_OF_MEMORY(-8, "PTO_ERR_OUT_OF_MEMORY"),
-    DEVICE(-9, "PTO_ERR_DEVICE"),
-    KERNEL_FAULT(-10, "PTO_ERR_KERNEL_FAULT"),
-    TIMEOUT(-11, "PTO_ERR_TIMEOUT"),
-    BAD_CALLABLE(-12, "PTO_ERR_BAD_CALLABLE"),
-    CAPACITY(-13, "PTO_ERR_CAPACITY"),
-    ORCHESTRATION(-14, "PTO_ERR_ORCHESTRATION"),
-    POISONED(-15, "PTO_ERR_POISONED"),
-    RANKS_DISAGREE(-16, "PTO_ERR_RANKS_DISAGREE");
+    OK(NativeConstants.PTO_OK, "PTO_OK"),
+    FAILED(NativeConstants.PTO_ERR_FAILED, "PTO_ERR_FAILED"),
+    UNSUPPORTED(NativeConstants.PTO_RUNTIME_ERR_UNSUPPORTED, "PTO_RUNTIME_ERR_UNSUPPORTED"),
+    INVALID_ARGUMENT(NativeConstants.PTO_ERR_INVALID_ARGUMENT, "PTO_ERR_INVALID_ARGUMENT"),
+    BAD_STORAGE(NativeConstants.PTO_ERR_BAD_STORAGE, "PTO_ERR_BAD_STORAGE"),
+    WRONG_PHASE(NativeConstants.PTO_ERR_WRONG_PHASE, "PTO_ERR_WRONG_PHASE"),
+    BUSY(NativeConstants.PTO_ERR_BUSY, "PTO_ERR_BUSY"),
+    NOT_REGISTERED(NativeConstants.PTO_ERR_NOT_REGISTERED, "PTO_ERR_NOT_REGISTERED"),
+    OUT_OF_MEMORY(NativeConstants.PTO_ERR_OUT_OF_MEMORY, "PTO_ERR_OUT_OF_MEMORY"),
+    DEVICE(NativeConstants.PTO_ERR_DEVICE, "PTO_ERR_DEVICE"),
+    KERNEL_FAULT(NativeConstants.PTO_ERR_KERNEL_FAULT, "PTO_ERR_KERNEL_FAULT"),
+    TIMEOUT(NativeConstants.PTO_ERR_TIMEOUT, "PTO_ERR_TIMEOUT"),
+    BAD_CALLABLE(NativeConstants.PTO_ERR_BAD_CALLABLE, "PTO_ERR_BAD_CALLABLE"),
+    CAPACITY(NativeConstants.PTO_ERR_CAPACITY, "PTO_ERR_CAPACITY"),
+    ORCHESTRATION(NativeConstants.PTO_ERR_ORCHESTRATION, "PTO_ERR_ORCHESTRATION"),
+    POISONED(NativeConstants.PTO_ERR_POISONED, "PTO_ERR_POISONED"),
+    RANKS_DISAGREE(NativeConstants.PTO_ERR_RANKS_DISAGREE, "PTO_ERR_RANKS_DISAGREE");
 
-    private static final PtoError[] BY_NEGATED_CODE = values();
+    /** By negated code; the codes are 0, -1, -2, … without a gap (checked at class init). */
+    private static final PtoError[] BY_NEGATED_CODE = byNegatedCode();
 
     private final int code;
     private final String cName;
@@ -51,16 +55,27 @@ public enum PtoError {
      * @throws IllegalArgumentException for a code the contract does not define
      */
     public static PtoError fromCode(int code) {
-        return lookup(code).orElseThrow(() -> new IllegalArgumentException(
-                "native code " + code + " is not a ptorun status code (0 to -16)"));
+        return lookup(code).orElseThrow(() -> new IllegalArgumentException("native code " + code
+                + " is not a ptorun status code (0 to " + (1 - BY_NEGATED_CODE.length) + ")"));
     }
 
     /** The error of a native code, or empty for a code the contract does not define. */
     public static Optional<PtoError> lookup(int code) {
-        // values() is declared in code order 0, -1, ..., -16
         return code <= 0 && -code < BY_NEGATED_CODE.length
                 ? Optional.of(BY_NEGATED_CODE[-code])
                 : Optional.empty();
+    }
+
+    private static PtoError[] byNegatedCode() {
+        PtoError[] all = values();
+        PtoError[] table = new PtoError[all.length];
+        for (PtoError e : all) {
+            if (e.code > 0 || -e.code >= table.length || table[-e.code] != null) {
+                throw new IllegalStateException("status codes are not 0, -1, ..., -" + (all.length - 1) + ": " + e);
+            }
+            table[-e.code] = e;
+        }
+        return table;
     }
 
     /** The C name of a code, or {@code "unknown code N"}. */

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import org.ptorun.internal.NativeArch;
 
 /**
  * One of the eight host-runtime libraries: arch × platform × runtime.
@@ -12,34 +13,31 @@ import java.util.Objects;
  */
 public record Variant(Arch arch, Platform platform, RuntimeKind runtime) {
 
-    /** Chip architecture: geometry, host mapping, run streams, pipeline contracts. */
+    /**
+     * Chip architecture: geometry, host mapping, run streams, pipeline contracts. Its
+     * figures are the library's own, src/main/c/arch/arch.h's branch for the arch
+     * (generated into {@code org.ptorun.internal.NativeArch}).
+     */
     public enum Arch {
-        A2A3(4, 4, 24),
-        A5(5, 7, 36);
+        A2A3,
+        A5;
 
-        private final int defaultAicpuThreads;
-        private final int maxAicpuThreads;
-        private final int maxBlockDim;
-
-        Arch(int defaultAicpuThreads, int maxAicpuThreads, int maxBlockDim) {
-            this.defaultAicpuThreads = defaultAicpuThreads;
-            this.maxAicpuThreads = maxAicpuThreads;
-            this.maxBlockDim = maxBlockDim;
-        }
+        /** arch.h's branch of the same name. */
+        private final NativeArch table = NativeArch.valueOf(name());
 
         /** AICPU threads a run gets when {@code aicpu_thread_num} is 0. */
         public int defaultAicpuThreads() {
-            return defaultAicpuThreads;
+            return table.PTO_ARCH_AICPU_THREADS_DEFAULT;
         }
 
         /** The largest legal {@code aicpu_thread_num}. */
         public int maxAicpuThreads() {
-            return maxAicpuThreads;
+            return table.PTO_ARCH_AICPU_THREADS_MAX;
         }
 
         /** Blocks of the chip: the largest legal {@code block_dim}. */
         public int maxBlockDim() {
-            return maxBlockDim;
+            return table.PTO_ARCH_MAX_BLOCKS;
         }
     }
 

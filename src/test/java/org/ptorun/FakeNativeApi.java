@@ -12,11 +12,12 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.ptorun.internal.Layouts;
-import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.NativeMemory;
 import org.ptorun.internal.OffHeapBlock;
+import org.ptorun.internal.UnsupportedNativeApi;
 
 /**
  * A scriptable stand-in for one host-runtime library. It records every call (function,
@@ -24,9 +25,12 @@ import org.ptorun.internal.OffHeapBlock;
  * can park a call until the test opens its gate, keeps a per-thread last error like the
  * real library, and imitates what the tests observe: a successful launch writes the
  * acceptance sink, a successful finalize of a launched run writes 42.0f into the first
- * element of every host tensor (the "copy back").
+ * element of every host tensor (the "copy back"). Poisoning is the library's answer:
+ * {@link #poisoned} is what {@code device_poisoned_ctx} returns. What it does not model
+ * (the comm group, the pipeline contract, any new export) throws, naming the C function
+ * ({@link UnsupportedNativeApi}).
  */
-final class FakeNativeApi implements NativeApi, AutoCloseable {
+final class FakeNativeApi extends UnsupportedNativeApi implements AutoCloseable {
 
     static final long CTX = 0xC0FFEE00L;
     static final float RESULT = 42.0f;
@@ -76,6 +80,10 @@ final class FakeNativeApi implements NativeApi, AutoCloseable {
     private final AtomicLong committed = new AtomicLong();
     private final Map<Long, Long> allocations = new ConcurrentHashMap<>();
     volatile int concurrentPrepare = 1;
+    /** What device_poisoned_ctx answers: the test sets it as the library would have. */
+    volatile boolean poisoned;
+    /** Calls of device_poisoned_ctx (kept out of {@link #calls}: it is no step of a run). */
+    final AtomicInteger poisonQueries = new AtomicInteger();
 
     /** Tells the fake which storage is which slot (ChipWorker.runtimeBufferAddresses()). */
     void bind(List<Long> storageAddresses) {
@@ -342,11 +350,6 @@ final class FakeNativeApi implements NativeApi, AutoCloseable {
     }
 
     @Override
-    public long pipelineContract() {
-        throw new UnsupportedOperationException("the ChipWorker never reads the contract itself");
-    }
-
-    @Override
     public int supportsConcurrentNativePrepare(long ctx) {
         return concurrentPrepare;
     }
@@ -373,55 +376,9 @@ final class FakeNativeApi implements NativeApi, AutoCloseable {
         return 0;
     }
 
-    // ---- the comm group: not part of what the fake models ----
-
     @Override
-    public long commInit(long ctx, int rank, int nranks, long rootinfoPath, int timeoutMs) {
-        throw new UnsupportedOperationException("comm_init");
-    }
-
-    @Override
-    public int commAllocWindows(long comm, long winSize, long deviceCtxOut) {
-        throw new UnsupportedOperationException("comm_alloc_windows");
-    }
-
-    @Override
-    public int commLocalWindowBase(long comm, long baseOut) {
-        throw new UnsupportedOperationException("comm_get_local_window_base");
-    }
-
-    @Override
-    public int commWindowSize(long comm, long sizeOut) {
-        throw new UnsupportedOperationException("comm_get_window_size");
-    }
-
-    @Override
-    public int commDeriveContext(long comm, long rankIds, long rankCount, int domainRank, long windowOffset, long windowSize, long deviceCtxOut) {
-        throw new UnsupportedOperationException("comm_derive_context");
-    }
-
-    @Override
-    public int commAllocDomainWindows(long comm, long allocationId, long rankIds, long rankCount, int domainRank, long windowSize, long deviceCtxOut, long localWindowBaseOut) {
-        throw new UnsupportedOperationException("comm_alloc_domain_windows");
-    }
-
-    @Override
-    public int commReleaseDomainWindows(long comm, long allocationId, long rankCount, int domainRank) {
-        throw new UnsupportedOperationException("comm_release_domain_windows");
-    }
-
-    @Override
-    public int commBarrier(long comm) {
-        throw new UnsupportedOperationException("comm_barrier");
-    }
-
-    @Override
-    public int commBreakDomain(long comm, long deviceCtx) {
-        throw new UnsupportedOperationException("comm_break_domain");
-    }
-
-    @Override
-    public int commDestroy(long comm) {
-        throw new UnsupportedOperationException("comm_destroy");
+    public int devicePoisoned(long ctx) {
+        poisonQueries.incrementAndGet();
+        return poisoned ? 1 : 0;
     }
 }

@@ -16,11 +16,12 @@ import org.ptorun.testing.EmulatedFaults;
 import org.ptorun.testing.Fault;
 
 /**
- * Poisoning read from the code and the platform alone, on the real libraries: on every
- * onboard library a {@code PTO_ERR_DEVICE} from a failed copy (a transient driver
- * failure) makes the chip unhealthy as the exception is thrown, before any further call;
- * on every sim library a {@code PTO_ERR_DEVICE} (the sim's injected submit failure,
- * PTORUN_SIM_FAIL_ENQUEUE_AFTER) leaves it healthy and the next run golden.
+ * Poisoning as the real libraries decide it ({@code device_poisoned_ctx}, asked by the
+ * chip after a failed call): on every onboard library a {@code PTO_ERR_DEVICE} from a
+ * failed copy (a transient driver failure) has poisoned the context, so the chip is
+ * unhealthy as the exception is thrown, before any further call; on every sim library a
+ * {@code PTO_ERR_DEVICE} (the sim's injected submit failure,
+ * PTORUN_SIM_FAIL_ENQUEUE_AFTER) has not, the chip stays healthy and the next run golden.
  */
 class PoisoningE2ETest {
 
@@ -47,15 +48,18 @@ class PoisoningE2ETest {
     @MethodSource("onboard")
     void onOnboardADeviceErrorOfAFailedCopyMakesTheChipUnhealthyAtOnce(Variant variant) {
         DriverStats baseline = FAULTS.stats();
-        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0);
+        HostRuntime runtime = HostRuntime.load(variant);
+        try (ChipWorker chip = ChipWorker.open(runtime, 0);
                 DeviceBuffer buffer = chip.malloc(4L * N)) {
             assertThat(chip.isHealthy()).isTrue();
+            assertThat(runtime.api().devicePoisoned(chip.deviceContext())).isZero();
             FAULTS.inject(Fault.H2D, 0);
             DeviceErrorException e = catchThrowableOfType(DeviceErrorException.class,
                     () -> chip.copyTo(buffer, random(N, 1)));
             assertThat(e).isNotNull();
             assertThat(e.code()).isEqualTo(PtoError.DEVICE.code());
             assertThat(chip.isHealthy()).as("unhealthy with no further call").isFalse();
+            assertThat(runtime.api().devicePoisoned(chip.deviceContext())).as("the library's answer").isEqualTo(1);
         }
         assertThat(FAULTS.stats()).as("close released everything").isEqualTo(baseline);
     }
@@ -83,6 +87,8 @@ class PoisoningE2ETest {
             assertThat(e.getMessage()).contains("injected failure before the launch marker")
                     .doesNotContain("poisoned");
             assertThat(chip.isHealthy()).as("the sim never poisons").isTrue();
+            assertThat(HostRuntime.load(variant).api().devicePoisoned(chip.deviceContext()))
+                    .as("the library's answer").isZero();
             assertThat(catchThrowableOfType(DeviceErrorException.class, () -> chip.finalizeRun(failing)))
                     .isNotNull();
             assertThat(chip.isHealthy()).isTrue();

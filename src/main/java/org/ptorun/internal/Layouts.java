@@ -4,7 +4,8 @@ package org.ptorun.internal;
  * Sizes and field offsets of every structure crossing the C boundary, mirroring
  * include/ptorun/pto_runtime_c_api.h. Off-heap code reads and writes by these offsets
  * (no JNA Structure); LayoutsTest checks each constant against the C compiler.
- * Nested class and constant names are the C struct and field names.
+ * Nested class and constant names are the C struct and field names. The capacities and
+ * tags are the header's constants ({@link NativeConstants}, generated), never copies.
  */
 public final class Layouts {
 
@@ -12,10 +13,10 @@ public final class Layouts {
     }
 
     /** {@code PTO_NATIVE_RUN_STORAGE_MAGIC}: the tag of a storage holding a prepared run. */
-    public static final long PTO_NATIVE_RUN_STORAGE_MAGIC = 0x534D504C52554E31L;
+    public static final long PTO_NATIVE_RUN_STORAGE_MAGIC = NativeConstants.PTO_NATIVE_RUN_STORAGE_MAGIC;
 
     /** {@code PTO_NATIVE_RUN_REPORT_OFFSET}: where a run storage holds its {@link NativeRunReport}. */
-    public static final int PTO_NATIVE_RUN_REPORT_OFFSET = 8;
+    public static final int PTO_NATIVE_RUN_REPORT_OFFSET = NativeConstants.PTO_NATIVE_RUN_REPORT_OFFSET;
 
     /** The smallest run storage the contract admits: the tag, then the report. */
     public static final long MIN_RUN_STORAGE = PTO_NATIVE_RUN_REPORT_OFFSET + NativeRunReport.SIZE;
@@ -46,9 +47,9 @@ public final class Layouts {
         public static final int RESERVED = 20;
         public static final int OUTPUT_FILES = 24;
         /** Entries of output_files. */
-        public static final int MAX_FILES = 2;
+        public static final int MAX_FILES = NativeConstants.PTO_RUN_REPORT_MAX_FILES;
         /** Bytes of one entry of output_files, including its NUL. */
-        public static final int PATH_BYTES = 1088;
+        public static final int PATH_BYTES = NativeConstants.PTO_RUN_REPORT_PATH_BYTES;
 
         private NativeRunReport() {
         }
@@ -102,9 +103,9 @@ public final class Layouts {
         public static final int RING_DEP_POOL = 88;
         public static final int OUTPUT_PREFIX = 120;
         /** Entries per ring array. */
-        public static final int RING_COUNT = 4;
+        public static final int RING_COUNT = NativeConstants.PTO_TRB_RING_COUNT;
         /** Bytes of output_prefix, including its NUL. */
-        public static final int OUTPUT_PREFIX_BYTES = 1024;
+        public static final int OUTPUT_PREFIX_BYTES = NativeConstants.PTO_OUTPUT_PREFIX_BYTES;
 
         private CallConfig() {
         }
@@ -126,7 +127,7 @@ public final class Layouts {
         public static final int SHAPES = 44;
         public static final int STRIDES = 72;
         /** Maximum dimensions (entries of shapes and strides). */
-        public static final int MAX_DIMS = 5;
+        public static final int MAX_DIMS = NativeConstants.PTO_MAX_TENSOR_DIMS;
 
         private ChipTensor() {
         }
@@ -156,9 +157,9 @@ public final class Layouts {
         public static final int TENSOR_COUNT = 33792;
         public static final int SCALAR_COUNT = 33796;
         /** Capacity of tensors[]. */
-        public static final int MAX_TENSORS = 256;
+        public static final int MAX_TENSORS = NativeConstants.PTO_MAX_TENSOR_ARGS;
         /** Capacity of scalars[]. */
-        public static final int MAX_SCALARS = 128;
+        public static final int MAX_SCALARS = NativeConstants.PTO_MAX_SCALAR_ARGS;
 
         private ChipStorageTaskArgs() {
         }

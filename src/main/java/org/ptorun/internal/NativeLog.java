@@ -56,16 +56,16 @@ public final class NativeLog {
 
     private void log(int level, String text) {
         switch (level) {
-            case 1:
+            case NativeConstants.PTO_LOG_ERROR:
                 LOG.error("{}: {}", variant, text);
                 break;
-            case 2:
+            case NativeConstants.PTO_LOG_WARN:
                 LOG.warn("{}: {}", variant, text);
                 break;
-            case 3:
+            case NativeConstants.PTO_LOG_INFO:
                 LOG.info("{}: {}", variant, text);
                 break;
-            case 4:
+            case NativeConstants.PTO_LOG_DEBUG:
                 LOG.debug("{}: {}", variant, text);
                 break;
             default:

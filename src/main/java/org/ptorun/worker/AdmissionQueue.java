@@ -15,6 +15,7 @@ import org.ptorun.PtoError;
 import org.ptorun.TaskArgs;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.TensorExtents;
+import org.ptorun.internal.NativeConstants;
 
 /**
  * Admission with back-pressure: one FIFO per chip of runs and registrations admitted and
@@ -58,7 +59,7 @@ final class AdmissionQueue {
      * every run enqueued after it is prepared with (a registration is queued behind the runs
      * enqueued before it). Null: never registered.
      */
-    private final TensorExtents[] registered = new TensorExtents[Worker.MAX_CALLABLES];
+    private final TensorExtents[] registered = new TensorExtents[NativeConstants.PTO_MAX_CALLABLES];
     private int queuedRuns;
     private long nextDispatchId = 1;
     private int roundRobin;

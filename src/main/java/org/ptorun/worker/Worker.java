@@ -23,6 +23,7 @@ import org.ptorun.HostRuntime;
 import org.ptorun.TaskArgs;
 import org.ptorun.Variant;
 import org.ptorun.callable.ChipCallable;
+import org.ptorun.internal.NativeConstants;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,9 +56,6 @@ public final class Worker implements AutoCloseable {
 
     /** At most this many failures are listed in one {@link DrainReport} (all are counted). */
     public static final int MAX_REPORTED_FAILURES = 1024;
-
-    /** Callable ids a chip's registry holds: [0, 64). */
-    static final int MAX_CALLABLES = 64;
 
     private static final Logger LOG = LoggerFactory.getLogger(Worker.class);
 
@@ -283,8 +281,9 @@ public final class Worker implements AutoCloseable {
     }
 
     private static void checkCallableId(int id) {
-        if (id < 0 || id >= MAX_CALLABLES) {
-            throw new IllegalArgumentException("callable id " + id + " is outside [0, " + MAX_CALLABLES + ")");
+        if (id < 0 || id >= NativeConstants.PTO_MAX_CALLABLES) {
+            throw new IllegalArgumentException("callable id " + id + " is outside [0, "
+                    + NativeConstants.PTO_MAX_CALLABLES + ")");
         }
     }
 

@@ -1,16 +1,23 @@
 package org.ptorun.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * When {@link DrainingNativeApi} looks at the native log: never after a successful run
- * phase except every {@value DrainingNativeApi#FINALIZES_PER_DRAIN}th finalize, always
- * after a failed one, always after a call of another kind.
+ * When the generated {@link DrainingNativeApi}, through {@link NativeLogDrain}, looks at the
+ * native log: never after a successful run phase except every
+ * {@value NativeLogDrain#FINALIZES_PER_DRAIN}th finalize, always after a failed one, never
+ * after a call that records nothing, always after a call of another kind — a new export
+ * included.
  */
 class DrainingNativeApiTest {
 
@@ -32,11 +39,12 @@ class DrainingNativeApiTest {
     }
 
     private final Scripted lib = new Scripted();
-    private final DrainingNativeApi api = new DrainingNativeApi(lib.api, new NativeLog(lib.api, "test/variant"));
+    private final DrainingNativeApi api =
+            new DrainingNativeApi(lib.api, new NativeLogDrain(new NativeLog(lib.api, "test/variant")));
 
     @Test
     void successfulPhasesDoNotLookAtTheLogButEveryNthFinalizeDoes() {
-        int cycles = 3 * DrainingNativeApi.FINALIZES_PER_DRAIN + 5;
+        int cycles = 3 * NativeLogDrain.FINALIZES_PER_DRAIN + 5;
         for (int i = 0; i < cycles; i++) {
             assertThat(api.prepareRun(1, 2, 0, 3, 4, 5)).isZero();
             assertThat(api.launchRun(1, 2)).isZero();
@@ -81,5 +89,64 @@ class DrainingNativeApiTest {
         assertThat(lib.count("logNext")).as("the drain asked for the waiting records").isEqualTo(1);
         api.committedDeviceMemory(1);
         assertThat(lib.count("logPending")).as("a call of another kind drains every time").isEqualTo(2);
+    }
+
+    /**
+     * Every contract function, called once through the generated class with zero
+     * arguments: the ones that record nothing and the successful phases leave the log
+     * alone, every other drains — so an export the policy does not name drains.
+     */
+    @Test
+    void everyOtherCallDrainsOnceAndTheSilentOnesNever() throws Exception {
+        Set<String> quiet = new HashSet<>(NativeLogDrain.SILENT);
+        quiet.addAll(NativeLogDrain.PHASES);
+        quiet.add(NativeLogDrain.FINALIZE);
+        for (String symbol : NativeApi.SYMBOLS) {
+            Method m = byCName(symbol);
+            int before = lib.count("logPending");
+            Object[] args = new Object[m.getParameterCount()];
+            Class<?>[] types = m.getParameterTypes();
+            for (int i = 0; i < args.length; i++) {
+                args[i] = types[i] == int.class ? (Object) 0 : (Object) 0L;
+            }
+            m.invoke(api, args);
+            int itself = symbol.equals("ptorun_log_pending") ? 1 : 0; // the call under test, no drain
+            assertThat(lib.count("logPending") - before - itself).as(symbol)
+                    .isEqualTo(quiet.contains(symbol) ? 0 : 1);
+        }
+    }
+
+    /** The method of the generated class that calls {@code cName}. */
+    private static Method byCName(String cName) {
+        for (Method m : DrainingNativeApi.class.getDeclaredMethods()) {
+            if (m.getName().equals(javaName(cName)) && !m.isSynthetic()) {
+                return m;
+            }
+        }
+        throw new AssertionError("no method for " + cName);
+    }
+
+    /** The naming rule of the generator (src/build/java/GenerateBindings.java). */
+    private static String javaName(String cName) {
+        String n = cName.replaceFirst("^(simpler_|ptorun_|get_)", "").replaceFirst("_ctx$", "");
+        StringBuilder out = new StringBuilder();
+        boolean upper = false;
+        for (char c : n.toCharArray()) {
+            if (c == '_') {
+                upper = true;
+            } else {
+                out.append(upper ? Character.toUpperCase(c) : c);
+                upper = false;
+            }
+        }
+        return out.toString();
+    }
+
+    @Test
+    void thePolicyNamesOnlyFunctionsOfTheContract() {
+        assertThat(NativeApi.SYMBOLS).containsAll(NativeLogDrain.SILENT).containsAll(NativeLogDrain.PHASES)
+                .contains(NativeLogDrain.FINALIZE);
+        assertThatThrownBy(() -> NativeLogDrain.rules(List.of("simpler_prepare_run")))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("which the contract lacks");
     }
 }
