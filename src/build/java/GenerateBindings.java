@@ -20,8 +20,8 @@ import java.util.regex.Pattern;
  *
  * <p>From every {@code PTO_EXPORT} prototype of the public header, in package
  * {@code org.ptorun.internal}: {@code NativeApi} (the interface, its {@code SYMBOLS}),
- * {@code DirectBindings} (JNA direct mapping), {@code DrainingNativeApi} (every call
- * followed by the one native-log hook, {@code NativeLogDrain.after}) and, under the test
+ * {@code DirectBindings} (JNA direct mapping), {@code FlushingNativeApi} (every call
+ * followed by the one native-log hook, {@code NativeLogFlush.after}) and, under the test
  * output, {@code UnsupportedNativeApi} (every method throws, naming its C function: the
  * base of test doubles). From the header's numeric and string {@code #define PTO_*} /
  * {@code SIMPLER_*}: {@code NativeConstants}. From arch.h's {@code #ifdef PTO_ARCH_X …
@@ -79,10 +79,11 @@ public final class GenerateBindings {
             Map<String, List<Constant>> arches = archTable(new Source("arch.h", Files.readString(arch)));
             write(mainOut.resolve("NativeApi.java"), nativeApi(fns));
             write(mainOut.resolve("DirectBindings.java"), directBindings(fns));
-            write(mainOut.resolve("DrainingNativeApi.java"), drainingNativeApi(fns));
+            write(mainOut.resolve("FlushingNativeApi.java"), flushingNativeApi(fns));
             write(mainOut.resolve("NativeConstants.java"), nativeConstants(constants));
             write(mainOut.resolve("NativeArch.java"), nativeArch(arches));
             write(testOut.resolve("UnsupportedNativeApi.java"), unsupportedNativeApi(fns));
+            removeOthers(mainOut, testOut);
         } catch (Refusal e) {
             System.err.println("[ERROR] " + SELF + ": " + e.getMessage());
             System.exit(1);
@@ -704,7 +705,7 @@ public final class GenerateBindings {
                 + " * with primitive signatures only: {@code long} for pointers, sizes and u64, {@code int}\n"
                 + " * for codes, ids and u32. Each method calls the C function its comment names. One\n"
                 + " * implementation per loaded variant, bound by JNA direct mapping ({@link DirectBindings});\n"
-                + " * {@link DrainingNativeApi} drains the native log after the calls.\n"
+                + " * {@link FlushingNativeApi} flushes the native log after the calls.\n"
                 + " */\n");
         out.append("public interface NativeApi {\n\n");
         out.append("    /** Every symbol the contract requires, in header order. */\n");
@@ -739,31 +740,31 @@ public final class GenerateBindings {
         return out.append("}\n").toString();
     }
 
-    static String drainingNativeApi(List<Fn> fns) {
+    static String flushingNativeApi(List<Fn> fns) {
         StringBuilder out = new StringBuilder(head("include/ptorun/pto_runtime_c_api.h"));
         out.append("/**\n"
-                + " * A {@link NativeApi} that hands every call's result to {@link NativeLogDrain#after}, the\n"
-                + " * one place that decides when the library's native log is drained (its policy and why).\n"
+                + " * A {@link NativeApi} that hands every call's result to {@link NativeLogFlush#after}, the\n"
+                + " * one place that decides when the library's native log is flushed (its policy and why).\n"
                 + " * The hook runs on the calling thread after the call returned; the symbol index is the\n"
                 + " * function's position in {@link NativeApi#SYMBOLS}.\n"
                 + " */\n");
-        out.append("public final class DrainingNativeApi implements NativeApi {\n\n");
-        out.append("    private final NativeApi api;\n    private final NativeLogDrain drain;\n\n");
-        out.append("    /** Wraps {@code api}; {@code drain} decides after each call. */\n");
-        out.append("    public DrainingNativeApi(NativeApi api, NativeLogDrain drain) {\n"
-                + "        this.api = api;\n        this.drain = drain;\n    }\n\n");
+        out.append("public final class FlushingNativeApi implements NativeApi {\n\n");
+        out.append("    private final NativeApi api;\n    private final NativeLogFlush flush;\n\n");
+        out.append("    /** Wraps {@code api}; {@code flush} decides after each call. */\n");
+        out.append("    public FlushingNativeApi(NativeApi api, NativeLogFlush flush) {\n"
+                + "        this.api = api;\n        this.flush = flush;\n    }\n\n");
         out.append("    /** The hook every call goes through. */\n");
-        out.append("    public NativeLogDrain drain() {\n        return drain;\n    }\n");
+        out.append("    public NativeLogFlush flush() {\n        return flush;\n    }\n");
         for (int i = 0; i < fns.size(); i++) {
             Fn f = fns.get(i);
             String call = "api." + f.javaName() + "(" + arguments(f) + ")";
             out.append("\n    @Override\n    public ").append(signature(f)).append(" {\n");
             if (f.javaReturn().equals("void")) {
                 out.append("        ").append(call).append(";\n");
-                out.append("        drain.after(").append(i).append(", 0);\n");
+                out.append("        flush.after(").append(i).append(", 0);\n");
             } else {
                 out.append("        ").append(f.javaReturn()).append(" result = ").append(call).append(";\n");
-                out.append("        drain.after(").append(i).append(", result);\n");
+                out.append("        flush.after(").append(i).append(", result);\n");
                 out.append("        return result;\n");
             }
             out.append("    }\n");
@@ -856,7 +857,23 @@ public final class GenerateBindings {
         return out.append("}\n").toString();
     }
 
+    private static final java.util.Set<Path> WRITTEN = new java.util.HashSet<>();
+
+    /** A class this generator no longer writes (renamed, removed) must not stay on the compile path. */
+    private static void removeOthers(Path... dirs) throws IOException {
+        for (Path dir : dirs) {
+            try (var files = Files.list(dir)) {
+                for (Path f : files.toList()) {
+                    if (f.toString().endsWith(".java") && !WRITTEN.contains(f)) {
+                        Files.delete(f);
+                    }
+                }
+            }
+        }
+    }
+
     private static void write(Path file, String content) throws IOException {
+        WRITTEN.add(file);
         byte[] bytes = content.getBytes(StandardCharsets.UTF_8);
         if (Files.exists(file) && java.util.Arrays.equals(Files.readAllBytes(file), bytes)) {
             return;

@@ -17,9 +17,8 @@
 
 static void format_identity(char *buf, size_t n, const NativeRunDescriptor *d)
 {
-    snprintf(buf, n, "(run_id=%llu slot=%u generation=%llu dispatch_id=%llu run_epoch=%llu)",
-             (unsigned long long)d->run_id, d->pipeline_slot, (unsigned long long)d->generation,
-             (unsigned long long)d->dispatch_id, (unsigned long long)d->run_epoch);
+    snprintf(buf, n, PTO_RUN_IDENTITY_FORMAT, (unsigned long long)d->run_id, d->pipeline_slot,
+             (unsigned long long)d->generation, (unsigned long long)d->dispatch_id, (unsigned long long)d->run_epoch);
 }
 
 /* Records "<fn> <identity>: <what>" and returns `code`. */

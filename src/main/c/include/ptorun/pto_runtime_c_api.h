@@ -82,6 +82,11 @@ extern "C" {
 #define PTO_RUN_REPORT_MAX_FILES            2
 #define PTO_RUN_REPORT_PATH_BYTES        (PTO_OUTPUT_PREFIX_BYTES + 64)
 
+/* A run's identity in every message about it, formatted from this one definition by
+   the library and by the Java binding (NativeRun.identity): run_id, pipeline slot,
+   lease generation, dispatch_id, run_epoch, in that order. */
+#define PTO_RUN_IDENTITY_FORMAT "(run_id=%llu slot=%u generation=%llu dispatch_id=%llu run_epoch=%llu)"
+
 #define SIMPLER_NATIVE_RUN_POLL_NOT_READY 0
 #define SIMPLER_NATIVE_RUN_POLL_COMPLETE  1
 

@@ -7,13 +7,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import org.ptorun.internal.DrainingNativeApi;
+import org.ptorun.internal.FlushingNativeApi;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.LoadedLibrary;
 import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.NativeLog;
-import org.ptorun.internal.NativeLogDrain;
+import org.ptorun.internal.NativeLogFlush;
 import org.ptorun.internal.NativeMemory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,9 +59,9 @@ public final class HostRuntime {
         String fileName = variant.libraryFileName();
         LoadedLibrary library = LibraryLoader.load(variant.libraryName(), fileName);
         try {
-            // calls drain the library's native log into org.ptorun.native, as NativeLogDrain decides
-            NativeApi api = new DrainingNativeApi(library.api(),
-                    new NativeLogDrain(new NativeLog(library.api(), variant.toString())));
+            // calls flush the library's native log into org.ptorun.native, as NativeLogFlush decides
+            NativeApi api = new FlushingNativeApi(library.api(),
+                    new NativeLogFlush(new NativeLog(library.api(), variant.toString())));
             String reported = NativeMemory.cString(api.variant());
             if (!variant.toString().equals(reported)) {
                 throw new LibraryLoadException(fileName + " (" + library.file() + ") reports variant '"

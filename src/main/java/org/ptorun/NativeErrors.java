@@ -1,7 +1,6 @@
 package org.ptorun;
 
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * The one mapping from a native status code to the exception class a caller sees, and
@@ -16,9 +15,6 @@ final class NativeErrors {
 
     /** The calls that report an accepted run's outcome without having failed themselves. */
     private static final Set<String> REPORTING_PHASES = Set.of("launch", "poll", "await", "finalize");
-
-    /** {@code "simpler_launch_run (run_id=… run_epoch=…): "}: the library's own lead. */
-    private static final Pattern NATIVE_RUN_LEAD = Pattern.compile("^simpler_\\w+ \\(run_id=[^)]*\\): ");
 
     private NativeErrors() {
     }
@@ -36,7 +32,7 @@ final class NativeErrors {
         String what = nativeMessage == null ? "" : nativeMessage;
         if (run != null) {
             // the identity is appended once, by PtoRunException
-            what = NATIVE_RUN_LEAD.matcher(what).replaceFirst("");
+            what = withoutNativeLead(what, run);
         }
         // a fault after the run was accepted is the run's, whichever call reported it
         String subject = RUN_OUTCOMES.contains(error) && REPORTING_PHASES.contains(operation)
@@ -44,6 +40,23 @@ final class NativeErrors {
                 : operation + " failed";
         String description = subject + ": " + PtoError.nameOf(code) + " (" + code + ")"
                 + (what.isEmpty() ? "" : ": " + what);
+        return exception(error, description, code, nativeMessage, run);
+    }
+
+    /**
+     * The library leads a run's message with {@code "<C function> <identity>: "}, the
+     * identity formatted from the same definition as {@link NativeRun#identity()}: that
+     * exact lead is dropped. A message whose lead names the run otherwise is left whole, so
+     * a disagreement shows instead of being hidden.
+     */
+    static String withoutNativeLead(String message, NativeRun run) {
+        String tail = " " + run.identity() + ": ";
+        int at = message.indexOf(tail);
+        return at > 0 && message.indexOf(' ') == at ? message.substring(at + tail.length()) : message;
+    }
+
+    private static PtoRunException exception(PtoError error, String description, int code, String nativeMessage,
+                                              NativeRun run) {
         return switch (error) {
             case UNSUPPORTED -> new UnsupportedVariantException(description, code, nativeMessage, run);
             case INVALID_ARGUMENT -> new InvalidNativeArgumentException(description, code, nativeMessage, run);

@@ -48,6 +48,18 @@ class ValueTypesTest {
         assertThat(run.identity())
                 .isEqualTo("(run_id=7 slot=1 generation=18446744073709551615 dispatch_id=8 run_epoch=42)");
         assertThat(run.toString()).isEqualTo("NativeRun" + run.identity());
+        assertThatThrownBy(() -> NativeRun.identityText("(run_id=%llu slot=%u)"))
+                .as("a format that does not convert all five fields in order").isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void theLibrarysLeadIsDroppedOnlyWhenItNamesTheRunExactly() {
+        NativeRun run = new NativeRun(1, 3, 42, 7, 8);
+        assertThat(NativeErrors.withoutNativeLead("simpler_launch_run " + run.identity() + ": the device refused", run))
+                .isEqualTo("the device refused");
+        String other = "simpler_launch_run (run_id=7 slot=1 generation=4 dispatch_id=8 run_epoch=42): the device refused";
+        assertThat(NativeErrors.withoutNativeLead(other, run)).as("another run's identity stays visible").isEqualTo(other);
+        assertThat(NativeErrors.withoutNativeLead("the device refused", run)).isEqualTo("the device refused");
     }
 
     @Test

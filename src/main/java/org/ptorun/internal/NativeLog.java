@@ -6,9 +6,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The Java end of one library's native log ring ({@code ptorun_log_pending} /
- * {@code ptorun_log_next}): {@link #drain()} moves every waiting record into the SLF4J
+ * {@code ptorun_log_next}): {@link #flush()} moves every waiting record into the SLF4J
  * logger {@code org.ptorun.native}, prefixed with the variant. Native code never prints;
- * there is no polling thread — the callers drain after their native calls.
+ * there is no polling thread — the callers flush it after their native calls.
  */
 public final class NativeLog {
 
@@ -32,7 +32,7 @@ public final class NativeLog {
     }
 
     /** Logs every waiting record; costs one native atomic load when there is none. */
-    public void drain() {
+    public void flush() {
         if (api.logPending() == 0) {
             return;
         }

@@ -6,33 +6,33 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * When a library's native log ({@link NativeLog}) is drained: the one policy, applied by
- * the generated {@link DrainingNativeApi} after every call. A call drains after it
+ * When a library's native log ({@link NativeLog}) is flushed: the one policy, applied by
+ * the generated {@link FlushingNativeApi} after every call. A call flushes after it
  * returned — one atomic-count check when nothing was recorded — except the calls that
  * record nothing ({@link #SILENT}) and the run phases, the hot path ({@link #PHASES}):
- * they drain after a failed call, and a successful finalize drains every
- * {@value #FINALIZES_PER_DRAIN}th time — so a record made during a successful run
+ * they flush after a failed call, and a successful finalize flushes every
+ * {@value #FINALIZES_PER_FLUSH}th time — so a record made during a successful run
  * reaches SLF4J within that many runs, or at the chip's next call of any other kind, and
  * a successful trivial cycle makes no native call beyond its phases (docs/performance.md,
- * P1). The drain runs on the calling thread, never from a device thread, and leaves
+ * P1). The flush runs on the calling thread, never from a device thread, and leaves
  * {@code simpler_last_error} alone, so a failed call's message is still there.
  *
- * <p>A new export drains after every call unless it is listed here.
+ * <p>A new export flushes after every call unless it is listed here.
  */
-public final class NativeLogDrain {
+public final class NativeLogFlush {
 
-    /** Successful finalizes, across the library's chips, between two drains of the log. */
-    public static final int FINALIZES_PER_DRAIN = 64;
+    /** Successful finalizes, across the library's chips, between two flushes of the log. */
+    public static final int FINALIZES_PER_FLUSH = 64;
 
-    /** Calls that never record (identity, sizing, the log itself): no drain after them. */
+    /** Calls that never record (identity, sizing, the log itself): no flush after them. */
     static final Set<String> SILENT = Set.of("ptorun_variant", "simpler_last_error", "get_runtime_size",
             "get_runtime_alignment", "get_pipeline_contract", "ptorun_log_pending", "ptorun_log_next");
 
-    /** The run phases, the hot path: a drain after a failed call only (and see {@link #FINALIZE}). */
+    /** The run phases, the hot path: a flush after a failed call only (and see {@link #FINALIZE}). */
     static final Set<String> PHASES = Set.of("simpler_prepare_run", "simpler_launch_run", "simpler_poll_run",
             "simpler_wait_run");
 
-    /** The phase that also drains after every {@value #FINALIZES_PER_DRAIN}th success. */
+    /** The phase that also flushes after every {@value #FINALIZES_PER_FLUSH}th success. */
     static final String FINALIZE = "simpler_finalize_run";
 
     private static final byte ALWAYS = 0;
@@ -47,11 +47,11 @@ public final class NativeLogDrain {
     private final AtomicInteger finalizes = new AtomicInteger();
 
     /** Drains into {@code log}. */
-    public NativeLogDrain(NativeLog log) {
+    public NativeLogFlush(NativeLog log) {
         this.log = log;
     }
 
-    /** The log this policy drains. */
+    /** The log this policy flushes. */
     public NativeLog log() {
         return log;
     }
@@ -66,16 +66,16 @@ public final class NativeLogDrain {
                 return;
             case ON_FAILURE:
                 if (result < 0) {
-                    log.drain(); // its records say why
+                    log.flush(); // its records say why
                 }
                 return;
             case FINALIZES:
-                if (result != 0 || finalizes.incrementAndGet() % FINALIZES_PER_DRAIN == 0) {
-                    log.drain();
+                if (result != 0 || finalizes.incrementAndGet() % FINALIZES_PER_FLUSH == 0) {
+                    log.flush();
                 }
                 return;
             default:
-                log.drain();
+                log.flush();
         }
     }
 
@@ -84,7 +84,7 @@ public final class NativeLogDrain {
         for (String named : union(SILENT, PHASES, Set.of(FINALIZE))) {
             if (!symbols.contains(named)) {
                 // a renamed or removed export must not silently fall back to "always"
-                throw new IllegalStateException("NativeLogDrain names " + named + ", which the contract lacks");
+                throw new IllegalStateException("NativeLogFlush names " + named + ", which the contract lacks");
             }
         }
         for (int i = 0; i < rules.length; i++) {

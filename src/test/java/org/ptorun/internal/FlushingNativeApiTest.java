@@ -13,13 +13,13 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
- * When the generated {@link DrainingNativeApi}, through {@link NativeLogDrain}, looks at the
+ * When the generated {@link FlushingNativeApi}, through {@link NativeLogFlush}, looks at the
  * native log: never after a successful run phase except every
- * {@value NativeLogDrain#FINALIZES_PER_DRAIN}th finalize, always after a failed one, never
+ * {@value NativeLogFlush#FINALIZES_PER_FLUSH}th finalize, always after a failed one, never
  * after a call that records nothing, always after a call of another kind — a new export
  * included.
  */
-class DrainingNativeApiTest {
+class FlushingNativeApiTest {
 
     /** Answers every call from {@code results} (0 by default) and counts the calls by name. */
     private static final class Scripted {
@@ -39,12 +39,12 @@ class DrainingNativeApiTest {
     }
 
     private final Scripted lib = new Scripted();
-    private final DrainingNativeApi api =
-            new DrainingNativeApi(lib.api, new NativeLogDrain(new NativeLog(lib.api, "test/variant")));
+    private final FlushingNativeApi api =
+            new FlushingNativeApi(lib.api, new NativeLogFlush(new NativeLog(lib.api, "test/variant")));
 
     @Test
     void successfulPhasesDoNotLookAtTheLogButEveryNthFinalizeDoes() {
-        int cycles = 3 * NativeLogDrain.FINALIZES_PER_DRAIN + 5;
+        int cycles = 3 * NativeLogFlush.FINALIZES_PER_FLUSH + 5;
         for (int i = 0; i < cycles; i++) {
             assertThat(api.prepareRun(1, 2, 0, 3, 4, 5)).isZero();
             assertThat(api.launchRun(1, 2)).isZero();
@@ -70,7 +70,7 @@ class DrainingNativeApiTest {
             };
             lib.results.remove(phases[i]);
             assertThat(rc).as(phases[i]).isEqualTo(-6);
-            assertThat(lib.count("logPending")).as("drains after a failed " + phases[i]).isEqualTo(i + 1);
+            assertThat(lib.count("logPending")).as("flushes after a failed " + phases[i]).isEqualTo(i + 1);
         }
     }
 
@@ -86,21 +86,21 @@ class DrainingNativeApiTest {
         lib.results.put("logPending", 1);
         lib.results.put("launchRun", -9);
         api.launchRun(1, 2);
-        assertThat(lib.count("logNext")).as("the drain asked for the waiting records").isEqualTo(1);
+        assertThat(lib.count("logNext")).as("the flush asked for the waiting records").isEqualTo(1);
         api.committedDeviceMemory(1);
-        assertThat(lib.count("logPending")).as("a call of another kind drains every time").isEqualTo(2);
+        assertThat(lib.count("logPending")).as("a call of another kind flushes every time").isEqualTo(2);
     }
 
     /**
      * Every contract function, called once through the generated class with zero
      * arguments: the ones that record nothing and the successful phases leave the log
-     * alone, every other drains — so an export the policy does not name drains.
+     * alone, every other flushes — so an export the policy does not name flushes.
      */
     @Test
     void everyOtherCallDrainsOnceAndTheSilentOnesNever() throws Exception {
-        Set<String> quiet = new HashSet<>(NativeLogDrain.SILENT);
-        quiet.addAll(NativeLogDrain.PHASES);
-        quiet.add(NativeLogDrain.FINALIZE);
+        Set<String> quiet = new HashSet<>(NativeLogFlush.SILENT);
+        quiet.addAll(NativeLogFlush.PHASES);
+        quiet.add(NativeLogFlush.FINALIZE);
         for (String symbol : NativeApi.SYMBOLS) {
             Method m = byCName(symbol);
             int before = lib.count("logPending");
@@ -110,7 +110,7 @@ class DrainingNativeApiTest {
                 args[i] = types[i] == int.class ? (Object) 0 : (Object) 0L;
             }
             m.invoke(api, args);
-            int itself = symbol.equals("ptorun_log_pending") ? 1 : 0; // the call under test, no drain
+            int itself = symbol.equals("ptorun_log_pending") ? 1 : 0; // the call under test, no flush
             assertThat(lib.count("logPending") - before - itself).as(symbol)
                     .isEqualTo(quiet.contains(symbol) ? 0 : 1);
         }
@@ -118,7 +118,7 @@ class DrainingNativeApiTest {
 
     /** The method of the generated class that calls {@code cName}. */
     private static Method byCName(String cName) {
-        for (Method m : DrainingNativeApi.class.getDeclaredMethods()) {
+        for (Method m : FlushingNativeApi.class.getDeclaredMethods()) {
             if (m.getName().equals(javaName(cName)) && !m.isSynthetic()) {
                 return m;
             }
@@ -144,9 +144,9 @@ class DrainingNativeApiTest {
 
     @Test
     void thePolicyNamesOnlyFunctionsOfTheContract() {
-        assertThat(NativeApi.SYMBOLS).containsAll(NativeLogDrain.SILENT).containsAll(NativeLogDrain.PHASES)
-                .contains(NativeLogDrain.FINALIZE);
-        assertThatThrownBy(() -> NativeLogDrain.rules(List.of("simpler_prepare_run")))
+        assertThat(NativeApi.SYMBOLS).containsAll(NativeLogFlush.SILENT).containsAll(NativeLogFlush.PHASES)
+                .contains(NativeLogFlush.FINALIZE);
+        assertThatThrownBy(() -> NativeLogFlush.rules(List.of("simpler_prepare_run")))
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("which the contract lacks");
     }
 }
