@@ -102,7 +102,7 @@ typedef struct PtoDeviceStatus {
     uint32_t func_id;         /* KERNEL_FAULT: its func_id */
     uint32_t core_id;         /* KERNEL_FAULT: the logical core it ran on */
     uint64_t tasks_completed; /* tasks whose kernel returned (successfully or not) */
-    int32_t stop_request;     /* host -> device: non-zero asks the executor to dispatch
+    int32_t stop_request;     /* host -> device: non-zero asks the executor to start
                                  nothing more; the value is the error it records when
                                  tasks are left (the sim writes PTO_ERR_TIMEOUT) */
     uint32_t finished;        /* 1 once the run has ended */

@@ -314,7 +314,7 @@ void emu_streams_abort(PtoDrvDevice *dev)
         EmuOp *cur = s->current;
         if (cur != NULL && cur->kind == EMU_OP_LAUNCH) {
             cur->released = 1;
-            /* a running AICPU launch is asked to dispatch nothing more (its
+            /* a running AICPU launch is asked to start nothing more (its
                kernels in flight still finish), as a device reset would stop it */
             if (cur->aicpu && cur->started) {
                 PtoAicpuArgs *args = (PtoAicpuArgs *)(uintptr_t)cur->args_dev;

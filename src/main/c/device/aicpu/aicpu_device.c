@@ -122,17 +122,17 @@ uint32_t aicpu_on_the_way(const AicpuDevice *d)
     return d->requested + d->signaled;
 }
 
-uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t thread_count, const PtoAicpuHooks *hooks)
+uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t startable, uint32_t thread_count, const PtoAicpuHooks *hooks)
 {
     /* a participation on its way takes one of the tasks when it arrives:
        waking another for that task would only find it gone */
     uint32_t on_the_way = aicpu_on_the_way(d);
-    if (dispatchable <= on_the_way)
+    if (startable <= on_the_way)
         return 0;
-    dispatchable -= on_the_way;
+    startable -= on_the_way;
     if (hooks == NULL) {
         uint32_t idle = d->parked - d->signaled;
-        uint32_t k = dispatchable < idle ? dispatchable : idle;
+        uint32_t k = startable < idle ? startable : idle;
         for (uint32_t i = 0; i < k; i++)
             pthread_cond_signal(&d->work_cond);
         d->signaled += k;
@@ -140,7 +140,7 @@ uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t threa
     }
     uint32_t present = d->running + d->requested;
     uint32_t room = thread_count > present ? thread_count - present : 0;
-    uint32_t k = dispatchable < room ? dispatchable : room;
+    uint32_t k = startable < room ? startable : room;
     d->requested += k;
     return k;
 }

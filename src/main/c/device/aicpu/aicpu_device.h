@@ -37,7 +37,7 @@ typedef struct AicpuDevice {
 
     uint32_t in_flight;           /* kernels running now */
     uint64_t completed;           /* kernels returned */
-    int stopping;                 /* an error is recorded: dispatch nothing more */
+    int stopping;                 /* an error is recorded: start nothing more */
     int ended;                    /* the status block is final */
 
     /* participations */
@@ -60,7 +60,7 @@ void aicpu_device_start(AicpuDevice *d, PtoAicpuArgs *args, uint32_t block_dim);
 uint32_t aicpu_core_take(AicpuDevice *d, uint32_t core_type);
 void aicpu_core_give(AicpuDevice *d, uint32_t core_type, uint32_t core);
 
-/* Records the run's first error in the status block and stops dispatching. */
+/* Records the run's first error in the status block and starts no more tasks. */
 void aicpu_record_error(AicpuDevice *d, int32_t code, int32_t kernel_code, uint64_t task_id, uint32_t func_id,
                         uint32_t core_id);
 
@@ -83,19 +83,19 @@ void aicpu_participation_begin(AicpuDevice *d);
    have not arrived yet: each will take a ready task. */
 uint32_t aicpu_on_the_way(const AicpuDevice *d);
 
-/* `dispatchable` tasks could start now beside the caller's: wakes parked
+/* `startable` tasks could start now beside the caller's: wakes parked
    participations (eager) or returns how many to ask the platform for, already
    counted as requested (on demand), for the tasks no participation on its way
    will take. Call hooks->request_threads with the
    result after unlocking, then aicpu_requests_granted. */
-uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t dispatchable, uint32_t thread_count, const PtoAicpuHooks *hooks);
+uint32_t aicpu_spread_work(AicpuDevice *d, uint32_t startable, uint32_t thread_count, const PtoAicpuHooks *hooks);
 uint32_t aicpu_request_threads(const PtoAicpuHooks *hooks, uint32_t ask); /* unlocked */
 void aicpu_requests_granted(AicpuDevice *d, uint32_t asked, uint32_t granted);
 
 /* Parks an idle participation (eager launch) until work is spread or the run ends. */
 void aicpu_park(AicpuDevice *d);
 
-/* A participation found nothing to dispatch. When the run is `over` (nothing
+/* A participation found nothing to start. When the run is `over` (nothing
    runs and no task can come) it ends the run, recording PTO_ERR_DEVICE when
    `tasks_left` remain and no error was recorded; otherwise it parks (eager)
    or leaves (on demand: returns 1, the caller returns PTO_AICPU_IDLE). 0: look

@@ -3,7 +3,7 @@
  * graph cooperatively over however many participations the platform starts:
  * a ready task goes to a free logical core of its type, its completion
  * decrements its consumers' fan-in, the first kernel error is recorded in the
- * status block and stops all further dispatching.
+ * status block and starts no further task.
  *
  * Participations never wait for each other to gather; idle ones park on a
  * condition variable (eager launch) or hand their thread back to the platform
@@ -131,7 +131,7 @@ void graph_start(AicpuDevice *d, PtoAicpuArgs *args)
 
 /* ---- scheduling ------------------------------------------------------------- */
 
-static uint32_t dispatchable(const AicpuDevice *d, const GraphRun *g)
+static uint32_t startable(const AicpuDevice *d, const GraphRun *g)
 {
     uint32_t n = 0;
     for (int t = 0; t < AICPU_CORE_TYPES; t++) {
@@ -191,7 +191,7 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
         uint32_t task, core;
         if (!d->stopping && pick(d, g, &task, &core)) {
             d->in_flight++;
-            uint32_t ask = aicpu_spread_work(d, dispatchable(d, g), thread_count, hooks);
+            uint32_t ask = aicpu_spread_work(d, startable(d, g), thread_count, hooks);
             pthread_mutex_unlock(&d->lock);
             uint32_t granted = aicpu_request_threads(hooks, ask);
             const PtoGraphTask *t = &g->tasks[task];

@@ -1,5 +1,5 @@
 /*
- * The trb scheduler (trb_scheduler.h): ready queues, dispatch, completion,
+ * The trb scheduler (trb_scheduler.h): ready queues, task starts, completion,
  * the end of the run, the orchestrator's waits and the lone-task rule.
  */
 #include "device/aicpu/trb_scheduler.h"
@@ -34,7 +34,7 @@ static void push_ready(TrbRun *t, uint64_t ref)
 }
 
 /* Ready tasks that have a free core of their type. */
-static uint32_t dispatchable(const AicpuDevice *d, const TrbRun *t)
+static uint32_t startable(const AicpuDevice *d, const TrbRun *t)
 {
     uint32_t n = 0;
     for (uint32_t c = 0; c < AICPU_CORE_TYPES; c++) {
@@ -72,7 +72,7 @@ static int pick(AicpuDevice *d, TrbRun *t, uint64_t *ref, uint32_t *core)
    and nobody is on the way to take it. */
 static int lone_task(const AicpuDevice *d, const TrbRun *t, uint32_t core_type)
 {
-    return !d->stopping && dispatchable(d, t) == 1 && ready_count(t, core_type) == 1 && d->free_count[core_type] > 0 &&
+    return !d->stopping && startable(d, t) == 1 && ready_count(t, core_type) == 1 && d->free_count[core_type] > 0 &&
            aicpu_on_the_way(d) == 0;
 }
 
@@ -87,7 +87,7 @@ uint32_t trb_sched_submitted(AicpuDevice *d, TrbRun *t, uint64_t ref, int ready)
             return 0;
         }
     }
-    return aicpu_spread_work(d, dispatchable(d, t), t->orch_thread_count, t->orch_hooks);
+    return aicpu_spread_work(d, startable(d, t), t->orch_thread_count, t->orch_hooks);
 }
 
 void trb_sched_request(AicpuDevice *d, const TrbRun *t, uint32_t ask)
@@ -109,7 +109,7 @@ void trb_sched_release_kept(AicpuDevice *d, TrbRun *t)
     const PtoTrbSlot *s = trb_slot_of(t, t->kept_ref);
     uint32_t ask = 0;
     if (!d->stopping && s->local == (t->kept_ref >> 2) && trb_task_state(s) == TASK_READY)
-        ask = aicpu_spread_work(d, dispatchable(d, t), t->orch_thread_count, t->orch_hooks);
+        ask = aicpu_spread_work(d, startable(d, t), t->orch_thread_count, t->orch_hooks);
     pthread_mutex_unlock(&d->lock);
     trb_sched_request(d, t, ask);
 }
@@ -162,7 +162,7 @@ static void complete(AicpuDevice *d, TrbRun *t, uint64_t ref, uint32_t core, int
     trb_sched_maybe_end(d, t);
 }
 
-/* ---- dispatch ------------------------------------------------------------------------------ */
+/* ---- starting tasks ------------------------------------------------------------------------------ */
 
 /* Runs one ready task on this participation, if there is one with a free core:
    unlocks for the kernel. Returns non-zero when it ran one. */
@@ -173,7 +173,7 @@ static int run_one(AicpuDevice *d, TrbRun *t, uint32_t thread_count, const PtoAi
     if (d->stopping || !pick(d, t, &ref, &core))
         return 0;
     d->in_flight++;
-    uint32_t ask = aicpu_spread_work(d, dispatchable(d, t), thread_count, hooks);
+    uint32_t ask = aicpu_spread_work(d, startable(d, t), thread_count, hooks);
     pthread_mutex_unlock(&d->lock);
     uint32_t granted = aicpu_request_threads(hooks, ask);
     PtoTrbSlot *s = trb_slot_of(t, ref);

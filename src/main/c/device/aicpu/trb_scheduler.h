@@ -1,5 +1,5 @@
 /*
- * The trb scheduler: ready queues per core type, dispatch of a ready task to a
+ * The trb scheduler: ready queues per core type, the start of a ready task on a
  * free logical core of its type (oldest first, as in the graph executor),
  * completion (consumers released, dependency nodes, scope heaps and slots
  * freed), the end of the run, and the orchestrator's waits.
@@ -8,7 +8,7 @@
  * ready task itself and wakes others only for the tasks beyond that one; the
  * orchestrator, which is busy orchestrating, wakes participations for what its
  * submits make ready, except under the **lone-task rule**: a task a submit
- * makes ready that is the only dispatchable task, while no participation is on
+ * makes ready that is the only startable task, while no participation is on
  * its way (asked of the platform or signaled, not yet arrived), is *kept* —
  * nobody is woken for it. The orchestrator runs it itself when the
  * orchestration returns or waits (back-pressure, read/write_tensor); if the

@@ -93,7 +93,7 @@ int runner_await_device(Runner *r, RunExec *exec)
     if (run_exec_known(&x->head, 0, &rc))
         return rc;
     if (sim_device_pool_wait(r->pool, x->launch_id, x->head.timeout_ms) == PTO_ERR_TIMEOUT) {
-        /* stop dispatching, then let the kernels in flight return */
+        /* start no more tasks, then let the kernels in flight return */
         PtoAicpuArgs *args = dev_ptr(x->head.args_dev);
         __atomic_store_n(&args->status.stop_request, PTO_ERR_TIMEOUT, __ATOMIC_RELEASE);
         sim_device_pool_wait(r->pool, x->launch_id, 0);
