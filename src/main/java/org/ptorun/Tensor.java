@@ -207,6 +207,45 @@ public final class Tensor {
         return source == Source.DEVICE ? Optional.of((DeviceBuffer) data) : Optional.empty();
     }
 
+    /**
+     * A copy of this tensor's host data, {@link #byteSize()} bytes in native (little-endian)
+     * order: the whole array, or the direct buffer's bytes from the position it had when the
+     * tensor was made. What a run capture records ({@code org.ptorun.capture.RunCapture}).
+     *
+     * @throws UnsupportedOperationException for a {@link DeviceBuffer} tensor, whose bytes
+     *         live on the device (read them with {@code ChipWorker.copyFrom})
+     * @throws IllegalArgumentException past 2^31-1 bytes
+     */
+    public byte[] copyHostBytes() {
+        if (source == Source.DEVICE) {
+            throw new UnsupportedOperationException("a device-buffer tensor's bytes live on the device;"
+                    + " copy them with ChipWorker.copyFrom");
+        }
+        if (byteSize > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("a tensor of " + byteSize + " bytes does not fit a Java array");
+        }
+        byte[] out = new byte[(int) byteSize];
+        if (source == Source.DIRECT) {
+            NativeMemory.view(hostAddress, byteSize).get(out);
+            return out;
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(out).order(java.nio.ByteOrder.nativeOrder());
+        if (data instanceof float[] a) {
+            b.asFloatBuffer().put(a);
+        } else if (data instanceof int[] a) {
+            b.asIntBuffer().put(a);
+        } else if (data instanceof long[] a) {
+            b.asLongBuffer().put(a);
+        } else if (data instanceof short[] a) {
+            b.asShortBuffer().put(a);
+        } else if (data instanceof double[] a) {
+            b.asDoubleBuffer().put(a);
+        } else {
+            b.put((byte[]) data);
+        }
+        return out;
+    }
+
     Source source() {
         return source;
     }

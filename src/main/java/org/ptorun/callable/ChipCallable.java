@@ -105,8 +105,73 @@ public final class ChipCallable {
         this.bytes = encode();
     }
 
+    /** A callable known only by its encoded bytes ({@link #fromBytes}). */
+    private ChipCallable(List<Direction> signature, byte[] bytes) {
+        this.signature = signature;
+        List<Direction> tensors = new ArrayList<>();
+        for (Direction d : signature) {
+            if (d.isTensor()) {
+                tensors.add(d);
+            }
+        }
+        this.tensorDirections = List.copyOf(tensors);
+        this.scalarCount = signature.size() - tensors.size();
+        this.children = List.of();
+        this.program = null;
+        this.orchestrationLibrary = null;
+        this.tensorExtents = TensorExtents.unknown(tensorDirections);
+        this.bytes = bytes;
+    }
+
     public static Builder builder() {
         return new Builder();
+    }
+
+    /**
+     * A callable from its {@link #bytes()} as registered, e.g. read back from a run capture.
+     * Only the header and the signature are decoded here: its {@link #children()} are empty,
+     * it has neither {@link #program()} nor {@link #orchestrationLibrary()}, and its
+     * {@link #tensorExtents()} are unknown; the library checks everything else when it is
+     * registered.
+     *
+     * @throws IllegalArgumentException when the bytes do not start with a callable header,
+     *         or its signature lies outside them
+     */
+    public static ChipCallable fromBytes(byte[] encoded) {
+        Objects.requireNonNull(encoded, "encoded");
+        byte[] copy = encoded.clone();
+        if (copy.length < CallableLayouts.ChipCallableHeader.SIZE) {
+            throw new IllegalArgumentException("a callable of " + copy.length + " bytes is shorter than its "
+                    + CallableLayouts.ChipCallableHeader.SIZE + "-byte header");
+        }
+        ByteBuffer b = ByteBuffer.wrap(copy).order(ByteOrder.LITTLE_ENDIAN);
+        int magic = b.getInt(CallableLayouts.ChipCallableHeader.MAGIC);
+        if (magic != CallableLayouts.PTO_CALLABLE_MAGIC) {
+            throw new IllegalArgumentException(String.format(java.util.Locale.ROOT,
+                    "callable magic 0x%08x is not 0x%08x", magic, CallableLayouts.PTO_CALLABLE_MAGIC));
+        }
+        int length = b.getInt(CallableLayouts.ChipCallableHeader.SIGNATURE_LENGTH);
+        int at = b.getInt(CallableLayouts.ChipCallableHeader.SIGNATURE + CallableLayouts.PtoBlobRef.OFFSET);
+        if (length < 0 || at < 0 || (long) at + length > copy.length) {
+            throw new IllegalArgumentException("the callable's signature (" + length + " entries at " + at
+                    + ") lies outside its " + copy.length + " bytes");
+        }
+        List<Direction> signature = new ArrayList<>(length);
+        for (int i = 0; i < length; i++) {
+            int code = copy[at + i];
+            Direction found = null;
+            for (Direction d : Direction.values()) {
+                if (d.code() == code) {
+                    found = d;
+                }
+            }
+            if (found == null) {
+                throw new IllegalArgumentException("signature entry " + i + " has direction code " + code
+                        + ", not 0..3");
+            }
+            signature.add(found);
+        }
+        return new ChipCallable(List.copyOf(signature), copy);
     }
 
     /** The binary callable handed to {@code simpler_register_callable}. */
@@ -275,7 +340,8 @@ public final class ChipCallable {
     @Override
     public String toString() {
         return "ChipCallable[signature=" + signature + ", children=" + children.size() + ", "
-                + (program != null ? program : orchestrationLibrary) + ", " + bytes.length + " bytes]";
+                + (program != null ? program : orchestrationLibrary != null ? orchestrationLibrary : "decoded from bytes")
+                + ", " + bytes.length + " bytes]";
     }
 
     /**

@@ -60,6 +60,10 @@ final class AdmissionQueue {
      * enqueued before it). Null: never registered.
      */
     private final TensorExtents[] registered = new TensorExtents[NativeConstants.PTO_MAX_CALLABLES];
+    /** By callable id, the callable last given to {@code register} (what a failure capture records). */
+    private final ChipCallable[] registeredCallables = new ChipCallable[NativeConstants.PTO_MAX_CALLABLES];
+    /** Worker.Builder.captureFailures; null when off. Set once, before any admission. */
+    private FailureCapture failureCapture;
     private int queuedRuns;
     private long nextDispatchId = 1;
     private int roundRobin;
@@ -243,6 +247,9 @@ final class AdmissionQueue {
         RunTicket t = new RunTicket(dispatchId, dispatchId, lane, deviceIds[lane], callableId, args, config,
                 System.nanoTime(), callbacks);
         t.holdBuffers();
+        if (failureCapture != null) {
+            t.capture = failureCapture.take(callableId, registeredCallables[callableId], args, config);
+        }
         return t;
     }
 
@@ -258,12 +265,26 @@ final class AdmissionQueue {
         }
     }
 
+    /** Captures the inputs of every run admitted from now on (Worker.Builder.captureFailures). */
+    void captureFailures(FailureCapture capture) {
+        this.failureCapture = capture;
+    }
+
+    /** A run failed: writes its capture when failures are captured. */
+    void runFailed(RunTicket t, Throwable failure) {
+        FailureCapture c = failureCapture;
+        if (c != null) {
+            c.failed(t, failure);
+        }
+    }
+
     /** Queues a registration on every usable lane; {@code parts} receives one future per lane. */
     void queueRegistration(int id, ChipCallable callable, List<CompletableFuture<Void>> parts) {
         lock.lock();
         try {
             checkOpen();
             registered[id] = callable.tensorExtents();
+            registeredCallables[id] = callable;
             for (int lane = 0; lane < queues.length; lane++) {
                 if (usable.test(lane)) {
                     Registration r = new Registration(id, callable, new CompletableFuture<>());

@@ -561,6 +561,7 @@ final class ChipLane {
             outcome = new RunCancelledException(t, t.run != null, ShutdownPolicy.CANCEL_QUEUED, ledger.cancelReason());
             t.future().deliverFailure(outcome); // a CancellationException: the future reads as cancelled
         } else {
+            queue.runFailed(t, failure);
             t.future().deliverFailure(failure);
             outcome = failure;
         }
@@ -610,6 +611,9 @@ final class ChipLane {
         t.finish(false);
         RuntimeException failure = cause != null ? cause
                 : new RunCancelledException(t, false, ShutdownPolicy.CANCEL_QUEUED, ledger.cancelReason());
+        if (cause != null) {
+            queue.runFailed(t, cause);
+        }
         t.future().deliverFailure(failure);
         ledger.runFinished(index, t, failure);
     }

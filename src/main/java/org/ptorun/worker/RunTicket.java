@@ -41,6 +41,8 @@ public final class RunTicket {
     final CallConfig config;
     TaskArgs args;
     final long enqueuedAt;
+    /** Worker.Builder.captureFailures: its inputs copied at admission; null when off. */
+    org.ptorun.capture.RunCapture capture;
     /** The device buffers of its args, held from enqueue until it finishes (none: empty). */
     private List<DeviceBuffer.Hold> holds = List.of();
 

@@ -87,6 +87,9 @@ public final class Worker implements AutoCloseable {
         this.lanes = new ChipLane[n];
         this.queue = new AdmissionQueue(b.queueCapacity, ids, b.selection, !background,
                 i -> !lanes[i].isPoisoned(), ledger, callbacks);
+        if (b.captureDir != null) {
+            queue.captureFailures(new FailureCapture(chips.get(0).variant(), b.captureDir, b.captureMaxBytes));
+        }
         for (int i = 0; i < n; i++) {
             lanes[i] = new ChipLane(chips.get(i), i, b.pipelineDepth, queue, ledger);
         }
@@ -562,8 +565,35 @@ public final class Worker implements AutoCloseable {
         private ChipSelection selection = ChipSelection.LEAST_OUTSTANDING;
         private int pipelineDepth = 2;
         private Executor callbacks = ForkJoinPool.commonPool();
+        private Path captureDir;
+        private long captureMaxBytes = org.ptorun.capture.RunCapture.DEFAULT_MAX_BYTES;
 
         private Builder() {
+        }
+
+        /**
+         * Captures every failed run into {@code dir} as {@code run-<runId>-<dispatchId>.ptocap}, a
+         * {@link org.ptorun.capture.RunCapture} that {@code ptorun replay} or
+         * {@link org.ptorun.capture.RunReplay} runs again (docs/replay.md). The cost is paid by
+         * every run, not only the failed ones: a failure is known only at the end, and the caller
+         * may reuse the tensors after it, so each run's input bytes are copied when it is enqueued
+         * (under the admission lock). A failed run's file is written by the thread completing it,
+         * before its future fails. A run whose tensors exceed {@code RunCapture.DEFAULT_MAX_BYTES}
+         * (256 MiB), or that names a {@code DeviceBuffer}, is not captured (logged); a capture that
+         * cannot be written is logged; neither affects the run. Off by default.
+         */
+        public Builder captureFailures(Path dir) {
+            return captureFailures(dir, org.ptorun.capture.RunCapture.DEFAULT_MAX_BYTES);
+        }
+
+        /** {@link #captureFailures(Path)} with another bound on a capture's tensor bytes. */
+        public Builder captureFailures(Path dir, long maxBytes) {
+            if (maxBytes < 0) {
+                throw new IllegalArgumentException("capture bound " + maxBytes + " must be >= 0");
+            }
+            this.captureDir = Objects.requireNonNull(dir, "dir");
+            this.captureMaxBytes = maxBytes;
+            return this;
         }
 
         /**
