@@ -29,6 +29,9 @@ import picocli.CommandLine.Spec;
  *                                            p50/p90/p99 of one trivial run's full cycle through ChipWorker;
  *                                            --worker: runs/s through a background Worker against that loop
  * ptorun idle [V ...]                        CPU a ChipWorker burns while it has no run (should be ~0)
+ * ptorun replay FILE [--variant V] [--against V2] [--trace FILE]
+ *                                            reruns a captured run (docs/replay.md): the same failure, or
+ *                                            the same outputs; --against: compares two variants' outputs
  * </pre>
  *
  * Exit codes: 0 ok, 1 a failure (a library that does not load or breaks its contract, a
@@ -39,9 +42,10 @@ import picocli.CommandLine.Spec;
         description = "Drives accelerator chips through native runs: the demo, a look at the eight "
                 + "host-runtime libraries, a quick benchmark.",
         subcommands = {Main.DemoCommand.class, Main.InspectCommand.class, Main.BenchCommand.class,
-            Main.IdleCommand.class, CommandLine.HelpCommand.class},
+            Main.IdleCommand.class, Main.ReplayCommand.class, CommandLine.HelpCommand.class},
         exitCodeListHeading = "%nExit codes:%n",
-        exitCodeList = {"0:ok", "1:failure: a library does not load or breaks its contract, a run fails or is wrong",
+        exitCodeList = {"0:ok", "1:failure: a library does not load or breaks its contract, a run fails or is wrong,"
+                + " a replay does not match its capture",
             "2:usage: unknown command or option, bad value"},
         footer = {"", "Variants: a2a3|a5 / sim|onboard / hbg|trb, e.g. a2a3/sim/hbg (the default)."})
 public final class Main implements Callable<Integer> {
@@ -252,6 +256,40 @@ public final class Main implements Callable<Integer> {
         public Integer call() {
             return Bench.idle(variants.isEmpty() ? Variant.all() : variants, spec.commandLine().getOut(),
                     spec.commandLine().getErr());
+        }
+    }
+
+    @Command(name = "replay", mixinStandardHelpOptions = true,
+            description = "Reruns a captured run (a .ptocap file: RunCapture, Worker.Builder.captureFailures) on a "
+                    + "library, without the service that ran it, and says whether it matches the capture: the same "
+                    + "failure (exception class and code), or outputs equal bit for bit (the first differing "
+                    + "element otherwise). Exit 0 when it matches, 1 when not.")
+    static final class ReplayCommand implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Parameters(index = "0", paramLabel = "FILE", description = "the capture file")
+        java.nio.file.Path file;
+
+        @Option(names = {"-v", "--variant"}, converter = VariantConverter.class, paramLabel = "V",
+                description = "the library to replay on (default: the captured one)")
+        Variant variant;
+
+        @Option(names = "--against", converter = VariantConverter.class, paramLabel = "V2",
+                description = "run on V and on V2 and compare V2's outputs (or failure) with V's")
+        Variant against;
+
+        @Option(names = "--trace", paramLabel = "FILE",
+                description = "write the replay's Chrome/Perfetto trace (CallConfig.enableTrace) to FILE; a trace is "
+                        + "written only when the run succeeds")
+        java.nio.file.Path trace;
+
+        @Override
+        public Integer call() throws java.io.IOException {
+            if (trace != null && against != null) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--trace and --against are exclusive");
+            }
+            return Replay.run(file, variant, against, trace, spec.commandLine().getOut());
         }
     }
 }

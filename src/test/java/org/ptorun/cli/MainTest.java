@@ -186,4 +186,139 @@ class MainTest {
         assertThat(rc).isEqualTo(1);
         assertThat(err.toString()).contains("ptorun ptorun: IllegalStateException: run 3 produced wrong results");
     }
+
+    // ---- replay ------------------------------------------------------------------------------------
+
+    private static final int REPLAY_N = 256;
+
+    private static org.ptorun.TaskArgs replayArgs() {
+        float[][] x = new float[7][REPLAY_N];
+        for (int i = 0; i < REPLAY_N; i++) {
+            x[0][i] = i * 0.25f;
+            x[1][i] = 3 - i * 0.5f;
+        }
+        org.ptorun.TaskArgs args = new org.ptorun.TaskArgs();
+        for (float[] t : x) {
+            args.tensor(org.ptorun.Tensor.of(t));
+        }
+        return args;
+    }
+
+    /** A run of the demo's chain captured with its outputs on a2a3/sim/hbg. */
+    private static org.ptorun.capture.RunCapture capturedChain() {
+        org.ptorun.TaskArgs args = replayArgs();
+        org.ptorun.callable.ChipCallable chain = Demo.vectorChain(REPLAY_N);
+        org.ptorun.capture.RunCapture c = org.ptorun.capture.RunCapture.of(Variant.DEFAULT, 4, chain, args,
+                org.ptorun.CallConfig.DEFAULT);
+        try (org.ptorun.ChipWorker chip = org.ptorun.ChipWorker.open(org.ptorun.HostRuntime.load(Variant.DEFAULT), 0)) {
+            chip.registerCallable(4, chain);
+            return c.withOutcome(args, chip.run(4, args, org.ptorun.CallConfig.DEFAULT));
+        }
+    }
+
+    /** A kernel fault captured on a2a3/sim/hbg: vadd over a 32-byte view. */
+    private static org.ptorun.capture.RunCapture capturedFault() {
+        org.ptorun.callable.ChipCallable faulty = org.ptorun.callable.ChipCallable.builder()
+                .signature(org.ptorun.callable.Direction.IN, org.ptorun.callable.Direction.IN,
+                        org.ptorun.callable.Direction.OUT)
+                .child(7, org.ptorun.callable.Kernel.vadd())
+                .program(org.ptorun.callable.Program.builder()
+                        .submit(7, org.ptorun.callable.Param.tensor(0, org.ptorun.callable.Direction.IN, 0, 32),
+                                org.ptorun.callable.Param.tensor(1, org.ptorun.callable.Direction.IN, 0, 4L * REPLAY_N),
+                                org.ptorun.callable.Param.tensor(2, org.ptorun.callable.Direction.OUT, 0,
+                                        4L * REPLAY_N))
+                        .build())
+                .build();
+        org.ptorun.TaskArgs args = org.ptorun.TaskArgs.of(org.ptorun.Tensor.of(new float[REPLAY_N]),
+                org.ptorun.Tensor.of(new float[REPLAY_N]), org.ptorun.Tensor.of(new float[REPLAY_N]));
+        org.ptorun.capture.RunCapture c = org.ptorun.capture.RunCapture.of(Variant.DEFAULT, 9, faulty, args,
+                org.ptorun.CallConfig.DEFAULT);
+        try (org.ptorun.ChipWorker chip = org.ptorun.ChipWorker.open(org.ptorun.HostRuntime.load(Variant.DEFAULT), 0)) {
+            chip.registerCallable(9, faulty);
+            chip.run(9, args, org.ptorun.CallConfig.DEFAULT);
+            throw new AssertionError("the faulty callable ran");
+        } catch (org.ptorun.KernelFaultException e) {
+            return c.withFailure(e);
+        }
+    }
+
+    private static String lastLine(String out) {
+        java.util.List<String> lines = out.lines().toList();
+        return lines.get(lines.size() - 1);
+    }
+
+    @Test
+    void replayOfARunThatFinishedComparesItsOutputs(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        org.ptorun.capture.RunCapture c = capturedChain();
+        java.nio.file.Path file = c.write(dir.resolve("ok.ptocap"));
+        Outcome o = run("replay", file.toString());
+        assertThat(o.exitCode()).as(o.out() + o.err()).isZero();
+        assertThat(o.out()).contains("callable 4", "captured on a2a3/sim/hbg", "7 tensors", "finished with outputs",
+                "replaying on a2a3/sim/hbg");
+        assertThat(lastLine(o.out())).isEqualTo("outputs equal to the capture");
+
+        Outcome other = run("replay", file.toString(), "--variant", "a5/onboard/trb");
+        assertThat(other.exitCode()).as(other.out()).isZero();
+        assertThat(lastLine(other.out())).isEqualTo("outputs equal to the capture");
+
+        Outcome against = run("replay", file.toString(), "--against", "a2a3/sim/trb");
+        assertThat(against.exitCode()).as(against.out()).isZero();
+        assertThat(lastLine(against.out())).isEqualTo("outputs equal to a2a3/sim/hbg");
+
+        // one output bit flipped: element 5 of tensor 2 (f)
+        org.ptorun.capture.RunCapture.CapturedTensor f = c.tensors().get(2);
+        byte[] wrong = f.output().clone();
+        wrong[4 * 5 + 3] ^= 0x40;
+        java.util.List<org.ptorun.capture.RunCapture.CapturedTensor> tensors = new java.util.ArrayList<>(c.tensors());
+        tensors.set(2, new org.ptorun.capture.RunCapture.CapturedTensor(f.direction(), f.dtype(), f.shape(),
+                f.strides(), f.startOffset(), f.byteSize(), f.input(), wrong));
+        java.nio.file.Path tampered = new org.ptorun.capture.RunCapture(c.formatVersion(), c.variant(),
+                c.callableId(), c.callable(), c.config(), c.scalars(), tensors, c.failure(), c.identity())
+                .write(dir.resolve("tampered.ptocap"));
+        Outcome differ = run("replay", tampered.toString());
+        assertThat(differ.exitCode()).isEqualTo(Main.FAILURE);
+        float got = java.nio.ByteBuffer.wrap(f.output()).order(java.nio.ByteOrder.LITTLE_ENDIAN).getFloat(4 * 5);
+        assertThat(lastLine(differ.out())).startsWith("outputs differ: tensor 2 element 5: expected ")
+                .endsWith(" got " + got + String.format(" (0x%08x)", Float.floatToRawIntBits(got)));
+    }
+
+    @Test
+    void replayOfAFailedRunReproducesItsFailure(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        org.ptorun.capture.RunCapture c = capturedFault();
+        java.nio.file.Path file = c.write(dir.resolve(c.fileName()));
+        Outcome o = run("replay", file.toString());
+        assertThat(o.exitCode()).as(o.out() + o.err()).isZero();
+        assertThat(o.out()).contains("failed with KernelFaultException (code ", "captured run: run_id=");
+        assertThat(lastLine(o.out())).startsWith("reproduced: KernelFaultException ");
+
+        // a capture that says the chain failed: its replay succeeds
+        java.nio.file.Path claimed = capturedChain().withFailure(new IllegalStateException("said to fail"))
+                .write(dir.resolve("claimed.ptocap"));
+        Outcome not = run("replay", claimed.toString());
+        assertThat(not.exitCode()).isEqualTo(Main.FAILURE);
+        assertThat(lastLine(not.out())).startsWith("not reproduced: the run succeeded");
+    }
+
+    @Test
+    void replayWritesTheReplaysTrace(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = capturedChain().write(dir.resolve("ok.ptocap"));
+        java.nio.file.Path trace = dir.resolve("out/replay-trace.json");
+        Outcome o = run("replay", file.toString(), "--trace", trace.toString());
+        assertThat(o.exitCode()).as(o.out() + o.err()).isZero();
+        assertThat(o.out()).contains("the replay's trace: " + trace);
+        assertThat(JSON.readTree(trace.toFile()).get("traceEvents").size()).isPositive();
+        assertThat(lastLine(o.out())).isEqualTo("outputs equal to the capture");
+    }
+
+    @Test
+    void replayOfABrokenFileFailsAndOfNoFileIsAUsageError(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        java.nio.file.Path file = dir.resolve("broken.ptocap");
+        java.nio.file.Files.write(file, new byte[] {'P', 'T', 'O', 'C', 'A', 'P', '\r', '\n', 1, 0});
+        Outcome o = run("replay", file.toString());
+        assertThat(o.exitCode()).isEqualTo(Main.FAILURE);
+        assertThat(o.err()).contains("ptorun replay: CaptureFormatException: " + file + " is truncated");
+        assertThat(run("replay").exitCode()).isEqualTo(Main.USAGE);
+        assertThat(run("replay", file.toString(), "--variant", "a2a3/sim/xyz").exitCode()).isEqualTo(Main.USAGE);
+    }
 }
