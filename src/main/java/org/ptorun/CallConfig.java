@@ -51,6 +51,7 @@ public final class CallConfig {
     private final long[] ringDepPool;
     private final String outputPrefix;
     private final byte[] outputPrefixUtf8;
+    private final java.nio.file.Path captureFailuresTo;
 
     private CallConfig(Builder b) {
         this.aicpuThreadNum = b.aicpuThreadNum;
@@ -64,6 +65,7 @@ public final class CallConfig {
         this.ringDepPool = b.ringDepPool.clone();
         this.outputPrefix = b.outputPrefix;
         this.outputPrefixUtf8 = b.outputPrefix.getBytes(StandardCharsets.UTF_8);
+        this.captureFailuresTo = b.captureFailuresTo;
         validate();
     }
 
@@ -84,6 +86,7 @@ public final class CallConfig {
         b.ringHeap = ringHeap.clone();
         b.ringDepPool = ringDepPool.clone();
         b.outputPrefix = outputPrefix;
+        b.captureFailuresTo = captureFailuresTo;
         return b;
     }
 
@@ -201,6 +204,14 @@ public final class CallConfig {
     }
 
     /**
+     * Where a {@code Worker} writes this run's capture if it fails ({@link Builder#captureFailuresTo});
+     * empty when unset. Not part of the C struct: the library never sees it.
+     */
+    public java.util.Optional<java.nio.file.Path> captureFailuresTo() {
+        return java.util.Optional.ofNullable(captureFailuresTo);
+    }
+
+    /**
      * Writes all 1144 bytes of the C struct at {@code offset} of a little-endian buffer
      * (absolute puts; the buffer's position is not used).
      */
@@ -235,13 +246,14 @@ public final class CallConfig {
                 && enableTrace == c.enableTrace && enableDumpArgs == c.enableDumpArgs
                 && enableDepGraph == c.enableDepGraph && timeoutMs == c.timeoutMs
                 && Arrays.equals(ringTaskWindow, c.ringTaskWindow) && Arrays.equals(ringHeap, c.ringHeap)
-                && Arrays.equals(ringDepPool, c.ringDepPool) && outputPrefix.equals(c.outputPrefix);
+                && Arrays.equals(ringDepPool, c.ringDepPool) && outputPrefix.equals(c.outputPrefix)
+                && Objects.equals(captureFailuresTo, c.captureFailuresTo);
     }
 
     @Override
     public int hashCode() {
         int h = Objects.hash(aicpuThreadNum, blockDim, enableTrace, enableDumpArgs, enableDepGraph,
-                timeoutMs, outputPrefix);
+                timeoutMs, outputPrefix, captureFailuresTo);
         h = 31 * h + Arrays.hashCode(ringTaskWindow);
         h = 31 * h + Arrays.hashCode(ringHeap);
         return 31 * h + Arrays.hashCode(ringDepPool);
@@ -253,7 +265,8 @@ public final class CallConfig {
                 + ", trace=" + enableTrace + ", dumpArgs=" + enableDumpArgs + ", depGraph=" + enableDepGraph
                 + ", timeoutMs=" + timeoutMs + ", ringTaskWindow=" + Arrays.toString(ringTaskWindow)
                 + ", ringHeap=" + Arrays.toString(ringHeap) + ", ringDepPool=" + Arrays.toString(ringDepPool)
-                + ", outputPrefix='" + outputPrefix + "']";
+                + ", outputPrefix='" + outputPrefix + "'"
+                + (captureFailuresTo == null ? "" : ", captureFailuresTo=" + captureFailuresTo) + "]";
     }
 
     /** {@code value}, a C uint64_t, is outside [min, max]. */
@@ -281,6 +294,7 @@ public final class CallConfig {
         private long[] ringHeap = new long[RING_COUNT];
         private long[] ringDepPool = new long[RING_COUNT];
         private String outputPrefix = "";
+        private java.nio.file.Path captureFailuresTo;
 
         private Builder() {
         }
@@ -375,6 +389,18 @@ public final class CallConfig {
         /** Directory diagnostics are written to. */
         public Builder outputPrefix(java.nio.file.Path directory) {
             return outputPrefix(directory.toString());
+        }
+
+        /**
+         * A {@code Worker} running this config captures the run and, if it fails, writes it to
+         * {@code directory} as {@code run-<runId>-<dispatchId>.ptocap}, as
+         * {@code Worker.Builder.captureFailures} does for every run (docs/replay.md; the run's inputs
+         * are copied at enqueue). Java only: not part of the C struct; {@code ChipWorker} ignores it.
+         * Null: off (the default).
+         */
+        public Builder captureFailuresTo(java.nio.file.Path directory) {
+            this.captureFailuresTo = directory;
+            return this;
         }
 
         /**

@@ -30,7 +30,8 @@ import org.ptorun.callable.Direction;
  * callableId i32
  * callable   u32 length + bytes (ChipCallable.bytes())
  * config     i32 aicpuThreadNum, i32 blockDim, u8 trace, u8 dumpArgs, u8 depGraph, i32 timeoutMs,
- *            4 × (i64 ringTaskWindow, i64 ringHeap, i64 ringDepPool), str outputPrefix
+ *            4 × (i64 ringTaskWindow, i64 ringHeap, i64 ringDepPool), str outputPrefix,
+ *            str captureFailuresTo ("" when unset)
  * scalars    u32 count, count × i64
  * tensors    u32 count, per tensor: u8 direction, u8 dtype, u8 ndims, ndims × i32 shape,
  *            ndims × i32 strides, i64 startOffset, i64 byteSize
@@ -83,6 +84,7 @@ final class CaptureFile {
                     w.i64(k.ringDepPool(r));
                 }
                 w.str(k.outputPrefix());
+                w.str(k.captureFailuresTo().map(Path::toString).orElse(""));
                 long[] scalars = c.scalars();
                 w.i32(scalars.length);
                 for (long s : scalars) {
@@ -173,6 +175,8 @@ final class CaptureFile {
                 k.ringDepPool(ring, r.i64("the config"));
             }
             k.outputPrefix(r.str("the config's output prefix"));
+            String captureTo = r.str("the config's capture directory");
+            k.captureFailuresTo(captureTo.isEmpty() ? null : Path.of(captureTo));
             config = k.build();
         } catch (IllegalArgumentException e) {
             throw r.corrupt("its config: " + e.getMessage());

@@ -247,7 +247,7 @@ final class AdmissionQueue {
         RunTicket t = new RunTicket(dispatchId, dispatchId, lane, deviceIds[lane], callableId, args, config,
                 System.nanoTime(), callbacks);
         t.holdBuffers();
-        if (failureCapture != null) {
+        if (failureCapture != null) { // costs one check per run while capture is off
             t.capture = failureCapture.take(callableId, registeredCallables[callableId], args, config);
         }
         return t;

@@ -87,9 +87,7 @@ public final class Worker implements AutoCloseable {
         this.lanes = new ChipLane[n];
         this.queue = new AdmissionQueue(b.queueCapacity, ids, b.selection, !background,
                 i -> !lanes[i].isPoisoned(), ledger, callbacks);
-        if (b.captureDir != null) {
-            queue.captureFailures(new FailureCapture(chips.get(0).variant(), b.captureDir, b.captureMaxBytes));
-        }
+        queue.captureFailures(new FailureCapture(chips.get(0).variant(), b.captureDir, b.captureMaxBytes));
         for (int i = 0; i < n; i++) {
             lanes[i] = new ChipLane(chips.get(i), i, b.pipelineDepth, queue, ledger);
         }
@@ -580,7 +578,9 @@ public final class Worker implements AutoCloseable {
          * (under the admission lock). A failed run's file is written by the thread completing it,
          * before its future fails. A run whose tensors exceed {@code RunCapture.DEFAULT_MAX_BYTES}
          * (256 MiB), or that names a {@code DeviceBuffer}, is not captured (logged); a capture that
-         * cannot be written is logged; neither affects the run. Off by default.
+         * cannot be written is logged; neither affects the run. Off by default. A run whose config
+         * names a directory ({@link CallConfig.Builder#captureFailuresTo}) is captured there, with or
+         * without this option.
          */
         public Builder captureFailures(Path dir) {
             return captureFailures(dir, org.ptorun.capture.RunCapture.DEFAULT_MAX_BYTES);

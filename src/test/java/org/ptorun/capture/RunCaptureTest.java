@@ -28,7 +28,7 @@ class RunCaptureTest {
     Path dir;
 
     private static final CallConfig CONFIG = CallConfig.builder().blockDim(3).timeoutMs(5000).ringHeap(2, 4096)
-            .outputPrefix("/tmp/x").build();
+            .outputPrefix("/tmp/x").captureFailuresTo(Path.of("/var/tmp/captures")).build();
 
     private static RunCapture sample() {
         TaskArgs args = Fixtures.chainArgs(9).scalar(42).scalarF32(1.5f);

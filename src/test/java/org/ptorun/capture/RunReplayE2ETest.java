@@ -121,6 +121,27 @@ class RunReplayE2ETest {
 
     @ParameterizedTest
     @MethodSource("allVariants")
+    void aConfigThatAsksCapturesItsFailedRunsOnAnyWorker(Variant variant) throws Exception {
+        Path captures = dir.resolve("per-config");
+        CallConfig capturing = CallConfig.builder().captureFailuresTo(captures).build();
+        RunTicket faulty;
+        try (Worker worker = Worker.builder().variant(variant).build()) {
+            worker.register(Fixtures.FAULT, Fixtures.faultyVadd()).get(60, TimeUnit.SECONDS);
+            worker.enqueue(Fixtures.FAULT, Fixtures.faultArgs(), CallConfig.DEFAULT); // not asked: not captured
+            faulty = worker.enqueue(Fixtures.FAULT, Fixtures.faultArgs(), capturing);
+            assertThat(worker.drain().failed()).isEqualTo(2);
+        }
+        Path file = captures.resolve("run-" + faulty.runId() + "-" + faulty.dispatchId() + ".ptocap");
+        try (Stream<Path> files = Files.list(captures)) {
+            assertThat(files.toList()).containsExactly(file);
+        }
+        RunCapture c = RunCapture.read(file);
+        assertThat(c.config()).isEqualTo(capturing);
+        assertThat(RunReplay.replay(c).verdict()).startsWith("reproduced: KernelFaultException ");
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
     void theOtherRuntimeComputesTheSameOutputs(Variant variant) {
         Variant other = new Variant(variant.arch(), variant.platform(),
                 variant.runtime() == Variant.RuntimeKind.HBG ? Variant.RuntimeKind.TRB : Variant.RuntimeKind.HBG);
