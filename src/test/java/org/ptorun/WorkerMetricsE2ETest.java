@@ -15,16 +15,22 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.callable.Direction;
 import org.ptorun.examples.MetricsService;
 import org.ptorun.metrics.WorkerMetrics;
 import org.ptorun.testlog.LogCapture;
+import org.ptorun.worker.CollectiveStep;
 import org.ptorun.worker.DrainReport;
 import org.ptorun.worker.RunObserver;
 import org.ptorun.worker.RunResult;
@@ -41,6 +47,7 @@ import org.slf4j.event.Level;
 class WorkerMetricsE2ETest {
 
     private static final int FAULT = 3;
+    private static final int STEP = 5;
     private static final int SUCCEEDING = 5;
     private static final int FAULTING = 2;
     private static final int CANCELLED = 3;
@@ -144,6 +151,48 @@ class WorkerMetricsE2ETest {
                 .containsPattern("ptorun_chip_healthy\\{chip=\"0\",service=\"demo\",variant=\"a2a3/sim/hbg\"} 1")
                 .contains("ptorun_chip_device_memory_committed_bytes{")
                 .contains("ptorun_worker_queue_depth{service=\"demo\",variant=\"a2a3/sim/hbg\"} 0");
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void collectiveStepsAreTimedOncePerStep(Variant variant, @TempDir Path dir) throws Exception {
+        int count = 64;
+        int steps = 3;
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics();
+        worker = Worker.builder().variant(variant).devices(0, 1).background(true).runObserver(metrics).build();
+        metrics.bindTo(registry);
+        worker.register(STEP, CommCollectivesE2ETest.single("allreduce_sum", List.of(Direction.INOUT), 1,
+                new long[] {4L * count})).get(60, TimeUnit.SECONDS);
+        CommGroup group = worker.openCommGroup(dir.resolve("rootinfo"), Duration.ofSeconds(20));
+        try {
+            group.allocWindows(4L * count);
+            for (int i = 0; i < steps; i++) {
+                CollectiveStep step = worker.enqueueCollective(group, STEP, rank -> new TaskArgs()
+                        .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+                step.results().forEach(CompletableFuture::join);
+            }
+            worker.drain();
+        } finally {
+            group.close();
+        }
+        // told on whichever thread completed a step's last future: it may trail the futures
+        Tags tags = Tags.of("variant", variant.toString(), "callable", String.valueOf(STEP), "ranks", "2",
+                "outcome", "success");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (countOf(registry.find("ptorun.collective.step").tags(tags).timer()) < steps
+                && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        Timer timer = registry.get("ptorun.collective.step").tags(tags).timer();
+        assertThat(timer.count()).isEqualTo(steps);
+        assertThat(timer.totalTime(TimeUnit.NANOSECONDS)).isPositive();
+        assertThat(runs(registry, Tags.of("chip", "1", "callable", String.valueOf(STEP), "outcome", "success")))
+                .as("each rank's run is counted as a run").isEqualTo(steps);
+    }
+
+    private static long countOf(Timer timer) {
+        return timer == null ? 0 : timer.count();
     }
 
     @Test

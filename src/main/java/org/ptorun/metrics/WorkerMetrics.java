@@ -8,6 +8,7 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.BaseUnits;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -15,6 +16,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToDoubleFunction;
 import org.ptorun.worker.ChipHealth;
+import org.ptorun.worker.CollectiveStep;
 import org.ptorun.worker.RunObserver;
 import org.ptorun.worker.RunResult;
 import org.ptorun.worker.RunTicket;
@@ -51,7 +53,10 @@ import org.ptorun.worker.Worker;
  * <li>{@code ptorun.runs} — counter of finished runs, tags {@code chip}, {@code callable},
  * {@code outcome} ({@code success}, {@code failure}, {@code cancelled}) and
  * {@code exception} (the simple class name of what the run failed with, {@code none} on
- * success).
+ * success);
+ * <li>{@code ptorun.collective.step} — timer of each collective step
+ * ({@link Worker#enqueueCollective}) from its enqueue until every rank's run finished, tags
+ * {@code callable}, {@code ranks}, {@code outcome} ({@code success} or {@code failure}).
  * </ul>
  */
 public final class WorkerMetrics implements MeterBinder, RunObserver {
@@ -66,6 +71,7 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
 
     private final Map<RunKey, RunMeters> runMeters = new ConcurrentHashMap<>();
     private final Map<OutcomeKey, Counter> outcomeCounters = new ConcurrentHashMap<>();
+    private final Map<StepKey, Timer> stepTimers = new ConcurrentHashMap<>();
 
     /** Timers publish a percentile histogram; no extra tags. */
     public WorkerMetrics() {
@@ -183,6 +189,19 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
         }
     }
 
+    @Override
+    public void collectiveStepFinished(CollectiveStep step, Duration latency, Throwable failure) {
+        MeterRegistry r = registry;
+        if (r == null) {
+            return;
+        }
+        StepKey key = new StepKey(step.ticket(0).callableId(), step.size(), failure == null ? "success" : "failure");
+        stepTimers.computeIfAbsent(key, k -> timer(r, "ptorun.collective.step",
+                "From a collective step's enqueue until every rank's run finished",
+                workerTags.and("callable", String.valueOf(k.callable), "ranks", String.valueOf(k.ranks),
+                        "outcome", k.outcome))).record(latency);
+    }
+
     private RunMeters newRunMeters(MeterRegistry r, RunKey k) {
         Tags tags = runTags(k.chip, k.callable);
         return new RunMeters(
@@ -215,6 +234,9 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
     }
 
     private record RunKey(int chip, int callable) {
+    }
+
+    private record StepKey(int callable, int ranks, String outcome) {
     }
 
     private record OutcomeKey(int chip, int callable, String outcome, String exception) {

@@ -1,7 +1,10 @@
 package org.ptorun.worker;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -103,9 +106,31 @@ final class DrainLedger {
         } catch (VirtualMachineError e) {
             throw e;
         } catch (Throwable e) { // a broken observer (a metrics library missing, say) must not break the run
-            if (observerFailed.compareAndSet(false, true)) {
-                LOG.warn("run observer {} threw on {}; its later failures are not logged", observer, t, e);
+            observerFailed(t, e);
+        }
+    }
+
+    /** The observer of every collective step, if any: told once the step's ranks are done. */
+    void observeStep(CollectiveStep step, long enqueuedAt) {
+        if (observer == null) {
+            return;
+        }
+        CompletableFuture.allOf(step.results().toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
+            Duration latency = Duration.ofNanos(System.nanoTime() - enqueuedAt);
+            Throwable failure = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            try {
+                observer.collectiveStepFinished(step, latency, failure);
+            } catch (VirtualMachineError x) {
+                throw x;
+            } catch (Throwable x) {
+                observerFailed(step, x);
             }
+        });
+    }
+
+    private void observerFailed(Object what, Throwable e) {
+        if (observerFailed.compareAndSet(false, true)) {
+            LOG.warn("run observer {} threw on {}; its later failures are not logged", observer, what, e);
         }
     }
 

@@ -1,5 +1,7 @@
 package org.ptorun.worker;
 
+import java.time.Duration;
+
 /**
  * Told of every run a {@link Worker} finishes: the hook for metrics
  * ({@code org.ptorun.metrics.WorkerMetrics}) or any other accounting, set with
@@ -30,5 +32,19 @@ public interface RunObserver {
      *        cancelled by close), null when it succeeded
      */
     default void runFinished(RunTicket ticket, RunResult result, Throwable failure) {
+    }
+
+    /**
+     * A collective step ({@link Worker#enqueueCollective}) finished: every rank's run did.
+     * Called once per step, after each rank's {@link #runFinished}, on the thread that
+     * completed the step's last rank future (the Worker's callback executor when anything
+     * else depends on it) — so possibly after a {@code drain()} returned.
+     *
+     * @param step the step
+     * @param latency from its enqueue until its last rank's run finished and was seen to
+     * @param failure the {@link CollectiveStepException} naming the failed ranks, null when
+     *        every rank succeeded
+     */
+    default void collectiveStepFinished(CollectiveStep step, Duration latency, Throwable failure) {
     }
 }

@@ -264,7 +264,9 @@ public final class Worker implements AutoCloseable {
         for (int lane : laneOfRank) {
             byRank.add(byLane[lane]);
         }
-        return new CollectiveStep(byRank);
+        CollectiveStep step = new CollectiveStep(byRank);
+        ledger.observeStep(step, byRank.get(0).enqueuedAt); // admitted together: one enqueue instant
+        return step;
     }
 
     private int laneOf(ChipWorker chip) {
