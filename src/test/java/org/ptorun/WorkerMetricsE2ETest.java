@@ -29,6 +29,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.ptorun.callable.Direction;
 import org.ptorun.examples.MetricsService;
 import org.ptorun.metrics.WorkerMetrics;
+import org.ptorun.testing.EmulatedFaults;
+import org.ptorun.testing.Fault;
 import org.ptorun.testlog.LogCapture;
 import org.ptorun.worker.CollectiveStep;
 import org.ptorun.worker.DrainReport;
@@ -54,14 +56,23 @@ class WorkerMetricsE2ETest {
     private static final List<String> TIMERS =
             List.of("ptorun.run.queue.wait", "ptorun.run.prepare", "ptorun.run.execution", "ptorun.run.finalize");
 
+    /** The emulated driver the onboard libraries load (one instance for all of them). */
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
+
     private Worker worker;
 
     static List<Variant> allVariants() {
         return SimE2E.allVariants();
     }
 
+    static List<Variant> onboard() {
+        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
+    }
+
     @AfterEach
     void tearDown() {
+        FAULTS.disarm();
         if (worker != null) {
             worker.close();
         }
@@ -193,6 +204,35 @@ class WorkerMetricsE2ETest {
 
     private static long countOf(Timer timer) {
         return timer == null ? 0 : timer.count();
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aPoisonedChipReadsUnhealthyAndItsRunsAreCountedByException(Variant variant) throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics();
+        worker = Worker.builder().variant(variant).devices(0, 1).runObserver(metrics).build();
+        metrics.bindTo(registry);
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        FAULTS.inject(Fault.DEVICE_LOST, 0);
+        for (int i = 0; i < 4; i++) {
+            enqueueChain(worker, i); // alternate: chip 0, chip 1, chip 0, chip 1
+        }
+        try (LogCapture logs = LogCapture.open()) {
+            DrainReport report = worker.drain(); // chip 0's first prepare meets the lost device
+            assertThat(report.failed()).isEqualTo(2);
+        }
+        Tags chip0 = Tags.of("chip", "0", "variant", variant.toString());
+        Tags chip1 = Tags.of("chip", "1", "variant", variant.toString());
+        assertThat(gauge(registry, "ptorun.chip.healthy", chip0)).isZero();
+        assertThat(gauge(registry, "ptorun.chip.healthy", chip1)).isEqualTo(1);
+        assertThat(runs(registry, chip0.and("outcome", "failure", "exception", "ChipPoisonedException")))
+                .as("the run queued behind the one that met the lost device fails fast").isEqualTo(1);
+        assertThat(registry.find("ptorun.runs").tags(chip0.and("outcome", "failure")).counters())
+                .as("one counter per exception").hasSize(2)
+                .allSatisfy(c -> assertThat(c.count()).isEqualTo(1));
+        assertThat(runs(registry, chip1.and("outcome", "success"))).isEqualTo(2);
+        assertThat(registry.find("ptorun.run.execution").tags(chip0).timer()).as("a failed run is not timed").isNull();
     }
 
     @Test
