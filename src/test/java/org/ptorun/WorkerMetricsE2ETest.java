@@ -265,6 +265,21 @@ class WorkerMetricsE2ETest {
     }
 
     @Test
+    void boundBeforeTheWorkerIsBuiltTheGaugesAppearWithIt() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics(Tags.of("worker", "w1"), false);
+        metrics.bindTo(registry);
+        assertThat(registry.getMeters()).as("nothing to read before the Worker exists").isEmpty();
+        worker = Worker.builder().variant(Variant.DEFAULT).devices(0, 1).runObserver(metrics).build();
+        assertThat(registry.find("ptorun.chip.healthy").tag("worker", "w1").gauges()).hasSize(2);
+        runKnownWorkload(worker);
+        assertThat(registry.get("ptorun.runs").tags("outcome", "success").counters().stream()
+                .mapToDouble(Counter::count).sum()).isEqualTo(SUCCEEDING);
+        Timer prepare = registry.get("ptorun.run.prepare").tags("chip", "0").timer();
+        assertThat(prepare.takeSnapshot().histogramCounts()).as("no histogram when turned off").isEmpty();
+    }
+
+    @Test
     void oneWorkerMetricsServesOneWorker() {
         WorkerMetrics metrics = new WorkerMetrics();
         worker = Worker.builder().variant(Variant.DEFAULT).runObserver(metrics).build();
