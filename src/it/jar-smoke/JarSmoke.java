@@ -19,7 +19,8 @@ import org.ptorun.worker.Worker;
 
 /**
  * A downstream program run against the packaged jar (JarIT, docs/java.md, Loading):
- * class path = the jar + JNA + SLF4J only, launched as a single source file. Arguments:
+ * class path = the jar + JNA + SLF4J only (no Micrometer: the Worker runs without it),
+ * launched as a single source file. Arguments:
  * the variants to run ("all" = the eight; "open:<variant>" only opens a chip). Per variant: a golden vector add and vector
  * chain on a ChipWorker and a chain through a Worker; on onboard variants the driver the
  * fault injection binds. Prints "OK <variant> ..." per variant, or "FAIL <class>: <message>"
@@ -36,6 +37,13 @@ public final class JarSmoke {
                 "a2a3/sim/hbg", "a2a3/sim/trb", "a2a3/onboard/hbg", "a2a3/onboard/trb",
                 "a5/sim/hbg", "a5/sim/trb", "a5/onboard/hbg", "a5/onboard/trb") : List.of(args);
         try {
+            // the Worker below must run with no Micrometer: only org.ptorun.metrics needs it (optional)
+            try {
+                Class.forName("io.micrometer.core.instrument.MeterRegistry");
+                throw new IllegalStateException("Micrometer is on the class path of the packaged-jar check");
+            } catch (ClassNotFoundException expected) {
+                // as it should be
+            }
             for (String name : names) {
                 if (name.startsWith("open:")) {
                     /* only open a chip: the driver is loaded there */

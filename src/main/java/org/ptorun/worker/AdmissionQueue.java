@@ -360,6 +360,16 @@ final class AdmissionQueue {
 
     // ---- taking (the lane's driver) -------------------------------------------------------------
 
+    /** Runs admitted and not yet taken by their chip, over every lane. */
+    int queuedRuns() {
+        lock.lock();
+        try {
+            return queuedRuns;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** True when the lane's queue holds an item (no lock: a driver's spin reads it). */
     boolean hasWork(int lane) {
         return sizes.get(lane) > 0;

@@ -551,11 +551,13 @@ final class ChipLane {
             pool.release(t.lease);
         }
         Throwable outcome;
+        RunResult result = null;
         if (succeeded) {
             RunReport r = t.report;
-            t.future().deliver(new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
+            result = new RunResult(t.run, chip.deviceId(), t.launchOrdinal, new RunTimings(t.enqueuedAt,
                     t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, r.executionEnd(), t.finalizeStart,
-                    t.finalizeEnd), r.peakDeviceMemory(), r.outputFiles()));
+                    t.finalizeEnd), r.peakDeviceMemory(), r.outputFiles());
+            t.future().deliver(result);
             outcome = null;
         } else if (failure == null) {
             outcome = new RunCancelledException(t, t.run != null, ShutdownPolicy.CANCEL_QUEUED, ledger.cancelReason());
@@ -565,7 +567,7 @@ final class ChipLane {
             t.future().deliverFailure(failure);
             outcome = failure;
         }
-        ledger.runFinished(index, t, outcome);
+        ledger.runFinished(index, t, result, outcome);
     }
 
     // ---- poisoned chip -----------------------------------------------------------------------------
@@ -615,7 +617,7 @@ final class ChipLane {
             queue.runFailed(t, cause);
         }
         t.future().deliverFailure(failure);
-        ledger.runFinished(index, t, failure);
+        ledger.runFinished(index, t, null, failure);
     }
 
     // ---- close ---------------------------------------------------------------------------------------

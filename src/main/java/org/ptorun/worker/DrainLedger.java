@@ -1,11 +1,17 @@
 package org.ptorun.worker;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The Worker's account of outstanding work, for {@code drain()}, {@code close()} and
@@ -15,6 +21,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * only by a thread that waits for the ledger to empty, and by whoever empties it.
  */
 final class DrainLedger {
+
+    private static final Logger LOG = LoggerFactory.getLogger(DrainLedger.class);
+
+    /** Null when none was set: then observing costs one null check. */
+    private final RunObserver observer;
+    private final AtomicBoolean observerFailed = new AtomicBoolean();
 
     private final AtomicLongArray outstanding;
     private final AtomicLongArray succeeded;
@@ -31,6 +43,11 @@ final class DrainLedger {
     private List<DrainReport.RunFailure> failuresSinceDrain = new ArrayList<>();
 
     DrainLedger(int chips) {
+        this(chips, null);
+    }
+
+    DrainLedger(int chips, RunObserver observer) {
+        this.observer = observer;
         outstanding = new AtomicLongArray(chips);
         succeeded = new AtomicLongArray(chips);
         failed = new AtomicLongArray(chips);
@@ -52,8 +69,15 @@ final class DrainLedger {
         itemDone();
     }
 
-    /** A run of chip {@code lane} finished: {@code failure} null when it succeeded. */
-    void runFinished(int lane, RunTicket t, Throwable failure) {
+    /**
+     * A run of chip {@code lane} finished: {@code result} set and {@code failure} null when
+     * it succeeded. The observer is told before the run stops being outstanding, so a
+     * drain that returns has seen every run it waited for observed.
+     */
+    void runFinished(int lane, RunTicket t, RunResult result, Throwable failure) {
+        if (observer != null) {
+            observe(t, result, failure);
+        }
         if (failure == null) {
             succeeded.incrementAndGet(lane);
         } else {
@@ -74,6 +98,40 @@ final class DrainLedger {
         }
         outstanding.decrementAndGet(lane);
         itemDone();
+    }
+
+    private void observe(RunTicket t, RunResult result, Throwable failure) {
+        try {
+            observer.runFinished(t, result, failure);
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (Throwable e) { // a broken observer (a metrics library missing, say) must not break the run
+            observerFailed(t, e);
+        }
+    }
+
+    /** The observer of every collective step, if any: told once the step's ranks are done. */
+    void observeStep(CollectiveStep step, long enqueuedAt) {
+        if (observer == null) {
+            return;
+        }
+        CompletableFuture.allOf(step.results().toArray(CompletableFuture[]::new)).whenComplete((v, e) -> {
+            Duration latency = Duration.ofNanos(System.nanoTime() - enqueuedAt);
+            Throwable failure = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            try {
+                observer.collectiveStepFinished(step, latency, failure);
+            } catch (VirtualMachineError x) {
+                throw x;
+            } catch (Throwable x) {
+                observerFailed(step, x);
+            }
+        });
+    }
+
+    private void observerFailed(Object what, Throwable e) {
+        if (observerFailed.compareAndSet(false, true)) {
+            LOG.warn("run observer {} threw on {}; its later failures are not logged", observer, what, e);
+        }
     }
 
     private void itemDone() {

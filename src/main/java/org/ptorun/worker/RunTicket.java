@@ -88,6 +88,11 @@ public final class RunTicket {
         return dispatchId;
     }
 
+    /** The id the run's callable was registered under ({@link Worker#register}). */
+    public int callableId() {
+        return callableId;
+    }
+
     /** The device id of the chip the run was assigned to. */
     public int deviceId() {
         return deviceId;

@@ -65,6 +65,7 @@ public final class Worker implements AutoCloseable {
     private final boolean background;
     private final ShutdownPolicy shutdownPolicy;
     private final Executor callbacks;
+    private final Variant variant;
 
     /** Caller-driven mode: the thread driving every lane now, or null. */
     private final AtomicReference<Thread> driver = new AtomicReference<>();
@@ -74,7 +75,8 @@ public final class Worker implements AutoCloseable {
     private final Object closeMonitor = new Object();
     private boolean closed; // guarded by closeMonitor
 
-    private Worker(Builder b, List<ChipWorker> chips) {
+    private Worker(Builder b, Variant variant, List<ChipWorker> chips) {
+        this.variant = variant;
         this.background = b.background;
         this.shutdownPolicy = b.shutdownPolicy;
         this.callbacks = b.callbacks;
@@ -83,7 +85,7 @@ public final class Worker implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             ids[i] = chips.get(i).deviceId();
         }
-        this.ledger = new DrainLedger(n);
+        this.ledger = new DrainLedger(n, b.observer);
         this.lanes = new ChipLane[n];
         this.queue = new AdmissionQueue(b.queueCapacity, ids, b.selection, !background,
                 i -> !lanes[i].isPoisoned(), ledger, callbacks);
@@ -263,7 +265,9 @@ public final class Worker implements AutoCloseable {
         for (int lane : laneOfRank) {
             byRank.add(byLane[lane]);
         }
-        return new CollectiveStep(byRank);
+        CollectiveStep step = new CollectiveStep(byRank);
+        ledger.observeStep(step, byRank.get(0).enqueuedAt); // admitted together: one enqueue instant
+        return step;
     }
 
     private int laneOf(ChipWorker chip) {
@@ -433,6 +437,19 @@ public final class Worker implements AutoCloseable {
         return out;
     }
 
+    /**
+     * Runs admitted and not yet taken by their chip, over every chip: the admission queue's
+     * depth, which {@link Builder#queueCapacity} bounds. Takes the queue's lock briefly.
+     */
+    public int queuedRuns() {
+        return queue.queuedRuns();
+    }
+
+    /** The variant of the library the chips run on. */
+    public Variant variant() {
+        return variant;
+    }
+
     /** The device ids, in the builder's order. */
     public List<Integer> deviceIds() {
         List<Integer> ids = new ArrayList<>(lanes.length);
@@ -565,6 +582,7 @@ public final class Worker implements AutoCloseable {
         private Executor callbacks = ForkJoinPool.commonPool();
         private Path captureDir;
         private long captureMaxBytes = org.ptorun.capture.RunCapture.DEFAULT_MAX_BYTES;
+        private RunObserver observer;
 
         private Builder() {
         }
@@ -603,6 +621,15 @@ public final class Worker implements AutoCloseable {
          */
         public Builder callbackExecutor(Executor executor) {
             this.callbacks = Objects.requireNonNull(executor, "executor");
+            return this;
+        }
+
+        /**
+         * Told of every run the Worker finishes, e.g. {@code org.ptorun.metrics.WorkerMetrics}
+         * (see {@link RunObserver}); default none, which costs nothing.
+         */
+        public Builder runObserver(RunObserver observer) {
+            this.observer = Objects.requireNonNull(observer, "observer");
             return this;
         }
 
@@ -672,7 +699,8 @@ public final class Worker implements AutoCloseable {
         }
 
         /**
-         * Opens the chips and (background mode) starts their dispatchers.
+         * Opens the chips and (background mode) starts their dispatchers, then tells the
+         * {@link #runObserver run observer} (if any) of the Worker.
          *
          * @throws IllegalStateException without a variant or runtime
          */
@@ -685,17 +713,27 @@ public final class Worker implements AutoCloseable {
                 rt = HostRuntime.load(variant);
             }
             List<ChipWorker> chips = new ArrayList<>(devices.length);
+            Worker worker;
             try {
                 for (int id : devices) {
                     chips.add(ChipWorker.open(rt, id));
                 }
-                return new Worker(this, chips);
+                worker = new Worker(this, rt.variant(), chips);
             } catch (RuntimeException | Error e) {
                 for (ChipWorker c : chips) {
                     c.close();
                 }
                 throw e;
             }
+            if (observer != null) {
+                try {
+                    observer.workerBuilt(worker);
+                } catch (RuntimeException | Error e) { // e.g. an observer already bound to another Worker
+                    worker.close();
+                    throw e;
+                }
+            }
+            return worker;
         }
     }
 }

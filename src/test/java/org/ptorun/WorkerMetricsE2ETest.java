@@ -1,0 +1,301 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.ptorun.SimE2E.filled;
+import static org.ptorun.SimE2E.random;
+import static org.ptorun.WorkerE2ETest.CHAIN;
+import static org.ptorun.WorkerE2ETest.N;
+import static org.ptorun.WorkerE2ETest.enqueueChain;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.callable.Direction;
+import org.ptorun.examples.MetricsService;
+import org.ptorun.metrics.WorkerMetrics;
+import org.ptorun.testing.EmulatedFaults;
+import org.ptorun.testing.Fault;
+import org.ptorun.testlog.LogCapture;
+import org.ptorun.worker.CollectiveStep;
+import org.ptorun.worker.DrainReport;
+import org.ptorun.worker.RunObserver;
+import org.ptorun.worker.RunResult;
+import org.ptorun.worker.RunTicket;
+import org.ptorun.worker.ShutdownPolicy;
+import org.ptorun.worker.Worker;
+import org.slf4j.event.Level;
+
+/**
+ * {@link WorkerMetrics} after known workloads on every library: exact counts per outcome
+ * and exception, one timer sample per successful run, and gauges that agree with
+ * {@link Worker#health()}; then the same meters in Prometheus' text format.
+ */
+class WorkerMetricsE2ETest {
+
+    private static final int FAULT = 3;
+    private static final int STEP = 5;
+    private static final int SUCCEEDING = 5;
+    private static final int FAULTING = 2;
+    private static final int CANCELLED = 3;
+    private static final List<String> TIMERS =
+            List.of("ptorun.run.queue.wait", "ptorun.run.prepare", "ptorun.run.execution", "ptorun.run.finalize");
+
+    /** The emulated driver the onboard libraries load (one instance for all of them). */
+    private static final EmulatedFaults FAULTS =
+            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
+
+    private Worker worker;
+
+    static List<Variant> allVariants() {
+        return SimE2E.allVariants();
+    }
+
+    static List<Variant> onboard() {
+        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
+    }
+
+    @AfterEach
+    void tearDown() {
+        FAULTS.disarm();
+        if (worker != null) {
+            worker.close();
+        }
+    }
+
+    /** Caller-driven, so runs enqueued and not drained stay queued until close cancels them. */
+    private Worker build(Variant variant, WorkerMetrics metrics, MeterRegistry registry) {
+        worker = Worker.builder().variant(variant).shutdownPolicy(ShutdownPolicy.CANCEL_QUEUED)
+                .runObserver(metrics).build();
+        metrics.bindTo(registry);
+        return worker;
+    }
+
+    /** {@link #SUCCEEDING} chains and {@link #FAULTING} kernel faults, interleaved, drained. */
+    private void runKnownWorkload(Worker w) throws Exception {
+        w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        w.register(FAULT, ChipWorkerE2ETest.faultyVadd(N)).get(60, TimeUnit.SECONDS);
+        for (int i = 0; i < SUCCEEDING; i++) {
+            enqueueChain(w, i);
+            if (i < FAULTING) {
+                w.enqueue(FAULT, TaskArgs.of(Tensor.of(random(N, 1)), Tensor.of(random(N, 2)), Tensor.of(filled(N))),
+                        CallConfig.DEFAULT);
+            }
+        }
+        DrainReport report = w.drain();
+        assertThat(report.succeeded()).isEqualTo(SUCCEEDING);
+        assertThat(report.failed()).isEqualTo(FAULTING);
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void countsTimesAndGaugesAKnownWorkload(Variant variant) throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Worker w = build(variant, new WorkerMetrics(), registry);
+        runKnownWorkload(w);
+        Tags chip = Tags.of("variant", variant.toString(), "chip", "0");
+
+        assertThat(runs(registry, chip.and("callable", "1", "outcome", "success", "exception", "none")))
+                .isEqualTo(SUCCEEDING);
+        assertThat(runs(registry, chip.and("callable", "3", "outcome", "failure",
+                "exception", KernelFaultException.class.getSimpleName()))).isEqualTo(FAULTING);
+        assertThat(registry.find("ptorun.runs").counters()).as("no other outcome").hasSize(2);
+        for (String name : TIMERS) {
+            Timer timer = registry.get(name).tags(chip.and("callable", "1")).timer();
+            assertThat(timer.count()).as(name).isEqualTo(SUCCEEDING);
+            assertThat(timer.totalTime(TimeUnit.NANOSECONDS)).as(name).isPositive();
+            assertThat(registry.find(name).timers()).as("only successful runs are timed").hasSize(1);
+        }
+
+        assertThat(gauge(registry, "ptorun.worker.queue.depth", Tags.of("variant", variant.toString())))
+                .isZero();
+        assertThat(gauge(registry, "ptorun.runs.in.flight", chip)).isZero();
+        assertThat(gauge(registry, "ptorun.chip.healthy", chip)).isEqualTo(1);
+        long committed = w.health().get(0).committedDeviceMemory();
+        assertThat(committed).isPositive();
+        assertThat(gauge(registry, "ptorun.chip.device.memory.committed", chip)).isEqualTo(committed);
+
+        // queued, never taken (nothing drives a caller-driven Worker): close cancels them
+        for (int i = 0; i < CANCELLED; i++) {
+            enqueueChain(w, 100 + i);
+        }
+        assertThat(gauge(registry, "ptorun.worker.queue.depth", Tags.of("variant", variant.toString())))
+                .isEqualTo(CANCELLED);
+        assertThat(gauge(registry, "ptorun.runs.in.flight", chip)).isEqualTo(CANCELLED);
+        w.close();
+        assertThat(runs(registry, chip.and("callable", "1", "outcome", "cancelled",
+                "exception", "RunCancelledException"))).isEqualTo(CANCELLED);
+        assertThat(registry.get("ptorun.run.execution").timer().count()).isEqualTo(SUCCEEDING);
+        assertThat(gauge(registry, "ptorun.worker.queue.depth", Tags.empty())).isZero();
+        assertThat(gauge(registry, "ptorun.runs.in.flight", chip)).isZero();
+        assertThat(gauge(registry, "ptorun.chip.healthy", chip)).as("a closed chip takes no runs").isZero();
+    }
+
+    @Test
+    void prometheusTextShowsTheRunsByOutcomeAndTheTimersAsHistograms() throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        WorkerMetrics metrics = new WorkerMetrics(Tags.of("service", "demo"), true);
+        runKnownWorkload(build(Variant.DEFAULT, metrics, registry));
+
+        String text = registry.scrape();
+        assertThat(text)
+                .containsPattern("ptorun_runs_total\\{[^}]*outcome=\"success\"[^}]*} " + SUCCEEDING + "(\\.0)?\n")
+                .containsPattern("ptorun_runs_total\\{[^}]*exception=\"KernelFaultException\"[^}]*outcome=\"failure\""
+                        + "[^}]*} " + FAULTING + "(\\.0)?\n")
+                .containsPattern("ptorun_run_execution_seconds_bucket\\{[^}]*le=\"\\+Inf\"[^}]*} " + SUCCEEDING)
+                .containsPattern("ptorun_run_queue_wait_seconds_count\\{[^}]*} " + SUCCEEDING + "\n")
+                .containsPattern("ptorun_chip_healthy\\{chip=\"0\",service=\"demo\",variant=\"a2a3/sim/hbg\"} 1")
+                .contains("ptorun_chip_device_memory_committed_bytes{")
+                .contains("ptorun_worker_queue_depth{service=\"demo\",variant=\"a2a3/sim/hbg\"} 0");
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void collectiveStepsAreTimedOncePerStep(Variant variant, @TempDir Path dir) throws Exception {
+        int count = 64;
+        int steps = 3;
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics();
+        worker = Worker.builder().variant(variant).devices(0, 1).background(true).runObserver(metrics).build();
+        metrics.bindTo(registry);
+        worker.register(STEP, CommCollectivesE2ETest.single("allreduce_sum", List.of(Direction.INOUT), 1,
+                new long[] {4L * count})).get(60, TimeUnit.SECONDS);
+        CommGroup group = worker.openCommGroup(dir.resolve("rootinfo"), Duration.ofSeconds(20));
+        try {
+            group.allocWindows(4L * count);
+            for (int i = 0; i < steps; i++) {
+                CollectiveStep step = worker.enqueueCollective(group, STEP, rank -> new TaskArgs()
+                        .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+                step.results().forEach(CompletableFuture::join);
+            }
+            worker.drain();
+        } finally {
+            group.close();
+        }
+        // told on whichever thread completed a step's last future: it may trail the futures
+        Tags tags = Tags.of("variant", variant.toString(), "callable", String.valueOf(STEP), "ranks", "2",
+                "outcome", "success");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (countOf(registry.find("ptorun.collective.step").tags(tags).timer()) < steps
+                && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        Timer timer = registry.get("ptorun.collective.step").tags(tags).timer();
+        assertThat(timer.count()).isEqualTo(steps);
+        assertThat(timer.totalTime(TimeUnit.NANOSECONDS)).isPositive();
+        assertThat(runs(registry, Tags.of("chip", "1", "callable", String.valueOf(STEP), "outcome", "success")))
+                .as("each rank's run is counted as a run").isEqualTo(steps);
+    }
+
+    private static long countOf(Timer timer) {
+        return timer == null ? 0 : timer.count();
+    }
+
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void aPoisonedChipReadsUnhealthyAndItsRunsAreCountedByException(Variant variant) throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics();
+        worker = Worker.builder().variant(variant).devices(0, 1).runObserver(metrics).build();
+        metrics.bindTo(registry);
+        worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        FAULTS.inject(Fault.DEVICE_LOST, 0);
+        for (int i = 0; i < 4; i++) {
+            enqueueChain(worker, i); // alternate: chip 0, chip 1, chip 0, chip 1
+        }
+        try (LogCapture logs = LogCapture.open()) {
+            DrainReport report = worker.drain(); // chip 0's first prepare meets the lost device
+            assertThat(report.failed()).isEqualTo(2);
+        }
+        Tags chip0 = Tags.of("chip", "0", "variant", variant.toString());
+        Tags chip1 = Tags.of("chip", "1", "variant", variant.toString());
+        assertThat(gauge(registry, "ptorun.chip.healthy", chip0)).isZero();
+        assertThat(gauge(registry, "ptorun.chip.healthy", chip1)).isEqualTo(1);
+        assertThat(runs(registry, chip0.and("outcome", "failure", "exception", "ChipPoisonedException")))
+                .as("the run queued behind the one that met the lost device fails fast").isEqualTo(1);
+        assertThat(registry.find("ptorun.runs").tags(chip0.and("outcome", "failure")).counters())
+                .as("one counter per exception").hasSize(2)
+                .allSatisfy(c -> assertThat(c.count()).isEqualTo(1));
+        assertThat(runs(registry, chip1.and("outcome", "success"))).isEqualTo(2);
+        assertThat(registry.find("ptorun.run.execution").tags(chip0).timer()).as("a failed run is not timed").isNull();
+    }
+
+    @Test
+    void theExampleServiceScrapesItsRuns() throws Exception {
+        try (MetricsService service = new MetricsService(Variant.DEFAULT, 256)) {
+            assertThat(service.serve(7).succeeded()).isEqualTo(7);
+            assertThat(service.scrape())
+                    .containsPattern("ptorun_runs_total\\{[^}]*outcome=\"success\"[^}]*service=\"vector\"[^}]*} 7(\\.0)?\n")
+                    .contains("ptorun_run_finalize_seconds_bucket{");
+        }
+    }
+
+    @Test
+    void anObserverThatThrowsIsLoggedOnceAndBreaksNoRun() throws Exception {
+        AtomicInteger calls = new AtomicInteger();
+        RunObserver broken = new RunObserver() {
+            @Override
+            public void runFinished(RunTicket ticket, RunResult result, Throwable failure) {
+                calls.incrementAndGet();
+                throw new IllegalStateException("broken observer");
+            }
+        };
+        worker = Worker.builder().variant(Variant.DEFAULT).runObserver(broken).build();
+        try (LogCapture logs = LogCapture.open()) {
+            runKnownWorkload(worker);
+            assertThat(calls).hasValue(SUCCEEDING + FAULTING);
+            assertThat(logs.messages(Level.WARN)).filteredOn(m -> m.contains("run observer")).hasSize(1);
+        }
+        assertThat(worker.health().get(0).healthy()).isTrue();
+    }
+
+    @Test
+    void boundBeforeTheWorkerIsBuiltTheGaugesAppearWithIt() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics(Tags.of("worker", "w1"), false);
+        metrics.bindTo(registry);
+        assertThat(registry.getMeters()).as("nothing to read before the Worker exists").isEmpty();
+        worker = Worker.builder().variant(Variant.DEFAULT).devices(0, 1).runObserver(metrics).build();
+        assertThat(registry.find("ptorun.chip.healthy").tag("worker", "w1").gauges()).hasSize(2);
+        runKnownWorkload(worker);
+        assertThat(registry.get("ptorun.runs").tags("outcome", "success").counters().stream()
+                .mapToDouble(Counter::count).sum()).isEqualTo(SUCCEEDING);
+        Timer prepare = registry.get("ptorun.run.prepare").tags("chip", "0").timer();
+        assertThat(prepare.takeSnapshot().histogramCounts()).as("no histogram when turned off").isEmpty();
+    }
+
+    @Test
+    void oneWorkerMetricsServesOneWorker() {
+        WorkerMetrics metrics = new WorkerMetrics();
+        worker = Worker.builder().variant(Variant.DEFAULT).runObserver(metrics).build();
+        assertThatThrownBy(() -> Worker.builder().variant(Variant.DEFAULT).runObserver(metrics).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("one Worker");
+        metrics.bindTo(new SimpleMeterRegistry());
+        assertThatThrownBy(() -> metrics.bindTo(new SimpleMeterRegistry()))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("CompositeMeterRegistry");
+    }
+
+    private static double runs(MeterRegistry registry, Tags tags) {
+        Counter c = registry.get("ptorun.runs").tags(tags).counter();
+        return c.count();
+    }
+
+    private static double gauge(MeterRegistry registry, String name, Tags tags) {
+        return registry.get(name).tags(tags).gauge().value();
+    }
+}
