@@ -89,14 +89,8 @@ public final class ChipCallable {
     private ChipCallable(List<Direction> signature, List<Child> children, Program program,
                          OrchestrationLibrary orchestrationLibrary) {
         this.signature = signature;
-        List<Direction> tensors = new ArrayList<>();
-        for (Direction d : signature) {
-            if (d.isTensor()) {
-                tensors.add(d);
-            }
-        }
-        this.tensorDirections = List.copyOf(tensors);
-        this.scalarCount = signature.size() - tensors.size();
+        this.tensorDirections = tensorsOf(signature);
+        this.scalarCount = signature.size() - tensorDirections.size();
         this.children = children;
         this.program = program;
         this.orchestrationLibrary = orchestrationLibrary;
@@ -105,17 +99,22 @@ public final class ChipCallable {
         this.bytes = encode();
     }
 
-    /** A callable known only by its encoded bytes ({@link #fromBytes}). */
-    private ChipCallable(List<Direction> signature, byte[] bytes) {
-        this.signature = signature;
+    /** The tensor arguments of a signature, in order. */
+    private static List<Direction> tensorsOf(List<Direction> signature) {
         List<Direction> tensors = new ArrayList<>();
         for (Direction d : signature) {
             if (d.isTensor()) {
                 tensors.add(d);
             }
         }
-        this.tensorDirections = List.copyOf(tensors);
-        this.scalarCount = signature.size() - tensors.size();
+        return List.copyOf(tensors);
+    }
+
+    /** A callable known only by its encoded bytes ({@link #fromBytes}). */
+    private ChipCallable(List<Direction> signature, byte[] bytes) {
+        this.signature = signature;
+        this.tensorDirections = tensorsOf(signature);
+        this.scalarCount = signature.size() - tensorDirections.size();
         this.children = List.of();
         this.program = null;
         this.orchestrationLibrary = null;
