@@ -1,0 +1,306 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.ptorun.WorkerE2ETest.CHAIN;
+import static org.ptorun.WorkerE2ETest.N;
+import static org.ptorun.WorkerE2ETest.enqueueChain;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.math.BigDecimal;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.api.io.TempDir;
+import org.ptorun.RunFiguresE2ETest.Gate;
+import org.ptorun.RunFiguresE2ETest.Gated;
+import org.ptorun.worker.RunObserver;
+import org.ptorun.worker.RunResult;
+import org.ptorun.worker.RunTicket;
+import org.ptorun.worker.Worker;
+import org.ptorun.worker.WorkerTimeline;
+
+/**
+ * {@link Worker.Builder#trace}: the file a Worker writes at close, read back as Trace Event
+ * JSON and checked from the file alone — each run's slices in phase order on their tracks,
+ * its flow arrow, the tracks' names — and, with a run held on the device by a gate, that
+ * its successor's prepare lay inside its execution on a chip that pipelines (hbg) and
+ * after its finalize on one that cannot (trb). Only ordering facts made by causality.
+ */
+class WorkerTimelineE2ETest {
+
+    private static final int K = 6;
+
+    static List<Variant> allVariants() {
+        return SimE2E.allVariants();
+    }
+
+    static List<Variant> overlapping() {
+        return List.of(Variant.parse("a2a3/sim/hbg"), Variant.parse("a5/onboard/hbg"));
+    }
+
+    static List<Variant> trb() {
+        return SimE2E.allTrbVariants();
+    }
+
+    /** One X slice read back: its track's name, its bounds in nanoseconds, its args. */
+    record Slice(String name, long tid, String track, long start, long end, JsonNode args) {
+        long dispatchId() {
+            return args.get("dispatchId").asLong();
+        }
+    }
+
+    /** A timeline file read back. */
+    record Timeline(JsonNode root, Map<Long, String> tracks, List<Slice> slices, List<JsonNode> flows) {
+
+        static Timeline read(Path file) throws Exception {
+            JsonNode root = new ObjectMapper().enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+                    .readTree(file.toFile());
+            Map<Long, String> tracks = new TreeMap<>();
+            for (JsonNode e : root.get("traceEvents")) {
+                if (e.get("ph").asText().equals("M") && e.get("name").asText().equals("thread_name")) {
+                    tracks.put(e.get("tid").asLong(), e.get("args").get("name").asText());
+                }
+            }
+            List<Slice> slices = new ArrayList<>();
+            List<JsonNode> flows = new ArrayList<>();
+            for (JsonNode e : root.get("traceEvents")) {
+                String ph = e.get("ph").asText();
+                if (ph.equals("X")) {
+                    long start = nanos(e.get("ts"));
+                    long tid = e.get("tid").asLong();
+                    assertThat(tracks).as("every slice's track is named").containsKey(tid);
+                    slices.add(new Slice(e.get("name").asText(), tid, tracks.get(tid), start,
+                            start + nanos(e.get("dur")), e.get("args")));
+                } else if (ph.equals("s") || ph.equals("f")) {
+                    flows.add(e);
+                }
+            }
+            return new Timeline(root, tracks, slices, flows);
+        }
+
+        /** The one slice {@code name} of run {@code dispatchId}. */
+        Slice slice(long dispatchId, String name) {
+            List<Slice> found = slices.stream()
+                    .filter(s -> s.name.equals(name) && s.args.has("dispatchId") && s.dispatchId() == dispatchId)
+                    .toList();
+            assertThat(found).as("run %d's %s slices", dispatchId, name).hasSize(1);
+            return found.get(0);
+        }
+
+        /** Every track's slices are disjoint (the writer nests none): the Trace Event format's rule holds. */
+        void assertTracksWellFormed() {
+            Map<Long, List<Slice>> byTid = new HashMap<>();
+            for (Slice s : slices) {
+                byTid.computeIfAbsent(s.tid, k -> new ArrayList<>()).add(s);
+            }
+            for (List<Slice> track : byTid.values()) {
+                List<Slice> sorted = new ArrayList<>(track);
+                sorted.sort((a, b) -> Long.compare(a.start, b.start));
+                for (int i = 1; i < sorted.size(); i++) {
+                    assertThat(sorted.get(i).start).as("%s then %s on %s", sorted.get(i - 1), sorted.get(i),
+                            sorted.get(i).track).isGreaterThanOrEqualTo(sorted.get(i - 1).end);
+                }
+            }
+        }
+    }
+
+    /** A trace timestamp (microseconds, three decimals) in nanoseconds. */
+    static long nanos(JsonNode microseconds) {
+        return new BigDecimal(microseconds.asText()).movePointRight(3).longValueExact();
+    }
+
+    @ParameterizedTest
+    @MethodSource("allVariants")
+    void everyRunHasItsSlicesInPhaseOrderWithAFlowFromEnqueueToFinalize(Variant variant, @TempDir Path dir)
+            throws Exception {
+        Path file = dir.resolve("timeline.json");
+        List<RunTicket> observed = new ArrayList<>();
+        RunObserver other = new RunObserver() { // a second observer: both are told
+            @Override
+            public synchronized void runFinished(RunTicket ticket, RunResult result, Throwable failure) {
+                observed.add(ticket);
+            }
+        };
+        List<WorkerE2ETest.Job> jobs = new ArrayList<>();
+        Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).runObserver(other).trace(file)
+                .build();
+        try {
+            w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+            for (int i = 0; i < K; i++) {
+                jobs.add(enqueueChain(w, 100 + i));
+            }
+            for (WorkerE2ETest.Job job : jobs) {
+                job.ticket().result().get(60, TimeUnit.SECONDS);
+                job.assertGolden();
+            }
+        } finally {
+            w.close();
+        }
+        synchronized (other) {
+            assertThat(observed).as("the other observer was told too").hasSize(K);
+        }
+
+        Timeline t = Timeline.read(file);
+        JsonNode meta = t.root.get("metadata");
+        assertThat(meta.get("runs").asInt()).isEqualTo(K);
+        assertThat(meta.get("droppedRuns").asInt()).isZero();
+        assertThat(meta.get("maxRuns").asInt()).isEqualTo(WorkerTimeline.MAX_RUNS);
+        assertThat(t.root.get("displayTimeUnit").asText()).isEqualTo("ns");
+        JsonNode process = t.root.get("traceEvents").get(0);
+        assertThat(process.get("name").asText()).isEqualTo("process_name");
+        assertThat(process.get("args").get("name").asText()).isEqualTo("Worker " + variant);
+        assertThat(t.tracks.values()).contains("admission queue", "chip 0", "chip 0 device", "chip 1",
+                "chip 1 device");
+        t.assertTracksWellFormed();
+
+        for (WorkerE2ETest.Job job : jobs) {
+            RunTicket ticket = job.ticket();
+            long id = ticket.dispatchId();
+            String chip = "chip " + ticket.deviceId();
+            Slice queued = t.slice(id, "queued");
+            Slice prepare = t.slice(id, "prepare");
+            Slice launch = t.slice(id, "launch");
+            Slice execution = t.slice(id, "execution");
+            Slice finalize = t.slice(id, "finalize");
+            assertThat(queued.track).startsWith("admission queue");
+            assertThat(List.of(prepare.track, launch.track, finalize.track))
+                    .allSatisfy(track -> assertThat(track).isEqualTo(chip));
+            assertThat(execution.track).isEqualTo(chip + " device");
+            RunResult r = ticket.result().join();
+            for (Slice s : List.of(queued, prepare, launch, execution, finalize)) {
+                assertThat(s.args.get("runId").asLong()).isEqualTo(r.runId());
+                assertThat(s.args.get("runEpoch").asLong()).isEqualTo(r.run().runEpoch());
+                assertThat(s.args.get("slot").asInt()).isEqualTo(r.run().slot());
+                assertThat(s.args.get("callableId").asInt()).isEqualTo(CHAIN);
+                assertThat(s.args.get("outcome").asText()).isEqualTo("succeeded");
+            }
+            assertThat(queued.end).as("queued until its prepare began").isEqualTo(prepare.start);
+            assertThat(prepare.end).isLessThanOrEqualTo(launch.start);
+            assertThat(execution.start).as("execution from launch's return").isEqualTo(launch.end);
+            assertThat(launch.end).isLessThanOrEqualTo(finalize.start);
+            assertThat(execution.end).as("the device ended before finalize returned")
+                    .isLessThanOrEqualTo(finalize.end);
+
+            List<JsonNode> flow = t.flows.stream().filter(f -> f.get("id").asLong() == id).toList();
+            assertThat(flow).extracting(f -> f.get("ph").asText()).containsExactlyInAnyOrder("s", "f");
+            for (JsonNode f : flow) {
+                Slice at = f.get("ph").asText().equals("s") ? queued : finalize;
+                assertThat(f.get("tid").asLong()).isEqualTo(at.tid);
+                assertThat(nanos(f.get("ts"))).isEqualTo(at.start);
+            }
+        }
+        assertThat(t.flows).hasSize(2 * K);
+    }
+
+    /**
+     * Run A is held on the device by a gate; B is enqueued behind it. Once the dispatcher has
+     * done all it can before A ends (on hbg: prepared B, the pipeline's successor, and waits
+     * for the device), the gate opens. The file
+     * alone must show B's prepare inside A's execution — which fails if the Worker stops
+     * pipelining (e.g. with pipelineDepth(1)).
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void onAChipThatPipelinesTheSuccessorsPrepareLiesInsideTheRunsExecution(Variant variant, @TempDir Path dir)
+            throws Exception {
+        Pair p = gatedPair(variant, dir);
+        Timeline t = p.timeline;
+        Slice aExecution = t.slice(p.a, "execution");
+        Slice bPrepare = t.slice(p.b, "prepare");
+        assertThat(bPrepare.start).as("B's prepare began after A's launch returned").isGreaterThanOrEqualTo(aExecution.start);
+        assertThat(bPrepare.end).as("B's prepare ended before A ended on the device").isLessThanOrEqualTo(aExecution.end);
+        assertThat(bPrepare.end).as("and before A's finalize ended").isLessThanOrEqualTo(t.slice(p.a, "finalize").end);
+    }
+
+    /** The same sequence on a chip that cannot overlap: B's prepare begins after A's finalize ended. */
+    @ParameterizedTest
+    @MethodSource("trb")
+    void onAChipThatCannotOverlapTheSuccessorsPrepareFollowsTheRunsFinalize(Variant variant, @TempDir Path dir)
+            throws Exception {
+        Pair p = gatedPair(variant, dir);
+        Timeline t = p.timeline;
+        assertThat(t.slice(p.b, "prepare").start).as("B's prepare began after A's finalize ended")
+                .isGreaterThanOrEqualTo(t.slice(p.a, "finalize").end);
+        assertThat(t.slice(p.b, "prepare").start).isGreaterThanOrEqualTo(t.slice(p.a, "execution").end);
+    }
+
+    /** The file read back, and the dispatch ids of A and B. */
+    record Pair(Timeline timeline, long a, long b) {
+    }
+
+    /**
+     * Registers the gated callable, enqueues gated A and B, waits until the dispatcher
+     * settled while A executes, opens A's gate, closes;
+     * returns the file read back.
+     */
+    private static Pair gatedPair(Variant variant, Path dir) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        long idA;
+        long idB;
+        try (Gate gateA = new Gate(); Gate gateB = new Gate()) {
+            gateB.open(); // B runs through
+            Worker w = Worker.builder().variant(variant).background(true).trace(file).build();
+            try {
+                w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
+                Gated a = RunFiguresE2ETest.enqueueGated(w, gateA, CallConfig.DEFAULT, 1);
+                Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, CallConfig.DEFAULT, 2);
+                awaitDoneAllItCanBeforeAEnds(dispatcherOf(0), b.ticket());
+                gateA.open();
+                a.result();
+                b.result();
+                idA = a.ticket().dispatchId();
+                idB = b.ticket().dispatchId();
+            } finally {
+                gateA.open();
+                w.close();
+            }
+        }
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        return new Pair(t, idA, idB);
+    }
+
+    /**
+     * Waits until the dispatcher, with A held on the device, has done all it can before A
+     * ends: it is inside A's finalize (waiting for the device: it took no successor), or,
+     * having captured B's acceptance word at the start of B's prepare, it is back waiting
+     * for an event — so that prepare returned (it staged B as the pipeline's successor).
+     * Yields meanwhile; fails after 25 s, before the gated kernel gives up (30 s).
+     */
+    private static void awaitDoneAllItCanBeforeAEnds(Thread dispatcher, RunTicket b) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
+        while (true) {
+            boolean prepared = b.acceptanceWord().isPresent();
+            for (StackTraceElement frame : dispatcher.getStackTrace()) {
+                if (frame.getClassName().equals(ChipWorker.class.getName())
+                        && frame.getMethodName().equals("finalizeBegun")) {
+                    return;
+                }
+                if (prepared && frame.getClassName().equals("org.ptorun.worker.AdmissionQueue")
+                        && frame.getMethodName().equals("awaitEvent")) {
+                    return;
+                }
+            }
+            assertThat(System.nanoTime() - deadline).as("the dispatcher settled while A executes").isNegative();
+            Thread.yield();
+        }
+    }
+
+    private static Thread dispatcherOf(int deviceId) {
+        String name = "ptorun-dispatch-" + deviceId;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals(name) && t.isAlive()) {
+                return t;
+            }
+        }
+        throw new AssertionError("no thread " + name);
+    }
+}
