@@ -201,6 +201,68 @@ class WorkerTimelineE2ETest {
     }
 
     /**
+     * A run whose kernel fails (the gated kernel refuses a null gate) has the host phases it
+     * reached, no execution, and a failed instant; runs cancelled by close while queued have
+     * only their queued slice and a cancelled instant. None has a flow arrow (no finalize
+     * ended for the cancelled; the failed one has one, to its finalize).
+     */
+    @org.junit.jupiter.api.Test
+    void failedAndCancelledRunsShowThePhasesTheyReached(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        RunTicket failed;
+        List<RunTicket> cancelled = new ArrayList<>();
+        Worker w = Worker.builder().variant(Variant.DEFAULT).trace(file)
+                .shutdownPolicy(org.ptorun.worker.ShutdownPolicy.CANCEL_QUEUED).build();
+        try {
+            w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
+            failed = w.enqueue(RunFiguresE2ETest.GATED,
+                    TaskArgs.of(Tensor.of(SimE2E.random(64, 1)), Tensor.of(SimE2E.filled(64))).scalar(0),
+                    CallConfig.DEFAULT);
+            w.drain();
+            assertThat(failed.result()).isCompletedExceptionally();
+            for (int i = 0; i < 3; i++) { // caller-driven: nothing takes them before close
+                cancelled.add(enqueueChainOrGated(w, i));
+            }
+        } finally {
+            w.close();
+        }
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        long id = failed.dispatchId();
+        for (String phase : List.of("queued", "prepare", "launch", "finalize")) {
+            assertThat(t.slice(id, phase).args.get("outcome").asText()).isEqualTo("failed");
+        }
+        assertThat(t.slices).noneMatch(s -> s.name.equals("execution") && s.dispatchId() == id);
+        assertThat(instants(t, id)).singleElement().asString().startsWith("failed: org.ptorun.KernelFaultException");
+        for (RunTicket c : cancelled) {
+            assertThat(c.result()).isCompletedExceptionally();
+            Slice queued = t.slice(c.dispatchId(), "queued");
+            assertThat(queued.args.get("outcome").asText()).isEqualTo("cancelled");
+            assertThat(t.slices).filteredOn(s -> s.dispatchId() == c.dispatchId()).containsExactly(queued);
+            assertThat(instants(t, c.dispatchId())).singleElement().asString()
+                    .startsWith("cancelled: org.ptorun.worker.RunCancelledException");
+            assertThat(t.flows).noneMatch(f -> f.get("id").asLong() == c.dispatchId());
+        }
+        assertThat(t.root.get("metadata").get("runs").asInt()).isEqualTo(4);
+    }
+
+    private static RunTicket enqueueChainOrGated(Worker w, int seed) throws InterruptedException {
+        return w.enqueue(RunFiguresE2ETest.GATED,
+                TaskArgs.of(Tensor.of(SimE2E.random(64, seed)), Tensor.of(SimE2E.filled(64))).scalar(0),
+                CallConfig.DEFAULT);
+    }
+
+    private static List<String> instants(Timeline t, long dispatchId) {
+        List<String> names = new ArrayList<>();
+        for (JsonNode e : t.root.get("traceEvents")) {
+            if (e.get("ph").asText().equals("i") && e.get("args").get("dispatchId").asLong() == dispatchId) {
+                names.add(e.get("name").asText());
+            }
+        }
+        return names;
+    }
+
+    /**
      * Run A is held on the device by a gate; B is enqueued behind it. Once the dispatcher has
      * done all it can before A ends (on hbg: prepared B, the pipeline's successor, and waits
      * for the device), the gate opens. The file

@@ -484,8 +484,9 @@ public final class Worker implements AutoCloseable {
     /**
      * Stops admission (blocked and later enqueues throw {@link IllegalStateException}),
      * then, per the {@link ShutdownPolicy}, runs or cancels the queued runs, finalizes
-     * every run prepared or running, completes every future, and closes the chips.
-     * Idempotent; a concurrent caller waits until the first one finished.
+     * every run prepared or running, completes every future, and closes the chips; then
+     * writes the {@link Builder#trace timeline}, if any (a failure to write it is logged,
+     * not thrown). Idempotent; a concurrent caller waits until the first one finished.
      */
     @Override
     public void close() {
