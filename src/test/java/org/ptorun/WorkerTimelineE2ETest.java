@@ -201,6 +201,56 @@ class WorkerTimelineE2ETest {
     }
 
     /**
+     * Runs traced with CallConfig.enableTrace: the device's task slices of each, read from
+     * its own trace file, are on the chip's core tracks, as many as that file has, each
+     * between the run's launch call and its end on the device.
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void tracedRunsBringTheirDeviceTasks(Variant variant, @TempDir Path dir) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        CallConfig traced = CallConfig.builder().enableTrace(true).outputPrefix(dir).build();
+        List<RunTicket> tickets = new ArrayList<>();
+        Worker w = Worker.builder().variant(variant).background(true).trace(file).build();
+        try {
+            w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+            for (int i = 0; i < 3; i++) {
+                tickets.add(w.enqueue(CHAIN, ChipWorkerE2ETest.chainArgs(SimE2E.random(N, i), SimE2E.random(N, 7 + i),
+                        SimE2E.filled(N)), traced));
+            }
+            for (RunTicket t : tickets) {
+                t.result().get(60, TimeUnit.SECONDS);
+            }
+        } finally {
+            w.close();
+        }
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        assertThat(t.root.get("metadata").get("unreadDeviceTraces").asInt()).isZero();
+        for (RunTicket ticket : tickets) {
+            RunResult r = ticket.result().join();
+            Path own = r.outputFiles().get(0);
+            int tasks = 0;
+            for (JsonNode e : new ObjectMapper().readTree(own.toFile()).get("traceEvents")) {
+                if (e.has("cat") && e.get("cat").asText().equals("task")) {
+                    tasks++;
+                }
+            }
+            assertThat(tasks).isPositive();
+            long launchStart = t.slice(r.dispatchId(), "launch").start;
+            long executionEnd = t.slice(r.dispatchId(), "execution").end;
+            List<Slice> mine = t.slices.stream()
+                    .filter(s -> s.track.startsWith("chip 0 core ") && s.dispatchId() == r.dispatchId()).toList();
+            assertThat(mine).hasSize(tasks);
+            for (Slice task : mine) {
+                assertThat(task.args.has("taskId")).isTrue();
+                assertThat(task.start).as("a task starts after its launch call began").isGreaterThanOrEqualTo(launchStart);
+                assertThat(task.end).as("and ends no later than the run on the device").isLessThanOrEqualTo(executionEnd);
+            }
+        }
+    }
+
+    /**
      * A run whose kernel fails (the gated kernel refuses a null gate) has the host phases it
      * reached, no execution, and a failed instant; runs cancelled by close while queued have
      * only their queued slice and a cancelled instant. None has a flow arrow (no finalize

@@ -16,6 +16,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.ptorun.NativeRun;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,6 +41,10 @@ import org.slf4j.LoggerFactory;
  * <li>{@code chip <deviceId> device}: an {@code execution} slice per run, from its launch's
  *     return until it ended on the device ({@link RunTimings#executionEnd()}): apart from
  *     the host track because a successor's prepare overlaps it;
+ * <li>{@code chip <deviceId> core <c>}: the device's task slices of a run traced with
+ *     {@code CallConfig.enableTrace}, read from its own trace file when the timeline is
+ *     written (beside its execution, not nested in it: several cores' tasks overlap, and a
+ *     task may start before the launch returned);
  * <li>{@code collectives}: a {@code collective step} slice per {@link Worker#enqueueCollective}
  *     step, from its first rank's enqueue to its last rank's finalize.
  * </ul>
@@ -67,13 +73,33 @@ public final class WorkerTimeline implements RunObserver {
     private record Run(long runId, long dispatchId, int deviceId, int callableId, NativeRun identity,
                        long enqueued, long prepareStart, long prepareEnd, long launchStart, long launchEnd,
                        long executionEnd, long finalizeStart, long finalizeEnd, String outcome, String failure,
-                       long observed) {
+                       long observed, Path deviceTrace) {
     }
 
     private record Step(List<Long> dispatchIds, String outcome) {
     }
 
-    private record Slice(String track, String name, long start, long end, Run run) {
+    private record Slice(String track, String name, long start, long end, Run run, String task) {
+        Slice(String track, String name, long start, long end, Run run) {
+            this(track, name, start, end, run, null);
+        }
+    }
+
+    /** One task line of a run's own trace: {@code "name":"k", ... "tid":t,"ts":x,"dur":y,"args":{...}}. */
+    private static final Pattern TASK = Pattern.compile("\\{\"name\":\"((?:[^\"\\\\]|\\\\.)*)\",\"cat\":\"task\""
+            + ",\"ph\":\"X\",\"pid\":\\d+,\"tid\":\\d+,\"ts\":(-?[0-9.]+),\"dur\":([0-9.]+),\"args\":\\{\"task_id\":(\\d+)"
+            + ",\"func_id\":(\\d+),\"core\":(\\d+)\\}");
+    private static final Pattern CLOCK_BASE = Pattern.compile("\"clock_base_ns\":(\\d+)");
+
+    /** The run's own trace (CallConfig.enableTrace), if it wrote one. */
+    private static Path deviceTraceOf(RunResult result) {
+        for (Path p : result.outputFiles()) {
+            String name = p.getFileName().toString();
+            if (name.startsWith("trace_") && name.endsWith(".json")) {
+                return p;
+            }
+        }
+        return null;
     }
 
     private final Path file;
@@ -113,14 +139,14 @@ public final class WorkerTimeline implements RunObserver {
             RunTimings s = result.timings();
             run = new Run(t.runId(), t.dispatchId(), t.deviceId(), t.callableId(), result.run(), s.enqueued(),
                     s.prepareStart(), s.prepareEnd(), s.launchStart(), s.launchEnd(), s.executionEnd(),
-                    s.finalizeStart(), s.finalizeEnd(), "succeeded", null, observed);
+                    s.finalizeStart(), s.finalizeEnd(), "succeeded", null, observed, deviceTraceOf(result));
         } else {
             // the stamps of the phases it reached: this is the thread that finished it (its chip's
             // driver, which wrote them; or close's, for a run never taken by a driver: none)
             String outcome = failure instanceof RunCancelledException ? "cancelled" : "failed";
             run = new Run(t.runId(), t.dispatchId(), t.deviceId(), t.callableId(), t.run, t.enqueuedAt,
                     t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, 0, t.finalizeStart, t.finalizeEnd,
-                    outcome, String.valueOf(failure), observed);
+                    outcome, String.valueOf(failure), observed, null);
         }
         synchronized (lock) {
             if (runs.size() < maxRuns && !written) {
@@ -193,6 +219,7 @@ public final class WorkerTimeline implements RunObserver {
         private final Writer out;
         private boolean first = true;
         private int nextTid = 1;
+        private long deviceTraceErrors;
         /** Rows of a logical track: their tids and where each row's last slice ends. */
         private final Map<String, List<long[]>> rows = new LinkedHashMap<>();
 
@@ -237,10 +264,15 @@ public final class WorkerTimeline implements RunObserver {
                     slices.add(new Slice(chip, "finalize", r.finalizeStart, r.finalizeEnd, r));
                 }
             }
+            for (Run r : rs) {
+                if (r.deviceTrace != null) {
+                    deviceTasks(r, slices);
+                }
+            }
             // in start order, so the first-free-row rule keeps every row's slices disjoint
             slices.sort(Comparator.comparingLong(Slice::start));
             for (Slice s : slices) {
-                int tid = slice(s.track, s.name, s.start, s.end, s.run);
+                int tid = slice(s.track, s.name, s.start, s.end, s.run, s.task);
                 boolean flows = s.run.finalizeEnd != 0;
                 if (flows && s.name.equals("queued")) {
                     flow("s", tid, s.start, s.run.dispatchId);
@@ -266,6 +298,7 @@ public final class WorkerTimeline implements RunObserver {
             out.write(",\"droppedRuns\":" + dropped);
             out.write(",\"collectiveSteps\":" + ss.size());
             out.write(",\"droppedCollectiveSteps\":" + droppedS);
+            out.write(",\"unreadDeviceTraces\":" + deviceTraceErrors);
             out.write("}}\n");
         }
 
@@ -333,10 +366,53 @@ public final class WorkerTimeline implements RunObserver {
         }
 
         private int slice(String track, String name, long start, long end, Run r) throws IOException {
+            return slice(track, name, start, end, r, null);
+        }
+
+        private int slice(String track, String name, long start, long end, Run r, String task) throws IOException {
             int tid = place(track, start, end);
+            String a = args(r);
+            if (task != null) {
+                a = a.substring(0, a.length() - 1) + "," + task + "}";
+            }
             event("{\"ph\":\"X\",\"pid\":" + PID + ",\"tid\":" + tid + ",\"ts\":" + ts(start) + ",\"dur\":"
-                    + dur(start, end) + ",\"name\":" + str(name) + ",\"args\":" + args(r) + "}");
+                    + dur(start, end) + ",\"name\":" + str(name) + ",\"args\":" + a + "}");
             return tid;
+        }
+
+        /**
+         * The device's task slices of a run traced with CallConfig.enableTrace, from its own
+         * trace file (one event a line, as the library writes it), on the chip's per-core
+         * tracks, shifted onto this timeline's clock (both are CLOCK_MONOTONIC). A file that
+         * cannot be read costs its tasks only (counted in the metadata).
+         */
+        private void deviceTasks(Run r, List<Slice> slices) {
+            try {
+                List<String> lines = Files.readAllLines(r.deviceTrace, StandardCharsets.UTF_8);
+                long clockBase = -1;
+                for (String line : lines) {
+                    Matcher m = CLOCK_BASE.matcher(line);
+                    if (m.find()) {
+                        clockBase = Long.parseLong(m.group(1));
+                    }
+                }
+                if (clockBase < 0) {
+                    throw new IOException("no clock_base_ns");
+                }
+                for (String line : lines) {
+                    Matcher m = TASK.matcher(line);
+                    if (m.find()) {
+                        long start = clockBase + new BigDecimal(m.group(2)).movePointRight(3).longValueExact();
+                        long end = start + new BigDecimal(m.group(3)).movePointRight(3).longValueExact();
+                        String name = m.group(1).replace("\\\"", "\"").replace("\\\\", "\\");
+                        slices.add(new Slice("chip " + r.deviceId + " core " + m.group(6), name, start, end, r,
+                                "\"taskId\":" + m.group(4) + ",\"funcId\":" + m.group(5) + ",\"core\":" + m.group(6)));
+                    }
+                }
+            } catch (IOException | RuntimeException e) {
+                deviceTraceErrors++;
+                LOG.debug("could not read the trace {} of run {} into the Worker timeline", r.deviceTrace, r.runId, e);
+            }
         }
 
         private void flow(String ph, int tid, long at, long id) throws IOException {
