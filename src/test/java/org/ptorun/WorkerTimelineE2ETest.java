@@ -251,6 +251,65 @@ class WorkerTimelineE2ETest {
     }
 
     /**
+     * Collective steps on two chips: one slice each on the collectives track, from the
+     * earliest rank's enqueue to the last rank's finalize, naming the ranks' dispatch ids.
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void collectiveStepsSpanTheirRanks(Variant variant, @TempDir Path dir) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        int steps = 2;
+        java.util.concurrent.CountDownLatch told = new java.util.concurrent.CountDownLatch(steps);
+        RunObserver stepsTold = new RunObserver() { // told after the timeline (it comes first)
+            @Override
+            public void collectiveStepFinished(org.ptorun.worker.CollectiveStep step, java.time.Duration latency,
+                                               Throwable failure) {
+                told.countDown();
+            }
+        };
+        List<org.ptorun.worker.CollectiveStep> done = new ArrayList<>();
+        Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).runObserver(stepsTold)
+                .trace(file).build();
+        try {
+            w.register(5, CommCollectivesE2ETest.single("allreduce_sum", List.of(org.ptorun.callable.Direction.INOUT),
+                    1, new long[] {4L * 64})).get(60, TimeUnit.SECONDS);
+            CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+            try {
+                group.allocWindows(4L * 64);
+                for (int i = 0; i < steps; i++) {
+                    org.ptorun.worker.CollectiveStep step = w.enqueueCollective(group, 5, rank -> new TaskArgs()
+                            .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()),
+                            CallConfig.DEFAULT);
+                    step.results().forEach(java.util.concurrent.CompletableFuture::join);
+                    done.add(step);
+                }
+                w.drain();
+                assertThat(told.await(60, TimeUnit.SECONDS)).as("every step told").isTrue();
+            } finally {
+                group.close();
+            }
+        } finally {
+            w.close();
+        }
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        List<Slice> slices = t.slices.stream().filter(s -> s.name.equals("collective step")).toList();
+        assertThat(slices).hasSize(steps).allSatisfy(s -> assertThat(s.track).startsWith("collectives"));
+        for (org.ptorun.worker.CollectiveStep step : done) {
+            List<Long> ids = List.of(step.ticket(0).dispatchId(), step.ticket(1).dispatchId());
+            Slice s = slices.stream().filter(x -> {
+                List<Long> named = new ArrayList<>();
+                x.args.get("dispatchIds").forEach(n -> named.add(n.asLong()));
+                return named.equals(ids);
+            }).findFirst().orElseThrow();
+            long firstEnqueue = Math.min(t.slice(ids.get(0), "queued").start, t.slice(ids.get(1), "queued").start);
+            long lastFinalize = Math.max(t.slice(ids.get(0), "finalize").end, t.slice(ids.get(1), "finalize").end);
+            assertThat(s.start).isEqualTo(firstEnqueue);
+            assertThat(s.end).isEqualTo(lastFinalize);
+        }
+    }
+
+    /**
      * A run whose kernel fails (the gated kernel refuses a null gate) has the host phases it
      * reached, no execution, and a failed instant; runs cancelled by close while queued have
      * only their queued slice and a cancelled instant. None has a flow arrow (no finalize

@@ -638,8 +638,8 @@ public final class Worker implements AutoCloseable {
         /**
          * Told of every run the Worker finishes, e.g. {@code org.ptorun.metrics.WorkerMetrics}
          * (see {@link RunObserver}); default none, which costs nothing. Called more than once,
-         * it adds observers: each is told, in the order given (then the {@link #trace} timeline,
-         * if any), and one that throws does not keep the others from being told.
+         * it adds observers: each is told, in the order given (after the {@link #trace}
+         * timeline, if any), and one that throws does not keep the others from being told.
          */
         public Builder runObserver(RunObserver observer) {
             this.observers.add(Objects.requireNonNull(observer, "observer"));
@@ -733,11 +733,12 @@ public final class Worker implements AutoCloseable {
          * @throws IllegalStateException without a variant or runtime
          */
         public Worker build() {
-            List<RunObserver> all = new ArrayList<>(observers);
+            List<RunObserver> all = new ArrayList<>();
             timeline = traceFile == null ? null : new WorkerTimeline(traceFile, WorkerTimeline.MAX_RUNS);
             if (timeline != null) {
-                all.add(timeline);
+                all.add(timeline); // first: once a later observer was told, the timeline has the run
             }
+            all.addAll(observers);
             observer = RunObservers.of(all);
             HostRuntime rt = runtime;
             if (rt == null) {
