@@ -4,8 +4,10 @@ import java.time.Duration;
 
 /**
  * Told of every run a {@link Worker} finishes: the hook for metrics
- * ({@code org.ptorun.metrics.WorkerMetrics}) or any other accounting, set with
- * {@link Worker.Builder#runObserver}.
+ * ({@code org.ptorun.metrics.WorkerMetrics}), a timeline ({@link WorkerTimeline}, set with
+ * {@link Worker.Builder#trace}) or any other accounting, set with
+ * {@link Worker.Builder#runObserver} — which may be called more than once: every
+ * observer is told, in the order given.
  *
  * <p>{@link #runFinished} is called exactly once per run admitted — succeeded, failed,
  * failed fast on a poisoned chip, or cancelled by {@code close()} — on the thread that

@@ -66,6 +66,8 @@ public final class Worker implements AutoCloseable {
     private final ShutdownPolicy shutdownPolicy;
     private final Executor callbacks;
     private final Variant variant;
+    /** Builder.trace: written once by the first close, after every run finished; else null. */
+    private final WorkerTimeline timeline;
 
     /** Caller-driven mode: the thread driving every lane now, or null. */
     private final AtomicReference<Thread> driver = new AtomicReference<>();
@@ -85,6 +87,7 @@ public final class Worker implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             ids[i] = chips.get(i).deviceId();
         }
+        this.timeline = b.timeline;
         this.ledger = new DrainLedger(n, b.observer);
         this.lanes = new ChipLane[n];
         this.queue = new AdmissionQueue(b.queueCapacity, ids, b.selection, !background,
@@ -481,8 +484,9 @@ public final class Worker implements AutoCloseable {
     /**
      * Stops admission (blocked and later enqueues throw {@link IllegalStateException}),
      * then, per the {@link ShutdownPolicy}, runs or cancels the queued runs, finalizes
-     * every run prepared or running, completes every future, and closes the chips.
-     * Idempotent; a concurrent caller waits until the first one finished.
+     * every run prepared or running, completes every future, and closes the chips; then
+     * writes the {@link Builder#trace timeline}, if any (a failure to write it is logged,
+     * not thrown). Idempotent; a concurrent caller waits until the first one finished.
      */
     @Override
     public void close() {
@@ -522,6 +526,9 @@ public final class Worker implements AutoCloseable {
         } finally {
             for (ChipLane lane : lanes) {
                 lane.closeChip();
+            }
+            if (timeline != null) {
+                timeline.writeOnce(); // every run finished (and was observed): the chips are closed
             }
             synchronized (closeMonitor) {
                 closed = true;
@@ -582,7 +589,11 @@ public final class Worker implements AutoCloseable {
         private Executor callbacks = ForkJoinPool.commonPool();
         private Path captureDir;
         private long captureMaxBytes = org.ptorun.capture.RunCapture.DEFAULT_MAX_BYTES;
+        private final List<RunObserver> observers = new ArrayList<>();
+        private Path traceFile;
+        // set by build()
         private RunObserver observer;
+        private WorkerTimeline timeline;
 
         private Builder() {
         }
@@ -626,10 +637,27 @@ public final class Worker implements AutoCloseable {
 
         /**
          * Told of every run the Worker finishes, e.g. {@code org.ptorun.metrics.WorkerMetrics}
-         * (see {@link RunObserver}); default none, which costs nothing.
+         * (see {@link RunObserver}); default none, which costs nothing. Called more than once,
+         * it adds observers: each is told, in the order given (after the {@link #trace}
+         * timeline, if any), and one that throws does not keep the others from being told.
          */
         public Builder runObserver(RunObserver observer) {
-            this.observer = Objects.requireNonNull(observer, "observer");
+            this.observers.add(Objects.requireNonNull(observer, "observer"));
+            return this;
+        }
+
+        /**
+         * Writes a timeline of the Worker to {@code file} when it closes: a Chrome Trace Event
+         * JSON file (open it in ui.perfetto.dev) with a track for the admission queue and two
+         * per chip, a slice per run phase, flow arrows from each run's enqueue to its
+         * finalize, and a slice per collective step; see {@link WorkerTimeline} and
+         * docs/operations.md, "Timeline". It keeps at most {@link WorkerTimeline#MAX_RUNS}
+         * runs in memory (later ones are dropped and counted in the file's metadata). The
+         * first {@code close()} writes it, once, after every run finished; a file that cannot
+         * be written is logged, never thrown from close. Off by default.
+         */
+        public Builder trace(Path file) {
+            this.traceFile = Objects.requireNonNull(file, "file");
             return this;
         }
 
@@ -705,6 +733,13 @@ public final class Worker implements AutoCloseable {
          * @throws IllegalStateException without a variant or runtime
          */
         public Worker build() {
+            List<RunObserver> all = new ArrayList<>();
+            timeline = traceFile == null ? null : new WorkerTimeline(traceFile, WorkerTimeline.MAX_RUNS);
+            if (timeline != null) {
+                all.add(timeline); // first: once a later observer was told, the timeline has the run
+            }
+            all.addAll(observers);
+            observer = RunObservers.of(all);
             HostRuntime rt = runtime;
             if (rt == null) {
                 if (variant == null) {
