@@ -46,11 +46,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Each chip is a {@link ChipLane} with one explicit {@link LaneState}; which thread
  * drives it and which native calls that thread alone makes is the lane's rule, stated
- * once in docs/worker.md ("The lane's rule"). In background mode an enqueue that finds
- * its chip idle drives its run itself, so a short run completes without a thread
- * hand-off; otherwise the chip's dispatcher does. The {@link AdmissionQueue} admits with
- * back-pressure; the {@link DrainLedger} counts what is outstanding. Thread-safe: any
- * thread may call any method.
+ * once where it is enforced, in {@code ChipLane} (docs/worker.md, "Who drives a lane").
+ * In background mode an enqueue that finds its chip idle drives its run itself, so a
+ * short run completes without a thread hand-off; otherwise the chip's dispatcher does.
+ * The {@link AdmissionQueue} admits with back-pressure; the {@link DrainLedger} counts
+ * what is outstanding. Thread-safe: any thread may call any method.
  */
 public final class Worker implements AutoCloseable {
 
