@@ -30,7 +30,7 @@ class EnqueueDrivesE2ETest {
             Worker w = Worker.builder().variant(variant).background(true).build();
             try {
                 w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
-                Thread dispatcher = dispatcherOf(0);
+                Thread dispatcher = TestThreads.dispatcherOf(0);
                 TestThreads.awaitInside(dispatcher, "org.ptorun.worker.AdmissionQueue", "awaitEventOrEnd");
 
                 RunFiguresE2ETest.Gated run = RunFiguresE2ETest.enqueueGated(w, gate, CallConfig.DEFAULT, 3);
@@ -47,15 +47,5 @@ class EnqueueDrivesE2ETest {
                 w.close();
             }
         }
-    }
-
-    private static Thread dispatcherOf(int deviceId) {
-        String name = "ptorun-dispatch-" + deviceId;
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t.getName().equals(name) && t.isAlive()) {
-                return t;
-            }
-        }
-        throw new AssertionError("no thread " + name);
     }
 }

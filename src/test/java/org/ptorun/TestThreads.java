@@ -10,6 +10,17 @@ final class TestThreads {
     private TestThreads() {
     }
 
+    /** The live background dispatcher of a Worker's chip {@code deviceId} ({@code ptorun-dispatch-<id>}). */
+    static Thread dispatcherOf(int deviceId) {
+        String name = "ptorun-dispatch-" + deviceId;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals(name) && t.isAlive()) {
+                return t;
+            }
+        }
+        throw new AssertionError("no thread " + name);
+    }
+
     /** Runs {@code body} on a new daemon thread. */
     static Started start(String name, ThrowingCallable body) {
         CompletableFuture<Void> done = new CompletableFuture<>();

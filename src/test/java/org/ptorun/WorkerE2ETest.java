@@ -56,7 +56,7 @@ class WorkerE2ETest {
     static final int PACED = 4;
     static final int N = 64;
     /** The emulated driver the onboard libraries load (one instance for all of them). */
-    private static final EmulatedFaults FAULTS =
+    static final EmulatedFaults FAULTS =
             EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
 
     private Worker worker;
@@ -371,7 +371,7 @@ class WorkerE2ETest {
                 PacedJob running = enqueuePaced(w, 1, 0, 300_000);
                 Thread driver;
                 if (background) {
-                    driver = dispatcherOf(0);
+                    driver = TestThreads.dispatcherOf(0);
                 } else {
                     driver = new Thread(w::drain, "drainer");
                     driver.start();
@@ -397,13 +397,6 @@ class WorkerE2ETest {
                 next.assertGolden();
             }
         }
-    }
-
-    /** The live dispatcher thread of device {@code id} (one background Worker at a time in these tests). */
-    static Thread dispatcherOf(int id) {
-        return Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.isAlive() && t.getName().equals("ptorun-dispatch-" + id))
-                .findFirst().orElseThrow(() -> new AssertionError("no dispatcher thread for device " + id));
     }
 
     // ---- continuations ---------------------------------------------------------------------------

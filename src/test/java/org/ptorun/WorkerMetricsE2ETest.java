@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -57,18 +58,9 @@ class WorkerMetricsE2ETest {
             List.of("ptorun.run.queue.wait", "ptorun.run.prepare", "ptorun.run.execution", "ptorun.run.finalize");
 
     /** The emulated driver the onboard libraries load (one instance for all of them). */
-    private static final EmulatedFaults FAULTS =
-            EmulatedFaults.of(HostRuntime.load(Variant.parse("a2a3/onboard/hbg")));
+    private static final EmulatedFaults FAULTS = WorkerE2ETest.FAULTS;
 
     private Worker worker;
-
-    static List<Variant> allVariants() {
-        return SimE2E.allVariants();
-    }
-
-    static List<Variant> onboard() {
-        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
-    }
 
     @AfterEach
     void tearDown() {
@@ -103,7 +95,7 @@ class WorkerMetricsE2ETest {
     }
 
     @ParameterizedTest
-    @MethodSource("allVariants")
+    @MethodSource("org.ptorun.WorkerE2ETest#allVariants")
     void countsTimesAndGaugesAKnownWorkload(Variant variant) throws Exception {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         Worker w = build(variant, new WorkerMetrics(), registry);
@@ -165,13 +157,22 @@ class WorkerMetricsE2ETest {
     }
 
     @ParameterizedTest
-    @MethodSource("allVariants")
+    @MethodSource("org.ptorun.WorkerE2ETest#allVariants")
     void collectiveStepsAreTimedOncePerStep(Variant variant, @TempDir Path dir) throws Exception {
         int count = 64;
         int steps = 3;
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         WorkerMetrics metrics = new WorkerMetrics();
-        worker = Worker.builder().variant(variant).devices(0, 1).background(true).runObserver(metrics).build();
+        // told after the metrics (observers are told in order): when it counted every step, so did they
+        CountDownLatch stepsSeen = new CountDownLatch(steps);
+        RunObserver afterMetrics = new RunObserver() {
+            @Override
+            public void collectiveStepFinished(CollectiveStep step, Duration latency, Throwable failure) {
+                stepsSeen.countDown();
+            }
+        };
+        worker = Worker.builder().variant(variant).devices(0, 1).background(true).runObserver(metrics)
+                .runObserver(afterMetrics).build();
         metrics.bindTo(registry);
         worker.register(STEP, CommCollectivesE2ETest.single("allreduce_sum", List.of(Direction.INOUT), 1,
                 new long[] {4L * count})).get(60, TimeUnit.SECONDS);
@@ -190,11 +191,7 @@ class WorkerMetricsE2ETest {
         // told on whichever thread completed a step's last future: it may trail the futures
         Tags tags = Tags.of("variant", variant.toString(), "callable", String.valueOf(STEP), "ranks", "2",
                 "outcome", "success");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (countOf(registry.find("ptorun.collective.step").tags(tags).timer()) < steps
-                && System.nanoTime() < deadline) {
-            Thread.sleep(5);
-        }
+        assertThat(stepsSeen.await(60, TimeUnit.SECONDS)).as("every step reported to the observers").isTrue();
         Timer timer = registry.get("ptorun.collective.step").tags(tags).timer();
         assertThat(timer.count()).isEqualTo(steps);
         assertThat(timer.totalTime(TimeUnit.NANOSECONDS)).isPositive();
@@ -202,12 +199,8 @@ class WorkerMetricsE2ETest {
                 .as("each rank's run is counted as a run").isEqualTo(steps);
     }
 
-    private static long countOf(Timer timer) {
-        return timer == null ? 0 : timer.count();
-    }
-
     @ParameterizedTest
-    @MethodSource("onboard")
+    @MethodSource("org.ptorun.WorkerE2ETest#onboard")
     void aPoisonedChipReadsUnhealthyAndItsRunsAreCountedByException(Variant variant) throws Exception {
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         WorkerMetrics metrics = new WorkerMetrics();

@@ -423,7 +423,7 @@ class WorkerTimelineE2ETest {
                 w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
                 Gated a = RunFiguresE2ETest.enqueueGated(w, gateA, CallConfig.DEFAULT, 1);
                 Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, CallConfig.DEFAULT, 2);
-                awaitDoneAllItCanBeforeAEnds(dispatcherOf(0), b.ticket());
+                awaitDoneAllItCanBeforeAEnds(TestThreads.dispatcherOf(0), b.ticket());
                 gateA.open();
                 a.result();
                 b.result();
@@ -463,15 +463,5 @@ class WorkerTimelineE2ETest {
             assertThat(System.nanoTime() - deadline).as("the dispatcher settled while A executes").isNegative();
             Thread.yield();
         }
-    }
-
-    private static Thread dispatcherOf(int deviceId) {
-        String name = "ptorun-dispatch-" + deviceId;
-        for (Thread t : Thread.getAllStackTraces().keySet()) {
-            if (t.getName().equals(name) && t.isAlive()) {
-                return t;
-            }
-        }
-        throw new AssertionError("no thread " + name);
     }
 }
