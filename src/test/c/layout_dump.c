@@ -184,7 +184,7 @@ int main(void)
     OFF(NativeRunReport, execution_end_ns);
     OFF(NativeRunReport, peak_device_memory);
     OFF(NativeRunReport, output_file_count);
-    OFF(NativeRunReport, reserved);
+    OFF(NativeRunReport, graph_source);
     OFF(NativeRunReport, output_files);
     SIZE(ChipStorageTaskArgs);
     OFF(ChipStorageTaskArgs, tensors);

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DEVICE_ABI_VERSION 4u
+#define PTO_DEVICE_ABI_VERSION 5u
 
 /* Both images export `uint32_t pto_device_abi_version(void)`; a platform refuses
  * an image whose version differs from the one it was built with. */
@@ -146,6 +146,10 @@ typedef struct PtoAicpuArgs {
     uint64_t trace_dev;       /* 0, or the device address of the run's PtoTraceHeader
                                  (CallConfig.enable_trace): every task's kernel call is
                                  recorded there */
+    uint64_t bases_dev;       /* 0, or the device address of the run's base table: uint64_t
+                                 [base_count], the values a relocatable graph image's
+                                 arguments are relative to (PtoGraphHeader.arg_bases_offset) */
+    uint64_t base_count;
 } PtoAicpuArgs;
 
 /* ---- the trace buffer (enable_trace) ----------------------------------------
@@ -193,8 +197,19 @@ typedef struct PtoGraphHeader {
     uint32_t fanout_total;
     uint64_t views_offset;    /* PtoTensorView[view_total]: the kept kernel views (PtoGraphTask.view_index) */
     uint32_t view_total;
-    uint32_t reserved;
+    uint32_t base_count;      /* 0: every argument is absolute; else the image is relocatable:
+                                 PtoAicpuArgs.base_count must be at least this */
+    uint64_t arg_bases_offset;/* base_count > 0: uint32_t[arg_total], per argument 0 (absolute)
+                                 or k: the argument (and its kept view's addr) is relative to
+                                 bases[k - 1] of the run's base table, to which the executor
+                                 adds it (wrapping) before the kernel call. One image then
+                                 serves every run of a recorded graph (hbg): a run writes its
+                                 base table, not the image (docs/recorded-graphs.md) */
 } PtoGraphHeader;
+
+/* An arg_bases entry with this bit is a scalar's: its value is relocated, its
+   (all-zero) kept view entry is not. */
+#define PTO_GRAPH_BASE_SCALAR 0x80000000u
 
 typedef struct PtoGraphTask {
     uint64_t kernel_addr;     /* PtoKernelFn on the device */
@@ -221,11 +236,11 @@ static inline uint64_t pto_graph_state_bytes(uint32_t task_count)
 }
 
 _Static_assert(sizeof(PtoDeviceStatus) == 64, "PtoDeviceStatus size");
-_Static_assert(sizeof(PtoAicpuArgs) == 136, "PtoAicpuArgs size");
+_Static_assert(sizeof(PtoAicpuArgs) == 152, "PtoAicpuArgs size");
 _Static_assert(sizeof(PtoTraceHeader) == 16, "PtoTraceHeader size");
 _Static_assert(sizeof(PtoTraceRecord) == 32, "PtoTraceRecord size");
 _Static_assert(offsetof(PtoAicpuArgs, status) == 64, "PtoAicpuArgs.status");
-_Static_assert(sizeof(PtoGraphHeader) == 64, "PtoGraphHeader size");
+_Static_assert(sizeof(PtoGraphHeader) == 72, "PtoGraphHeader size");
 _Static_assert(sizeof(PtoGraphTask) == 40, "PtoGraphTask size");
 
 #endif

@@ -56,6 +56,7 @@ typedef struct Interp {
     uint8_t manual[MAX_CONSTRUCTS];      /* the construct is a SCOPE_BEGIN_MANUAL */
     uint32_t construct_depth, scope_depth;
     uint64_t submitted;
+    uint32_t *origins;            /* NULL, or where each SUBMIT's parameters' origins go (header) */
 
     uint64_t local_addr[PTO_PROGRAM_MAX_LOCALS];
     uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
@@ -222,6 +223,12 @@ static int is_view_direction(uint32_t d)
     return d == PTO_ARG_IN || d == PTO_ARG_OUT || d == PTO_ARG_INOUT;
 }
 
+static void note_origin(const Interp *in, uint32_t param, uint32_t origin)
+{
+    if (in->origins != NULL)
+        in->origins[param] = origin;
+}
+
 /* One program parameter as a task parameter. */
 static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn *at, uint32_t i, PtoTaskParam *out)
 {
@@ -230,6 +237,7 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
     int64_t value;
     int rc;
     *out = (PtoTaskParam){ .direction = p->direction };
+    note_origin(in, i, PTO_PARAM_ORIGIN_FIXED);
     switch (p->kind) {
     case PTO_PARAM_ARG_TENSOR:
         if (!is_view_direction(p->direction))
@@ -243,6 +251,7 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
                             "program instruction %u (SUBMIT func_id %u) param %u writes argument tensor %u, which the "
                             "signature declares IN",
                             at->index, func_id, i, p->index);
+        note_origin(in, i, PTO_PARAM_ORIGIN_TENSOR(p->index));
         return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, args->tensors[p->index].addr,
                                                                 args->tensors[p->index].size, "argument tensor", out);
     case PTO_PARAM_LOCAL_TENSOR:
@@ -262,6 +271,7 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
                             "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u after the scope "
                             "it was allocated in has ended",
                             at->index, func_id, i, p->index);
+        note_origin(in, i, PTO_PARAM_ORIGIN_LOCAL);
         return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, in->local_addr[p->index],
                                                                 in->local_bytes[p->index], "local tensor", out);
     case PTO_PARAM_SCALAR_IMM:
@@ -277,6 +287,7 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
                             "program instruction %u (SUBMIT func_id %u) param %u names argument scalar %u; the run has %d",
                             at->index, func_id, i, p->index, args->scalar_count);
         out->value = args->scalars[p->index];
+        note_origin(in, i, PTO_PARAM_ORIGIN_SCALAR(p->index));
         return PTO_OK;
     case PTO_PARAM_SCALAR_AFFINE:
         if (p->direction != PTO_ARG_SCALAR)
@@ -530,6 +541,13 @@ int pto_program_orchestrate(const PtoOrchApi *api, void *orch, const ChipStorage
                             const uint8_t *program, size_t program_bytes,
                             const uint8_t *signature, uint32_t signature_length)
 {
+    return pto_program_orchestrate_origins(api, orch, args, program, program_bytes, signature, signature_length, NULL);
+}
+
+int pto_program_orchestrate_origins(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args,
+                                    const uint8_t *program, size_t program_bytes, const uint8_t *signature,
+                                    uint32_t signature_length, uint32_t *origins)
+{
     if (api == NULL || args == NULL || program == NULL)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "program orchestration: NULL api, args or program");
     if (args->tensor_count < 0 || args->tensor_count > PTO_MAX_TENSOR_ARGS || args->scalar_count < 0 ||
@@ -542,6 +560,7 @@ int pto_program_orchestrate(const PtoOrchApi *api, void *orch, const ChipStorage
     in.api = api;
     in.orch = orch;
     in.args = args;
+    in.origins = origins;
     int rc = start(&in, program, program_bytes, signature, signature_length);
     while (rc == PTO_OK && in.index < in.header.instruction_count) {
         Insn insn;

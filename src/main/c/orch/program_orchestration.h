@@ -61,4 +61,21 @@ int pto_program_orchestrate(const PtoOrchApi *api, void *orch, const ChipStorage
                             const uint8_t *program, size_t program_bytes,
                             const uint8_t *signature, uint32_t signature_length);
 
+/* What a submitted parameter's value is made of, for a runtime that records the
+ * run's graph and replays it with other arguments (hbg, docs/recorded-graphs.md):
+ * FIXED the program alone determines it; LOCAL an address in the run's local
+ * heap (alloc_tensor); TENSOR(i) argument tensor i's device address plus an
+ * offset the program determines; SCALAR(i) argument scalar i's value. */
+#define PTO_PARAM_ORIGIN_FIXED 0u
+#define PTO_PARAM_ORIGIN_LOCAL 1u
+#define PTO_PARAM_ORIGIN_TENSOR(i) (2u + (uint32_t)(i))
+#define PTO_PARAM_ORIGIN_SCALAR(i) (2u + PTO_MAX_TENSOR_ARGS + (uint32_t)(i))
+
+/* pto_program_orchestrate that, when `origins` is not NULL, writes the origin of
+ * each parameter of a submit (origins[0 .. n)) before making it: the api's submit
+ * may read them there. */
+int pto_program_orchestrate_origins(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args,
+                                    const uint8_t *program, size_t program_bytes, const uint8_t *signature,
+                                    uint32_t signature_length, uint32_t *origins);
+
 #endif

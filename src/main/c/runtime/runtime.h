@@ -90,6 +90,12 @@ void runtime_unbind(RuntimeRun *run, const HostApi *api);
  * counted. 0 for a run never bound. Touches no device. */
 uint64_t runtime_run_device_bytes(const RuntimeRun *run);
 
+/* finalize, before unbind: how bind got the run's task graph
+ * (NativeRunReport.graph_source, PTO_RUN_GRAPH_*); BUILT for a run never bound.
+ * hbg records a program's graph at its first prepare and replays it after
+ * (runtime/hbg/hbg_recording.h); trb builds every run's on the device. */
+uint32_t runtime_run_graph_source(const RuntimeRun *run);
+
 /* launch, wait, blocking run, collect: reads a launched run's device status and
  * names its failure (returned, with its message), freeing nothing, so a kernel
  * fault reads the same whichever phase reports it. */

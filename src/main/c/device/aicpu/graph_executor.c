@@ -26,6 +26,9 @@ typedef struct GraphRun {
     const PtoTensorView *views;
     const uint32_t *fanout;
     uint32_t task_count;
+    /* a relocatable image (recorded graph): per argument its base (0 none), and the run's bases */
+    const uint32_t *arg_bases;
+    const uint64_t *bases;
 
     /* scheduling */
     uint32_t *fanin_left;         /* per task, in the run's scratch state */
@@ -65,6 +68,9 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
     if (h->task_count > 0 && (args->state_dev == 0 || args->state_dev % 4 != 0 ||
                               args->state_bytes < pto_graph_state_bytes(h->task_count)))
         return 0;
+    if (h->base_count > 0 && (!range_inside(h->arg_bases_offset, h->arg_total, sizeof(uint32_t), limit, 4) ||
+                              args->bases_dev == 0 || args->bases_dev % 8 != 0 || args->base_count < h->base_count))
+        return 0;
     const uint8_t *base = (const uint8_t *)h;
     g->tasks = (const PtoGraphTask *)(base + h->tasks_offset);
     g->task_args = (const uint64_t *)(base + h->args_offset);
@@ -72,6 +78,11 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
     g->views = (const PtoTensorView *)(base + h->views_offset);
     g->fanout = (const uint32_t *)(base + h->fanout_offset);
     g->task_count = h->task_count;
+    g->arg_bases = h->base_count > 0 ? (const uint32_t *)(base + h->arg_bases_offset) : NULL;
+    g->bases = h->base_count > 0 ? (const uint64_t *)(uintptr_t)args->bases_dev : NULL;
+    for (uint32_t i = 0; g->arg_bases != NULL && i < h->arg_total; i++)
+        if ((g->arg_bases[i] & ~PTO_GRAPH_BASE_SCALAR) > h->base_count)
+            return 0;
     uint32_t *state = (uint32_t *)(uintptr_t)args->state_dev;
     g->fanin_left = state;
     g->ready[PTO_CORE_AIC] = state + h->task_count;
@@ -178,6 +189,34 @@ static void complete(AicpuDevice *d, GraphRun *g, uint32_t id, uint32_t core, in
         aicpu_end_run(d);
 }
 
+/* Runs one task's kernel; a relocatable image's arguments (and kept views) are
+   first made absolute from the run's bases, in a copy: the image is shared. */
+static int32_t run_task(const AicpuDevice *d, const GraphRun *g, uint32_t task, uint32_t core, char *message)
+{
+    const PtoGraphTask *t = &g->tasks[task];
+    const uint64_t *args = &g->task_args[t->arg_index];
+    const PtoTensorView *views = t->view_index != 0 ? &g->views[t->view_index - 1] : NULL;
+    uint64_t own_args[PTO_MAX_TASK_PARAMS];
+    PtoTensorView own_views[PTO_MAX_TASK_PARAMS];
+    if (g->arg_bases != NULL && t->arg_count <= PTO_MAX_TASK_PARAMS) {
+        const uint32_t *arg_bases = &g->arg_bases[t->arg_index];
+        for (uint32_t i = 0; i < t->arg_count; i++) {
+            uint32_t k = arg_bases[i] & ~PTO_GRAPH_BASE_SCALAR;
+            uint64_t base = k != 0 ? g->bases[k - 1] : 0;
+            own_args[i] = args[i] + base;
+            if (views != NULL) {
+                own_views[i] = views[i];
+                if (!(arg_bases[i] & PTO_GRAPH_BASE_SCALAR))
+                    own_views[i].addr += base;
+            }
+        }
+        args = own_args;
+        views = views != NULL ? own_views : NULL;
+    }
+    return aicpu_run_kernel(t->kernel_addr, args, &g->task_arg_sizes[t->arg_index], views, t->arg_count, t->core_type,
+                            core, d->block_dim, task, t->func_id, message);
+}
+
 int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHooks *hooks)
 {
     GraphRun *g = &graph_run;
@@ -194,13 +233,8 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
             uint32_t ask = aicpu_spread_work(d, startable(d, g), thread_count, hooks);
             pthread_mutex_unlock(&d->lock);
             uint32_t granted = aicpu_request_threads(hooks, ask);
-            const PtoGraphTask *t = &g->tasks[task];
             char message[PTO_KERNEL_MESSAGE_BYTES];
-            int32_t rc = aicpu_run_kernel(t->kernel_addr, &g->task_args[t->arg_index],
-                                          &g->task_arg_sizes[t->arg_index],
-                                          t->view_index != 0 ? &g->views[t->view_index - 1] : NULL, t->arg_count,
-                                          t->core_type, core,
-                                          d->block_dim, task, t->func_id, message);
+            int32_t rc = run_task(d, g, task, core, message);
             pthread_mutex_lock(&d->lock);
             aicpu_requests_granted(d, ask, granted);
             complete(d, g, task, core, rc, message);

@@ -201,6 +201,14 @@ typedef struct __attribute__((aligned(64))) ChipTensor {
  * it whatever the outcome, before it returns; the caller reads it after that
  * return, until it prepares the next run in the same storage. Nothing else of
  * the storage is the caller's to read. */
+/* NativeRunReport.graph_source. BUILT: the orchestration built the run's graph
+   (a library's, a graph that could not be recorded, a run whose prepare failed);
+   RECORDED: it built the graph and recorded it for later runs of the callable;
+   REPLAYED: prepare bound the run's arguments to a recording, built nothing. */
+#define PTO_RUN_GRAPH_BUILT    0
+#define PTO_RUN_GRAPH_RECORDED 1
+#define PTO_RUN_GRAPH_REPLAYED 2
+
 typedef struct NativeRunReport {
     uint64_t execution_end_ns;         /* CLOCK_MONOTONIC ns at which the platform saw the device
                                           finish the run (sim: the launch's last AICPU participation
@@ -210,7 +218,8 @@ typedef struct NativeRunReport {
     uint64_t peak_device_memory;       /* bytes of device memory the run's own data took at its peak
                                           (docs/abi.md); trb counts its locals only after a successful run */
     uint32_t output_file_count;        /* 0..PTO_RUN_REPORT_MAX_FILES */
-    uint32_t reserved;                 /* 0 */
+    uint32_t graph_source;             /* PTO_RUN_GRAPH_*: how prepare got the run's task graph
+                                          (docs/recorded-graphs.md) */
     char output_files[PTO_RUN_REPORT_MAX_FILES][PTO_RUN_REPORT_PATH_BYTES]; /* the files written,
                                           NUL-terminated, in the order written: dep graph, then trace */
 } NativeRunReport;
@@ -281,7 +290,7 @@ _Static_assert(_Alignof(NativeRunReport) == 8, "NativeRunReport align");
 PTO_ASSERT_LAYOUT(NativeRunReport, execution_end_ns, 0);
 PTO_ASSERT_LAYOUT(NativeRunReport, peak_device_memory, 8);
 PTO_ASSERT_LAYOUT(NativeRunReport, output_file_count, 16);
-PTO_ASSERT_LAYOUT(NativeRunReport, reserved, 20);
+PTO_ASSERT_LAYOUT(NativeRunReport, graph_source, 20);
 PTO_ASSERT_LAYOUT(NativeRunReport, output_files, 24);
 _Static_assert(sizeof(ChipStorageTaskArgs) == 33856, "ChipStorageTaskArgs size");
 _Static_assert(_Alignof(ChipStorageTaskArgs) == 64, "ChipStorageTaskArgs align");

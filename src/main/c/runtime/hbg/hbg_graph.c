@@ -6,6 +6,7 @@
 #include "util/last_error.h"
 #include "util/sorted_search.h"
 #include "util/tensor_view.h"
+#include "orch/program_orchestration.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -48,16 +49,18 @@ static int reserve_tasks(HbgGraph *g, uint64_t need)
     return PTO_OK;
 }
 
-/* args and arg_sizes grow together and share arg_cap. */
+/* args, arg_sizes and arg_origins grow together and share arg_cap. */
 static int reserve_args(HbgGraph *g, uint64_t need)
 {
     if (need <= g->arg_cap)
         return PTO_OK;
-    uint32_t cap = g->arg_cap, size_cap = g->arg_cap;
+    uint32_t cap = g->arg_cap, size_cap = g->arg_cap, origin_cap = g->arg_cap;
     int rc;
-    if ((rc = RESERVE(g->args, cap, need)) != PTO_OK || (rc = RESERVE(g->arg_sizes, size_cap, need)) != PTO_OK)
+    if ((rc = RESERVE(g->args, cap, need)) != PTO_OK || (rc = RESERVE(g->arg_sizes, size_cap, need)) != PTO_OK ||
+        (rc = RESERVE(g->arg_origins, origin_cap, need)) != PTO_OK)
         return rc;
     g->arg_cap = cap < size_cap ? cap : size_cap;
+    g->arg_cap = g->arg_cap < origin_cap ? g->arg_cap : origin_cap;
     return PTO_OK;
 }
 
@@ -81,6 +84,7 @@ void hbg_graph_destroy(HbgGraph *g)
     free(g->tasks);
     free(g->args);
     free(g->arg_sizes);
+    free(g->arg_origins);
     free(g->views);
     free(g->edges);
     free(g->dep_mark);
@@ -98,6 +102,8 @@ void hbg_graph_reset(HbgGraph *g)
     g->dep_count = 0;
     g->class_count = 0;
     g->manual = 0;
+    g->origins = NULL;
+    g->recordable = 0;
 }
 
 /* ---- alias classes ------------------------------------------------------------- */
@@ -424,7 +430,10 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
     for (uint32_t i = 0; i < n; i++) {
         g->args[g->arg_count + i] = params[i].value;
         g->arg_sizes[g->arg_count + i] = params[i].direction == PTO_ARG_SCALAR ? 0 : params[i].bytes;
+        g->arg_origins[g->arg_count + i] = g->origins != NULL ? g->origins[i] : PTO_PARAM_ORIGIN_FIXED;
     }
+    if (g->origins == NULL)
+        g->recordable = 0;
     g->tasks[t] = (PtoGraphTask){
         .kernel_addr = kernel_addr,
         .func_id = func_id,
@@ -525,10 +534,10 @@ int hbg_graph_reuse(HbgGraph *g, uint64_t lo, uint64_t hi)
 /* ---- the work image ---------------------------------------------------------------- */
 
 typedef struct ImageLayout {
-    size_t tasks, args, arg_sizes, views, fanout, total;
+    size_t tasks, args, arg_sizes, views, fanout, arg_bases, total;
 } ImageLayout;
 
-static ImageLayout layout_of(const HbgGraph *g)
+static ImageLayout layout_of(const HbgGraph *g, int relocatable)
 {
     ImageLayout l;
     l.tasks = ALIGN8(sizeof(PtoGraphHeader));
@@ -536,18 +545,56 @@ static ImageLayout layout_of(const HbgGraph *g)
     l.arg_sizes = l.args + (size_t)g->arg_count * sizeof(uint64_t);
     l.views = l.arg_sizes + (size_t)g->arg_count * sizeof(uint64_t);
     l.fanout = l.views + (size_t)g->view_count * sizeof(PtoTensorView);
-    l.total = ALIGN8(l.fanout + (size_t)g->edge_count * sizeof(uint32_t));
+    l.arg_bases = ALIGN8(l.fanout + (size_t)g->edge_count * sizeof(uint32_t));
+    l.total = ALIGN8(l.arg_bases + (relocatable ? (size_t)g->arg_count * sizeof(uint32_t) : 0));
     return l;
 }
 
-size_t hbg_graph_image_bytes(const HbgGraph *g)
+size_t hbg_graph_image_bytes(const HbgGraph *g, const HbgBases *bases)
 {
-    return layout_of(g).total;
+    return layout_of(g, bases != NULL).total;
 }
 
-void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
+/* The base an argument of this origin is relative to: 0 none, else 1 + its
+   index in the base table (hbg_graph.h, HbgBases). */
+static uint32_t base_of(uint32_t origin, uint32_t tensor_count)
 {
-    ImageLayout l = layout_of(g);
+    if (origin == PTO_PARAM_ORIGIN_FIXED)
+        return 0;
+    if (origin == PTO_PARAM_ORIGIN_LOCAL)
+        return 1;
+    if (origin < PTO_PARAM_ORIGIN_SCALAR(0))
+        return 1 + (origin - PTO_PARAM_ORIGIN_TENSOR(0)) + 1;
+    return (2 + tensor_count + (origin - PTO_PARAM_ORIGIN_SCALAR(0))) | PTO_GRAPH_BASE_SCALAR;
+}
+
+/* Makes a written image's arguments (and their kept views) relative to bases. */
+static void relocate(const HbgGraph *g, uint8_t *dst, const ImageLayout *l, const HbgBases *bases)
+{
+    uint64_t *args = (uint64_t *)(dst + l->args);
+    uint32_t *arg_bases = (uint32_t *)(dst + l->arg_bases);
+    PtoTensorView *views = (PtoTensorView *)(dst + l->views);
+    const PtoGraphTask *tasks = (const PtoGraphTask *)(dst + l->tasks);
+    for (uint32_t a = 0; a < g->arg_count; a++) {
+        uint32_t k = base_of(g->arg_origins[a], bases->tensor_count);
+        arg_bases[a] = k;
+        if (k != 0)
+            args[a] -= bases->values[(k & ~PTO_GRAPH_BASE_SCALAR) - 1];
+    }
+    for (uint32_t t = 0; t < g->task_count; t++) {
+        if (tasks[t].view_index == 0)
+            continue;
+        for (uint32_t i = 0; i < tasks[t].arg_count; i++) {
+            uint32_t k = arg_bases[tasks[t].arg_index + i];
+            if (k != 0 && !(k & PTO_GRAPH_BASE_SCALAR))
+                views[tasks[t].view_index - 1 + i].addr -= bases->values[k - 1];
+        }
+    }
+}
+
+void hbg_graph_write_image(HbgGraph *g, uint8_t *dst, const HbgBases *bases)
+{
+    ImageLayout l = layout_of(g, bases != NULL);
     PtoGraphHeader h = {
         .magic = PTO_GRAPH_MAGIC,
         .task_count = g->task_count,
@@ -559,6 +606,8 @@ void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
         .fanout_total = g->edge_count,
         .views_offset = l.views,
         .view_total = g->view_count,
+        .base_count = bases != NULL ? bases->count : 0,
+        .arg_bases_offset = bases != NULL ? l.arg_bases : 0,
     };
     memset(dst, 0, l.tasks);
     memcpy(dst, &h, sizeof h);
@@ -584,4 +633,6 @@ void hbg_graph_write_image(HbgGraph *g, uint8_t *dst)
         memcpy(dst + l.views, g->views, (size_t)g->view_count * sizeof(PtoTensorView));
     size_t end = l.fanout + (size_t)g->edge_count * sizeof(uint32_t);
     memset(dst + end, 0, l.total - end);
+    if (bases != NULL)
+        relocate(g, dst, &l, bases);
 }

@@ -61,6 +61,7 @@ typedef struct HbgGraph {
     PtoGraphTask *tasks;
     uint32_t task_count, task_cap;
     uint64_t *args, *arg_sizes;
+    uint32_t *arg_origins;    /* per argument its PTO_PARAM_ORIGIN_* (valid while `origins` was set) */
     uint32_t arg_count, arg_cap;
     PtoTensorView *views;     /* the kernel views of the tasks that keep theirs (PtoGraphTask.view_index) */
     uint32_t view_count, view_cap;
@@ -73,6 +74,12 @@ typedef struct HbgGraph {
     HbgAliasClass *classes;   /* ascending lo, disjoint */
     uint32_t class_count, class_cap;
     int manual;               /* a MANUAL scope is open: tasks record into the manual lists */
+    /* Set by the orchestration (NULL after a reset): the origins of the params of
+       the next submit (orch/program_orchestration.h), kept in arg_origins, so the
+       graph can be recorded relocatably (hbg_recording.h). A submit without them
+       makes the graph unrecordable. */
+    const uint32_t *origins;
+    int recordable;           /* every submit so far had origins (set to 1 with origins) */
 } HbgGraph;
 
 /* An edge whose producer carries this bit orders a reuse of freed local heap
@@ -123,8 +130,21 @@ int hbg_graph_manual_end(HbgGraph *g);
  * bytes become reuse orderings (HbgAliasClass.freed_*). PTO_ERR_OUT_OF_MEMORY. */
 int hbg_graph_reuse(HbgGraph *g, uint64_t lo, uint64_t hi);
 
-/* Bytes of the graph work image, and writing it (8-aligned dst). */
-size_t hbg_graph_image_bytes(const HbgGraph *g);
-void hbg_graph_write_image(HbgGraph *g, uint8_t *dst);
+/* A run's base table (PtoAicpuArgs.bases_dev): values[0] the local heap's base,
+ * values[1 + i] argument tensor i's device address, values[1 + tensor_count + j]
+ * argument scalar j. */
+typedef struct HbgBases {
+    const uint64_t *values;
+    uint32_t count;           /* 1 + tensor_count + the scalar count */
+    uint32_t tensor_count;
+} HbgBases;
+
+/* Bytes of the graph work image, and writing it (8-aligned dst). With bases
+ * (the graph must be recordable): a relocatable image, every argument of a
+ * tensor, local or scalar origin relative to its base (pto_device_abi.h,
+ * PtoGraphHeader.arg_bases_offset), so the image serves any run of the same
+ * geometry given that run's base table. NULL: every argument absolute. */
+size_t hbg_graph_image_bytes(const HbgGraph *g, const HbgBases *bases);
+void hbg_graph_write_image(HbgGraph *g, uint8_t *dst, const HbgBases *bases);
 
 #endif

@@ -13,6 +13,7 @@
 #include "ptorun/pto_runtime_c_api.h"
 #include "runtime/hbg/hbg_bridge.h"
 #include "runtime/hbg/hbg_graph.h"
+#include "runtime/hbg/hbg_recording.h"
 #include "runtime/run_tensors.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_registry.h"
@@ -37,12 +38,15 @@ struct RuntimeSlotScratch {
     uint8_t *mirror;          /* host staging mirror of the staged tensors where the GM heap has no host view */
     size_t mirror_cap;
     char output_prefix[PTO_OUTPUT_PREFIX_BYTES]; /* the bound run's, for its diagnostics */
+    uint64_t bases[1 + PTO_MAX_TENSOR_ARGS + PTO_MAX_SCALAR_ARGS]; /* the run's base table (HbgBases) */
+    uint32_t base_count;
 };
 
 struct RuntimeCallable {
     CallableCopy copy;        /* first: the shared registration's part (runtime_registry.h) */
     uint64_t program_local_bytes; /* program: its ALLOC_TENSORs, each rounded up to HBG_LOCAL_ALIGN */
     uint64_t program_tasks;   /* program: the tasks it submits (chip_program_task_count) */
+    HbgRecorder *recorder;    /* program: its recorded graph (hbg_recording.h) */
     void *orch_library;       /* library orchestration: the loaded library (refcounted per device) */
     PtoOrchestrationFn orch_entry; /* ... and its entry */
 };

@@ -274,8 +274,13 @@ int hbg_orchestrate(const RuntimeCallable *c, RuntimeSlotScratch *scratch)
         rc = run_library(&o, handle);
     } else {
         const ChipCallableView *v = &c->copy.view;
-        rc = pto_program_orchestrate(&hbg_orch_api, handle, scratch->dev_args, v->program, v->program_size, v->signature,
-                                     v->header.signature_length);
+        /* the interpreter names each param's origin before its submit: the graph stays recordable */
+        uint32_t origins[PTO_MAX_TASK_PARAMS];
+        scratch->graph.origins = origins;
+        scratch->graph.recordable = 1;
+        rc = pto_program_orchestrate_origins(&hbg_orch_api, handle, scratch->dev_args, v->program, v->program_size,
+                                             v->signature, v->header.signature_length, origins);
+        scratch->graph.origins = NULL;
     }
     orch_session_close(&session); /* before o leaves scope: the handle never outlives it */
     return rc;

@@ -50,6 +50,8 @@ typedef struct HbgRun {
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     uint64_t device_bytes;    /* what the run's own data takes on the device (runtime_run_device_bytes) */
     NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
+    const HbgRecording *recording; /* the recorded graph the run holds, NULL when it has its own image */
+    uint32_t graph_source;    /* PTO_RUN_GRAPH_* */
 } HbgRun;
 _Static_assert(sizeof(HbgRun) <= PTO_RUNTIME_RUN_BYTES, "HbgRun fits RuntimeRun");
 
@@ -138,7 +140,8 @@ int runtime_callable_attach(const HostApi *api, RuntimeCallable *c)
         return load_orchestration(api, c);
     c->program_local_bytes = chip_program_local_peak(&c->copy.view, HBG_LOCAL_ALIGN);
     c->program_tasks = chip_program_task_count(&c->copy.view);
-    return PTO_OK;
+    c->recorder = hbg_recorder_create();
+    return c->recorder != NULL ? PTO_OK : PTO_ERR_OUT_OF_MEMORY;
 }
 
 void runtime_callable_detach(const HostApi *api, RuntimeCallable *c)
@@ -146,6 +149,8 @@ void runtime_callable_detach(const HostApi *api, RuntimeCallable *c)
     if (c->orch_library != NULL)
         host_api_release_host_library(api, c->orch_library);
     c->orch_library = NULL;
+    hbg_recorder_destroy(c->recorder, api); /* no run is outstanding: nobody holds its recording */
+    c->recorder = NULL;
 }
 
 /* ---- bind: the args ----------------------------------------------------------------- */
@@ -225,12 +230,12 @@ static uint8_t *stage_mirror(RuntimeSlotScratch *s, const uint8_t *heap)
         if (t->staged && t->size > 0 && t->dev - (uint64_t)(uintptr_t)heap + t->size > bytes)
             bytes = (size_t)(t->dev - (uint64_t)(uintptr_t)heap + t->size);
     }
-    if (bytes > s->mirror_cap) {
-        uint8_t *p = realloc(s->mirror, bytes);
+    if (bytes > s->mirror_cap || s->mirror == NULL) { /* none staged: still a mirror, of no bytes */
+        uint8_t *p = realloc(s->mirror, bytes > 0 ? bytes : 1);
         if (p == NULL)
             return NULL;
         s->mirror = p;
-        s->mirror_cap = bytes;
+        s->mirror_cap = bytes > 0 ? bytes : 1;
     }
     for (uint32_t i = 0; i < s->tensors.count; i++) {
         const RunTensor *t = &s->tensors.entries[i];
@@ -295,18 +300,21 @@ static int reserve_image(RuntimeSlotScratch *s, size_t bytes)
     return PTO_OK;
 }
 
-/* Writes the argument block and the graph into the bank's runtime arena (the
+/* Writes the argument block and the run's graph — its own image, or with a
+   recording the run's base table — into the bank's runtime arena (the
    scheduler's scratch state goes to its GM shared memory) and fills launch. */
-static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConfig *cfg, const void *trace,
-                       DeviceLaunch *launch, uint64_t *args_dev, uint64_t *image_bytes)
+static int write_image(const HostApi *api, RuntimeSlotScratch *s, const HbgRecording *rec, uint32_t task_count,
+                       const CallConfig *cfg, const void *trace, DeviceLaunch *launch, uint64_t *args_dev,
+                       uint64_t *image_bytes)
 {
     HbgGraph *g = &s->graph;
-    size_t graph_bytes = hbg_graph_image_bytes(g);
-    /* the argument block, the executor's message (a faulting kernel's text), the graph */
-    size_t total = sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES + graph_bytes;
+    size_t graph_bytes = rec != NULL ? 0 : hbg_graph_image_bytes(g, NULL);
+    size_t bases_bytes = rec != NULL ? (size_t)rec->base_count * sizeof(uint64_t) : 0;
+    /* the argument block, the executor's message (a faulting kernel's text), the base table or the graph */
+    size_t total = sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES + bases_bytes + graph_bytes;
     /* and the scheduler's state in the GM shared memory */
-    *image_bytes = total + pto_graph_state_bytes(g->task_count);
-    int rc = host_api_setup_static_arena(api, 0, round_up(pto_graph_state_bytes(g->task_count), HBG_ARENA_GRANULE),
+    *image_bytes = total + pto_graph_state_bytes(task_count);
+    int rc = host_api_setup_static_arena(api, 0, round_up(pto_graph_state_bytes(task_count), HBG_ARENA_GRANULE),
                                          round_up(total, HBG_ARENA_GRANULE));
     if (rc != PTO_OK)
         return rc;
@@ -325,16 +333,22 @@ static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConf
         .work_kind = PTO_DEVICE_WORK_GRAPH,
         .block_dim = block_dim,
         .run_serial = runtime_next_run_serial(),
-        .work_dev = (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES,
-        .work_bytes = graph_bytes,
+        .work_dev = rec != NULL ? rec->image_dev
+                                : (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES,
+        .work_bytes = rec != NULL ? rec->image_bytes : graph_bytes,
         .state_dev = (uint64_t)(uintptr_t)sm,
         .state_bytes = sm_size,
         .message_dev = (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs),
         .trace_dev = (uint64_t)(uintptr_t)trace,
+        .bases_dev = rec != NULL ? (uint64_t)(uintptr_t)arena + sizeof(PtoAicpuArgs) + HBG_MESSAGE_BYTES : 0,
+        .base_count = rec != NULL ? rec->base_count : 0,
     };
     memcpy(s->image, &a, sizeof a);
     memset(s->image + sizeof a, 0, HBG_MESSAGE_BYTES);
-    hbg_graph_write_image(g, s->image + sizeof a + HBG_MESSAGE_BYTES);
+    if (rec != NULL)
+        memcpy(s->image + sizeof a + HBG_MESSAGE_BYTES, s->bases, bases_bytes);
+    else
+        hbg_graph_write_image(g, s->image + sizeof a + HBG_MESSAGE_BYTES, NULL);
     if ((rc = host_api_copy_to_device(api, arena, s->image, total)) != PTO_OK)
         return rc;
     *launch = (DeviceLaunch){
@@ -347,8 +361,33 @@ static int write_image(const HostApi *api, RuntimeSlotScratch *s, const CallConf
     return PTO_OK;
 }
 
-/* Builds the run's graph in the scratch: stages the args, runs the orchestration. */
-static int build_graph(const HostApi *api, RuntimeSlotScratch *s, const RuntimeCallable *c,
+/* A program's recorded graph for this run: the one of its geometry, else the
+   graph just built, recorded now (hbg_recording.h). */
+static int replay_or_record(const HostApi *api, HbgRun *h, RuntimeSlotScratch *s, const RuntimeCallable *c,
+                            const ChipStorageTaskArgs *args, int built)
+{
+    HbgBases bases = { s->bases, 1 + s->tensors.count + (uint32_t)args->scalar_count, s->tensors.count };
+    hbg_recording_bases(s->bases, s->local_base, &s->tensors, args->scalars, (uint32_t)args->scalar_count);
+    s->base_count = bases.count;
+    if (!built) {
+        if ((h->recording = hbg_recording_take(c->recorder, &s->tensors, (uint32_t)args->scalar_count)) == NULL)
+            return PTO_OK;
+        /* the locals as the recorded orchestration left them */
+        s->local_high = s->local_base + h->recording->local_high;
+        s->local_peak = h->recording->local_high;
+        h->graph_source = PTO_RUN_GRAPH_REPLAYED;
+        return PTO_OK;
+    }
+    int rc = hbg_recording_make(c->recorder, api, &s->graph, &s->tensors, &bases, s->local_high - s->local_base,
+                                &s->image, &s->image_cap, &h->recording);
+    if (h->recording != NULL)
+        h->graph_source = PTO_RUN_GRAPH_RECORDED;
+    return rc;
+}
+
+/* Builds the run's graph in the scratch: stages the args, then replays the
+   program's recording or runs the orchestration (recording a program's graph). */
+static int build_graph(const HostApi *api, HbgRun *h, RuntimeSlotScratch *s, const RuntimeCallable *c,
                        const ChipStorageTaskArgs *args, const CallConfig *cfg)
 {
     hbg_graph_reset(&s->graph);
@@ -373,6 +412,8 @@ static int build_graph(const HostApi *api, RuntimeSlotScratch *s, const RuntimeC
     if ((rc = bind_args(api, c, s, args, local_bytes, &heap_bytes)) != PTO_OK ||
         (rc = place_tensors(api, s, heap_bytes, &heap)) != PTO_OK || (rc = run_tensors_stage(api, &s->tensors)) != PTO_OK)
         return rc;
+    if (c->recorder != NULL && ((rc = replay_or_record(api, h, s, c, args, 0)) != PTO_OK || h->recording != NULL))
+        return rc;
     device_args(s, args);
 
     /* the orchestration sees the run through the bridge only while it runs */
@@ -380,6 +421,8 @@ static int build_graph(const HostApi *api, RuntimeSlotScratch *s, const RuntimeC
     if ((rc = open_bridge(api, s, heap, heap_bytes, &heap_view)) == PTO_OK)
         rc = hbg_orchestrate(c, s);
     close_bridge(api, s, heap, heap_view);
+    if (rc == PTO_OK && c->recorder != NULL)
+        rc = replay_or_record(api, h, s, c, args, 1);
     return rc;
 }
 
@@ -387,19 +430,21 @@ static int build_graph(const HostApi *api, RuntimeSlotScratch *s, const RuntimeC
 static int write_run(const HostApi *api, HbgRun *h, RuntimeSlotScratch *s, const CallConfig *cfg,
                      DeviceLaunch *launch)
 {
-    /* the graph is built: its task count is the trace's size */
+    /* the graph is built (or recorded): its task count is the trace's size */
     int rc;
-    if (cfg->enable_trace && ((rc = run_trace_check_tasks(s->graph.task_count, "the run's graph has")) != PTO_OK ||
-                              (rc = run_trace_alloc(api, s->graph.task_count, &h->trace)) != PTO_OK))
+    if (cfg->enable_trace && ((rc = run_trace_check_tasks(h->task_count, "the run's graph has")) != PTO_OK ||
+                              (rc = run_trace_alloc(api, h->task_count, &h->trace)) != PTO_OK))
         return rc;
     uint64_t image_bytes = 0;
-    if ((rc = write_image(api, s, cfg, h->trace, launch, &h->args_dev, &image_bytes)) != PTO_OK) {
+    if ((rc = write_image(api, s, h->recording, h->task_count, cfg, h->trace, launch, &h->args_dev, &image_bytes)) !=
+        PTO_OK) {
         run_trace_free(api, &h->trace);
         return rc;
     }
-    /* the GM heap up to the locals' high-water: the staged tensors, then the locals' peak */
+    /* the GM heap up to the locals' high-water: the staged tensors, then the locals' peak; a
+       recording's image is the callable's, like its upload, not the run's */
     uint64_t heap_used = s->local_high - s->heap_base;
-    h->device_bytes = heap_used + image_bytes + (h->trace != NULL ? pto_trace_bytes(s->graph.task_count) : 0);
+    h->device_bytes = heap_used + image_bytes + (h->trace != NULL ? pto_trace_bytes(h->task_count) : 0);
     return PTO_OK;
 }
 
@@ -413,12 +458,18 @@ int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *ap
     if (rc != PTO_OK)
         return rc;
     HbgRun *h = hbg_run(run);
-    if ((rc = build_graph(api, scratch, c, args, cfg)) != PTO_OK || (rc = write_run(api, h, scratch, cfg, launch)) != PTO_OK) {
+    h->graph_source = PTO_RUN_GRAPH_BUILT;
+    if ((rc = build_graph(api, h, scratch, c, args, cfg)) == PTO_OK) {
+        h->task_count = h->recording != NULL ? h->recording->task_count : scratch->graph.task_count;
+        rc = write_run(api, h, scratch, cfg, launch);
+    }
+    if (rc != PTO_OK) {
+        if (h->recording != NULL)
+            hbg_recording_give_back(c->recorder, h->recording);
         scratch->holder = NULL;
         memset(h, 0, sizeof *h);
         return rc;
     }
-    h->task_count = scratch->graph.task_count;
     h->timeout_ms = launch->timeout_ms;
     h->callable = c;
     h->scratch = scratch;
@@ -469,6 +520,10 @@ int runtime_read_failure(RuntimeRun *run, const HostApi *api, int execution_rc)
 /* The run's graph as the DOT diagnostic (services/dep_graph.h). */
 static int write_dep_graph(const HbgRun *h, NativeRunReport *report)
 {
+    const HbgRecording *rec = h->recording;
+    if (rec != NULL)
+        return dep_graph_write(h->scratch->output_prefix, &h->desc, rec->task_count, rec->func_ids, rec->producers,
+                               rec->consumers, rec->edge_count, report);
     const HbgGraph *g = &h->scratch->graph;
     uint32_t *func_ids = malloc(((size_t)g->task_count + 2 * (size_t)g->edge_count + 1) * sizeof *func_ids);
     if (func_ids == NULL)
@@ -512,6 +567,12 @@ int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
     return PTO_OK;
 }
 
+uint32_t runtime_run_graph_source(const RuntimeRun *run)
+{
+    const HbgRun *h = (const HbgRun *)run->opaque;
+    return h->magic == HBG_RUN_MAGIC ? h->graph_source : PTO_RUN_GRAPH_BUILT;
+}
+
 uint64_t runtime_run_device_bytes(const RuntimeRun *run)
 {
     const HbgRun *h = (const HbgRun *)run->opaque;
@@ -525,6 +586,8 @@ void runtime_unbind(RuntimeRun *run, const HostApi *api)
     HbgRun *h = hbg_run(run);
     /* staged tensors live in the bank's GM heap: only the trace buffer is per run */
     run_trace_free(api, &h->trace);
+    if (h->recording != NULL)
+        hbg_recording_give_back(h->callable->recorder, h->recording);
     h->scratch->holder = NULL;
     memset(h, 0, sizeof *h);
 }

@@ -527,6 +527,12 @@ int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
     return PTO_OK;
 }
 
+uint32_t runtime_run_graph_source(const RuntimeRun *run)
+{
+    (void)run; /* the device orchestration builds every run's graph */
+    return PTO_RUN_GRAPH_BUILT;
+}
+
 uint64_t runtime_run_device_bytes(const RuntimeRun *run)
 {
     const TrbRunState *h = (const TrbRunState *)run->opaque;

@@ -228,7 +228,8 @@ final class RunBinding implements TaskArgs.TensorPlacement {
             }
             files = List.of(paths);
         }
-        return new RunReport(run, executionEnd, peak, files);
+        return new RunReport(run, executionEnd, peak, files,
+                GraphSource.of(r.getInt(at + Layouts.NativeRunReport.GRAPH_SOURCE)));
     }
 
     /** After a successful launched run: staged arrays the signature writes get their bytes back. */

@@ -25,12 +25,21 @@ import java.util.Objects;
  * @param outputFiles the diagnostic files the run wrote ({@link CallConfig#enableDepGraph()}
  *        then {@link CallConfig#enableTrace()}), each named by run id and run epoch; empty
  *        without a diagnostic
+ * @param graphSource how prepare got the run's task graph: built by the orchestration,
+ *        built and recorded, or a recording replayed (hbg programs; docs/recorded-graphs.md)
  */
-public record RunReport(NativeRun run, long executionEnd, long peakDeviceMemory, List<Path> outputFiles) {
+public record RunReport(NativeRun run, long executionEnd, long peakDeviceMemory, List<Path> outputFiles,
+        GraphSource graphSource) {
 
     public RunReport {
         Objects.requireNonNull(run, "run");
         outputFiles = List.copyOf(outputFiles);
+        Objects.requireNonNull(graphSource, "graphSource");
+    }
+
+    /** A report of a run whose graph was built (no recording involved). */
+    public RunReport(NativeRun run, long executionEnd, long peakDeviceMemory, List<Path> outputFiles) {
+        this(run, executionEnd, peakDeviceMemory, outputFiles, GraphSource.BUILT);
     }
 
     /** True when the device executed the run ({@link #executionEnd()} is a time). */

@@ -44,7 +44,7 @@ public final class Layouts {
         public static final int EXECUTION_END_NS = 0;
         public static final int PEAK_DEVICE_MEMORY = 8;
         public static final int OUTPUT_FILE_COUNT = 16;
-        public static final int RESERVED = 20;
+        public static final int GRAPH_SOURCE = 20;
         public static final int OUTPUT_FILES = 24;
         /** Entries of output_files. */
         public static final int MAX_FILES = NativeConstants.PTO_RUN_REPORT_MAX_FILES;

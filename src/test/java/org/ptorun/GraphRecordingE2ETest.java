@@ -1,0 +1,207 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.ptorun.SimE2E.random;
+import static org.ptorun.callable.Direction.IN;
+import static org.ptorun.callable.Direction.INOUT;
+import static org.ptorun.callable.Direction.OUT;
+import static org.ptorun.callable.Direction.SCALAR;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.callable.Affine;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.Kernel;
+import org.ptorun.callable.Param;
+import org.ptorun.callable.Program;
+
+/**
+ * Recorded graphs (docs/recorded-graphs.md): on hbg a program's first prepare records its
+ * graph and every later prepare of the same geometry replays it, binding the new
+ * arguments' addresses and scalar values; results and dependency graphs are those of the
+ * program built afresh. trb builds every run's graph: the same runs there are the
+ * reference of the same code path the recording replaces.
+ */
+class GraphRecordingE2ETest {
+
+    private static final int ID = 9;
+    private static final int FILL = 0;
+    private static final int ADD = 1;
+    private static final int TILE = 64;
+
+    static List<Variant> variants() {
+        return SimE2E.allVariants();
+    }
+
+    /**
+     * Per tile t, in a scope of its own: a local {@code l = c} (scalar argument 0), {@code l
+     * += x[t]}, {@code y[t] += l}. Tiles read x and write y: with x and y apart every tile
+     * is independent, with y = x each tile reads what it then writes.
+     */
+    static ChipCallable scaledAdd(int tiles) {
+        long bytes = 4L * TILE;
+        Program program = Program.builder()
+                .loop(tiles, (p, t) -> p
+                        .scope(q -> q
+                                .allocTensor(0, bytes)
+                                .submit(FILL, Param.local(0, OUT, 0, bytes), Param.scalarArg(0))
+                                .submit(ADD, Param.tensor(0, IN, t.times(bytes), Affine.of(bytes)),
+                                        Param.local(0, INOUT, 0, bytes))
+                                .submit(ADD, Param.local(0, IN, 0, bytes),
+                                        Param.tensor(1, INOUT, t.times(bytes), Affine.of(bytes)))))
+                .build();
+        return ChipCallable.builder()
+                .signature(IN, OUT, SCALAR)
+                .child(FILL, Kernel.vfill())
+                .child(ADD, Kernel.tileAdd())
+                .program(program)
+                .build();
+    }
+
+    /** y[i] + (c + x[i]) in the kernels' f32 order, over the first tiles * TILE elements. */
+    static float[] reference(float[] x, float[] y, float c, int tiles) {
+        float[] out = y.clone();
+        for (int i = 0; i < tiles * TILE; i++) {
+            out[i] = y[i] + (c + x[i]);
+        }
+        return out;
+    }
+
+    private static GraphSource expected(Variant variant, GraphSource onHbg) {
+        return variant.runtime() == Variant.RuntimeKind.HBG ? onHbg : GraphSource.BUILT;
+    }
+
+    /** One run of host arrays: y is OUT (staged zeroed), so y's start is zeros. */
+    private static RunReport runHost(ChipWorker chip, float[] x, float[] y, float c) {
+        return chip.run(ID, TaskArgs.of(Tensor.of(x), Tensor.of(y)).scalarF32(c), CallConfig.DEFAULT);
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void laterRunsReplayTheRecordingWithTheirOwnDataAndScalars(Variant variant) {
+        int tiles = 8;
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(ID, scaledAdd(tiles));
+            GraphSource[] sources = new GraphSource[5];
+            for (int k = 0; k < sources.length; k++) {
+                float[] x = random(tiles * TILE, 10 + k);
+                float[] y = new float[tiles * TILE];
+                float c = 0.5f + k;
+                sources[k] = runHost(chip, x, y, c).graphSource();
+                assertThat(y).as("run %d (%s)", k, sources[k]).containsExactly(reference(x, new float[y.length], c, tiles));
+            }
+            assertThat(sources).containsExactly(expected(variant, GraphSource.RECORDED),
+                    expected(variant, GraphSource.REPLAYED), expected(variant, GraphSource.REPLAYED),
+                    expected(variant, GraphSource.REPLAYED), expected(variant, GraphSource.REPLAYED));
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void anotherGeometryOrAnotherRegistrationRecordsAfresh(Variant variant) {
+        int tiles = 4;
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(ID, scaledAdd(tiles));
+            int[] sizes = { tiles * TILE, tiles * TILE, 3 * tiles * TILE, 3 * tiles * TILE, tiles * TILE };
+            GraphSource[] onHbg = { GraphSource.RECORDED, GraphSource.REPLAYED, GraphSource.RECORDED,
+                    GraphSource.REPLAYED, GraphSource.RECORDED };
+            for (int k = 0; k < sizes.length; k++) {
+                float[] x = random(sizes[k], 20 + k);
+                float[] y = new float[sizes[k]];
+                RunReport report = runHost(chip, x, y, 2f);
+                assertThat(report.graphSource()).as("run %d over %d floats", k, sizes[k])
+                        .isEqualTo(expected(variant, onHbg[k]));
+                assertThat(y).containsExactly(reference(x, new float[sizes[k]], 2f, tiles));
+            }
+            // the same bytes registered again under the id: nothing of the old recording is kept
+            chip.unregisterCallable(ID);
+            chip.registerCallable(ID, scaledAdd(tiles));
+            float[] x = random(tiles * TILE, 30);
+            float[] y = new float[tiles * TILE];
+            assertThat(runHost(chip, x, y, 3f).graphSource()).isEqualTo(expected(variant, GraphSource.RECORDED));
+            assertThat(y).containsExactly(reference(x, new float[y.length], 3f, tiles));
+            // another program under the id: its own graph, never the old one's
+            chip.unregisterCallable(ID);
+            chip.registerCallable(ID, scaledAdd(2));
+            y = new float[tiles * TILE];
+            assertThat(runHost(chip, x, y, 3f).graphSource()).isEqualTo(expected(variant, GraphSource.RECORDED));
+            assertThat(y).containsExactly(reference(x, new float[y.length], 3f, 2));
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aliasingDeviceBuffersAreAGeometryOfTheirOwn(Variant variant) {
+        int tiles = 4;
+        int n = tiles * TILE;
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(ID, scaledAdd(tiles));
+            DeviceBuffer a = chip.malloc(4L * n);
+            DeviceBuffer b = chip.malloc(4L * n);
+            // apart: y = b, x = a
+            float[] x = random(n, 40);
+            float[] y0 = random(n, 41);
+            chip.copyTo(a, x);
+            chip.copyTo(b, y0);
+            TaskArgs apart = TaskArgs.of(Tensor.of(a, DType.F32), Tensor.of(b, DType.F32)).scalarF32(1.5f);
+            assertThat(chip.run(ID, apart, CallConfig.DEFAULT).graphSource())
+                    .isEqualTo(expected(variant, GraphSource.RECORDED));
+            float[] got = new float[n];
+            chip.copyFrom(b, got);
+            assertThat(got).containsExactly(reference(x, y0, 1.5f, tiles));
+
+            // aliased: x = y = a, so each tile's last task reads what the tile's second read
+            for (int k = 0; k < 3; k++) {
+                float[] start = random(n, 50 + k);
+                chip.copyTo(a, start);
+                TaskArgs aliased = TaskArgs.of(Tensor.of(a, DType.F32), Tensor.of(a, DType.F32)).scalarF32(-1f);
+                assertThat(chip.run(ID, aliased, CallConfig.DEFAULT).graphSource()).as("aliased run %d", k)
+                        .isEqualTo(expected(variant, k == 0 ? GraphSource.RECORDED : GraphSource.REPLAYED));
+                chip.copyFrom(a, got);
+                assertThat(got).containsExactly(reference(start, start, -1f, tiles));
+            }
+
+            // apart again, with the buffers swapped: a geometry of distinct buffers again
+            chip.copyTo(b, x);
+            chip.copyTo(a, y0);
+            TaskArgs swapped = TaskArgs.of(Tensor.of(b, DType.F32), Tensor.of(a, DType.F32)).scalarF32(1.5f);
+            assertThat(chip.run(ID, swapped, CallConfig.DEFAULT).graphSource())
+                    .isEqualTo(expected(variant, GraphSource.RECORDED));
+            chip.copyFrom(a, got);
+            assertThat(got).containsExactly(reference(x, y0, 1.5f, tiles));
+            chip.free(a);
+            chip.free(b);
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aReplayedRunWritesTheDependencyGraphOfTheBuiltOne(Variant variant, @TempDir Path dir) throws IOException {
+        int tiles = 3;
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(ID, scaledAdd(tiles));
+            CallConfig config = CallConfig.builder().enableDepGraph(true).outputPrefix(dir).build();
+            byte[][] graphs = new byte[2][];
+            GraphSource[] sources = new GraphSource[2];
+            for (int k = 0; k < 2; k++) {
+                float[] x = random(tiles * TILE, 60 + k);
+                float[] y = new float[tiles * TILE];
+                RunReport report = chip.run(ID, TaskArgs.of(Tensor.of(x), Tensor.of(y)).scalarF32(1f), config);
+                sources[k] = report.graphSource();
+                assertThat(report.outputFiles()).hasSize(1);
+                graphs[k] = Files.readAllBytes(report.outputFiles().get(0));
+                assertThat(y).containsExactly(reference(x, new float[y.length], 1f, tiles));
+            }
+            assertThat(sources).containsExactly(expected(variant, GraphSource.RECORDED),
+                    expected(variant, GraphSource.REPLAYED));
+            assertThat(new String(graphs[1], java.nio.charset.StandardCharsets.US_ASCII))
+                    .isEqualTo(new String(graphs[0], java.nio.charset.StandardCharsets.US_ASCII))
+                    .contains("t0 -> t1;", "t1 -> t2;", "t3 -> t4;", "t4 -> t5;");
+        }
+    }
+}
