@@ -43,7 +43,7 @@ public final class BenchSuite {
 
     private static final String PACKAGE = BenchSuite.class.getPackageName() + ".";
     private static final List<String> PARTS = List.of("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10",
-            "P11", "P12");
+            "P11", "P12", "P13");
     private static final long SOAK_RUNS = Long.getLong("bench.soakRuns", 1_000_000L);
     /** Child JVMs per P10 measurement; the figure is their median. */
     private static final int FRESH_JVMS = Integer.getInteger("bench.freshJvms", 7);
@@ -103,6 +103,9 @@ public final class BenchSuite {
         }
         if (parts.contains("P11")) {
             collectives();
+        }
+        if (parts.contains("P13")) {
+            recordedGraphs();
         }
         report();
         String header = String.format(Locale.ROOT, "ptorun benchmark suite, %s; %d CPUs; load average %s before, %s"
@@ -305,6 +308,28 @@ public final class BenchSuite {
                                             (double) c / a))).orElse(""),
                     0.5, false));
         }
+    }
+
+    /** P13 (docs/performance.md): the child JVM's medians of first and replayed prepares. */
+    private void recordedGraphs() throws IOException, InterruptedException {
+        for (String variant : List.of("a2a3/sim/hbg", "a2a3/onboard/hbg")) {
+            List<String> command = javaCommand(List.of(), RecordedGraphPrepare.class.getName(), variant);
+            Map<String, Long> m = new HashMap<>();
+            for (String line : runChild("P13 on " + variant, command)) {
+                if (line.matches("^first=[0-9]+ replay=[0-9]+$")) {
+                    for (String kv : line.split(" ")) {
+                        m.put(kv.substring(0, kv.indexOf('=')), Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
+                    }
+                }
+            }
+            String what = variant + ": prepare of a " + RecordedGraphPrepare.TASKS + "-task program, later runs"
+                    + " (recorded graph replayed) vs its first run (built and recorded), medians";
+            rows.add(ratioRow("P13", what, Optional.ofNullable(m.get("replay")).map(Long::doubleValue),
+                    Optional.ofNullable(m.get("first")).map(Long::doubleValue), "replay %.0f ns / first %.0f ns",
+                    0.05, true));
+        }
+        rows.add(new Row("P13", "a2a3/sim/trb: device orchestration time, recorded vs first", "not built yet", "-",
+                "<= 0.05 x", "not measured"));
     }
 
     private Map<String, Long> medianOfChildren(String mode, String variant) throws IOException, InterruptedException {
