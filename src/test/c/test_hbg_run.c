@@ -666,7 +666,7 @@ TEST(bind_closes_the_bridge_on_success_and_on_every_failing_path)
     HostApi api = host_api_bind(r, 0, 0, &ops);
     const HbgBridge *bridge = &test_slot_scratch(r, 0)->bridge;
     /* the bridge is opened by binds that run the orchestration: no replaying here */
-    HbgRecorder *recorder = c->recorder;
+    GraphRecorder *recorder = c->recorder;
     c->recorder = NULL;
     int failures = 0, successes = 0;
     for (int k = 1; k < 64; k++) {

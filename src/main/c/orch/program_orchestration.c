@@ -271,7 +271,7 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
                             "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u after the scope "
                             "it was allocated in has ended",
                             at->index, func_id, i, p->index);
-        note_origin(in, i, PTO_PARAM_ORIGIN_LOCAL);
+        note_origin(in, i, PTO_PARAM_ORIGIN_LOCAL(p->index));
         return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, in->local_addr[p->index],
                                                                 in->local_bytes[p->index], "local tensor", out);
     case PTO_PARAM_SCALAR_IMM:

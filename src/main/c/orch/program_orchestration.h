@@ -62,14 +62,15 @@ int pto_program_orchestrate(const PtoOrchApi *api, void *orch, const ChipStorage
                             const uint8_t *signature, uint32_t signature_length);
 
 /* What a submitted parameter's value is made of, for a runtime that records the
- * run's graph and replays it with other arguments (hbg, docs/recorded-graphs.md):
- * FIXED the program alone determines it; LOCAL an address in the run's local
- * heap (alloc_tensor); TENSOR(i) argument tensor i's device address plus an
- * offset the program determines; SCALAR(i) argument scalar i's value. */
+ * run's graph and replays it with other arguments (docs/recorded-graphs.md):
+ * FIXED the program alone determines it; TENSOR(i) argument tensor i's device
+ * address plus an offset the program determines; SCALAR(i) argument scalar i's
+ * value; LOCAL(j) the address alloc_tensor returned for local j (the program's
+ * ALLOC_TENSOR local_id) plus an offset the program determines. */
 #define PTO_PARAM_ORIGIN_FIXED 0u
-#define PTO_PARAM_ORIGIN_LOCAL 1u
-#define PTO_PARAM_ORIGIN_TENSOR(i) (2u + (uint32_t)(i))
-#define PTO_PARAM_ORIGIN_SCALAR(i) (2u + PTO_MAX_TENSOR_ARGS + (uint32_t)(i))
+#define PTO_PARAM_ORIGIN_TENSOR(i) (1u + (uint32_t)(i))
+#define PTO_PARAM_ORIGIN_SCALAR(i) (1u + PTO_MAX_TENSOR_ARGS + (uint32_t)(i))
+#define PTO_PARAM_ORIGIN_LOCAL(j) (1u + PTO_MAX_TENSOR_ARGS + PTO_MAX_SCALAR_ARGS + (uint32_t)(j))
 
 /* pto_program_orchestrate that, when `origins` is not NULL, writes the origin of
  * each parameter of a submit (origins[0 .. n)) before making it: the api's submit

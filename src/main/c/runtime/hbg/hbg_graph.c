@@ -561,10 +561,10 @@ static uint32_t base_of(uint32_t origin, uint32_t tensor_count)
 {
     if (origin == PTO_PARAM_ORIGIN_FIXED)
         return 0;
-    if (origin == PTO_PARAM_ORIGIN_LOCAL)
+    if (origin >= PTO_PARAM_ORIGIN_LOCAL(0)) /* hbg's local heap is laid out alike run after run */
         return 1;
     if (origin < PTO_PARAM_ORIGIN_SCALAR(0))
-        return 1 + (origin - PTO_PARAM_ORIGIN_TENSOR(0)) + 1;
+        return 2 + (origin - PTO_PARAM_ORIGIN_TENSOR(0));
     return (2 + tensor_count + (origin - PTO_PARAM_ORIGIN_SCALAR(0))) | PTO_GRAPH_BASE_SCALAR;
 }
 

@@ -46,7 +46,7 @@ struct RuntimeCallable {
     CallableCopy copy;        /* first: the shared registration's part (runtime_registry.h) */
     uint64_t program_local_bytes; /* program: its ALLOC_TENSORs, each rounded up to HBG_LOCAL_ALIGN */
     uint64_t program_tasks;   /* program: the tasks it submits (chip_program_task_count) */
-    HbgRecorder *recorder;    /* program: its recorded graph (hbg_recording.h) */
+    GraphRecorder *recorder;  /* program: its recorded graph (runtime/graph_recorder.h) */
     void *orch_library;       /* library orchestration: the loaded library (refcounted per device) */
     PtoOrchestrationFn orch_entry; /* ... and its entry */
 };

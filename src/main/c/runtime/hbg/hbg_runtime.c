@@ -140,7 +140,7 @@ int runtime_callable_attach(const HostApi *api, RuntimeCallable *c)
         return load_orchestration(api, c);
     c->program_local_bytes = chip_program_local_peak(&c->copy.view, HBG_LOCAL_ALIGN);
     c->program_tasks = chip_program_task_count(&c->copy.view);
-    c->recorder = hbg_recorder_create();
+    c->recorder = graph_recorder_create();
     return c->recorder != NULL ? PTO_OK : PTO_ERR_OUT_OF_MEMORY;
 }
 
@@ -149,7 +149,7 @@ void runtime_callable_detach(const HostApi *api, RuntimeCallable *c)
     if (c->orch_library != NULL)
         host_api_release_host_library(api, c->orch_library);
     c->orch_library = NULL;
-    hbg_recorder_destroy(c->recorder, api); /* no run is outstanding: nobody holds its recording */
+    graph_recorder_destroy(c->recorder, api); /* no run is outstanding: nobody holds its recording */
     c->recorder = NULL;
 }
 
