@@ -5,6 +5,7 @@
 #include "util/last_error.h"
 #include "util/tensor_view.h"
 #include "fuzz_common.h"
+#include "orch/program_orchestration.h"
 
 void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCallableView *view,
                     uint64_t submit_budget, uint64_t alloc_limit)
@@ -36,6 +37,60 @@ static int view_is_known(const FuzzOrch *o, uint64_t value, uint64_t bytes)
     return 0;
 }
 
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+/* The base param i's origin names; checks the value against it. */
+static uint64_t origin_base(const FuzzOrch *o, const PtoTaskParam *p, uint32_t origin, uint32_t i)
+{
+    const ChipStorageTaskArgs *a = o->args;
+    if (origin == PTO_PARAM_ORIGIN_FIXED) {
+        FUZZ_CHECK(p->direction == PTO_ARG_SCALAR, "param %u: a tensor view of origin FIXED", i);
+        return 0;
+    }
+    if (origin < PTO_PARAM_ORIGIN_SCALAR(0)) {
+        uint32_t t = origin - PTO_PARAM_ORIGIN_TENSOR(0);
+        FUZZ_CHECK(p->direction != PTO_ARG_SCALAR && t < (uint32_t)a->tensor_count, "param %u: origin tensor %u", i, t);
+        FuzzRange r = { a->tensors[t].addr, a->tensors[t].size };
+        FUZZ_CHECK(inside(&r, p->value, p->bytes), "param %u: a view outside its origin tensor %u", i, t);
+        return r.addr;
+    }
+    if (origin < PTO_PARAM_ORIGIN_LOCAL(0)) {
+        uint32_t j = origin - PTO_PARAM_ORIGIN_SCALAR(0);
+        FUZZ_CHECK(p->direction == PTO_ARG_SCALAR && j < (uint32_t)a->scalar_count && p->value == a->scalars[j],
+                   "param %u: not the value of its origin scalar %u", i, j);
+        return p->value;
+    }
+    FUZZ_CHECK(p->direction != PTO_ARG_SCALAR && origin - PTO_PARAM_ORIGIN_LOCAL(0) < PTO_PROGRAM_MAX_LOCALS,
+               "param %u: origin %u", i, origin);
+    for (uint32_t k = 0; k < o->local_count; k++)
+        if (inside(&o->locals[k], p->value, p->bytes))
+            return o->locals[k].addr;
+    FUZZ_CHECK(0, "param %u: a view of origin local %u outside every live local", i,
+               origin - PTO_PARAM_ORIGIN_LOCAL(0));
+    return 0;
+}
+
+/* Folds the task with its params relative to their origins (fuzz_orch.h). */
+static void fold_relocated(FuzzOrch *o, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+{
+    uint64_t h = mix(o->relocated_hash, ((uint64_t)func_id << 32) | n);
+    for (uint32_t i = 0; i < n; i++) {
+        const PtoTaskParam *p = &params[i];
+        uint64_t base = origin_base(o, p, o->origins[i], i);
+        h = mix(h, ((uint64_t)o->origins[i] << 8) | p->direction);
+        h = mix(h, p->value - base);
+        h = mix(h, p->bytes);
+        h = mix(h, ((uint64_t)p->view.dtype << 32) | p->view.ndims);
+        for (uint32_t d = 0; d < p->view.ndims && d < PTO_VIEW_MAX_DIMS; d++)
+            h = mix(mix(h, p->view.shape[d]), p->view.strides[d]);
+    }
+    o->relocated_hash = h;
+}
+
 static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
 {
     FuzzOrch *o = orch;
@@ -57,6 +112,8 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
                        "param %u (func_id %u) view [0x%llx, +%llu) lies in no argument tensor and no local", i,
                        func_id, (unsigned long long)p->value, (unsigned long long)p->bytes);
     }
+    if (o->origins != NULL)
+        fold_relocated(o, func_id, params, n);
     if (o->submitted == o->submit_budget) {
         o->budget_hit = 1;
         return pto_fail(PTO_ERR_CAPACITY, "fuzz: submit budget of %llu tasks reached",

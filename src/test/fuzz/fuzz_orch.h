@@ -34,8 +34,10 @@ typedef struct FuzzOrch {
     const ChipCallableView *view;     /* NULL: func_ids are not checked */
     uint64_t submit_budget;
     uint64_t alloc_limit;
+    const uint32_t *origins;          /* NULL, or where the interpreter names each submit's param origins */
     /* recorded */
     uint64_t submitted;
+    uint64_t relocated_hash;          /* with origins: the tasks with every param made relative to its origin */
     int budget_hit;                   /* submit returned PTO_ERR_CAPACITY */
     int alloc_refused;                /* alloc_tensor returned 0 */
     int after_refused;                /* submit_after named no earlier task of its scope */
@@ -47,6 +49,14 @@ typedef struct FuzzOrch {
     uint64_t scope_first[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
     uint8_t scope_manual[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
 } FuzzOrch;
+
+/* With `origins` set, submit also checks each param's origin
+   (orch/program_orchestration.h: a tensor view lies in the argument tensor or a
+   local it names, a scalar of SCALAR(j) is scalar j's value, a view is never
+   FIXED) and folds the task, every param made relative to its origin, into
+   relocated_hash: two runs of one argument geometry must fold the same hash,
+   whatever their addresses and scalar values — what a recorded graph relies on
+   (docs/recorded-graphs.md). */
 
 /* The api table over a FuzzOrch passed as `orch`. */
 extern const PtoOrchApi fuzz_orch_api;

@@ -21,7 +21,11 @@
  *    failure leaves a message;
  *  - every submitted tensor view lies inside its argument tensor or its local,
  *    scalars carry no bytes, scopes balance (fuzz_orch.c);
- *  - the same input gives the same code and the same tasks again.
+ *  - the same input gives the same code and the same tasks again;
+ *  - every param's origin (pto_program_orchestrate_origins) is right, and a run
+ *    with every tensor elsewhere and other scalar values gives the same code and
+ *    the same tasks up to those origins: the program's graph depends on the
+ *    argument geometry only, which recorded graphs rely on (fuzz_orch.h).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +45,7 @@ typedef struct Outcome {
     int rc;
     uint64_t submitted;
     uint32_t locals;
+    uint64_t relocated_hash;
 } Outcome;
 
 static Outcome run_once(const ChipStorageTaskArgs *args, const uint8_t *program, size_t program_bytes,
@@ -48,8 +53,11 @@ static Outcome run_once(const ChipStorageTaskArgs *args, const uint8_t *program,
 {
     FuzzOrch orch;
     fuzz_orch_init(&orch, args, NULL, SUBMIT_BUDGET, ALLOC_LIMIT);
+    uint32_t origins[PTO_MAX_TASK_PARAMS];
+    orch.origins = origins;
     pto_clear_error();
-    int rc = pto_program_orchestrate(&fuzz_orch_api, &orch, args, program, program_bytes, signature, signature_length);
+    int rc = pto_program_orchestrate_origins(&fuzz_orch_api, &orch, args, program, program_bytes, signature,
+                                             signature_length, origins);
     const char *msg = pto_last_error();
     FUZZ_CHECK(fuzz_documented_code(rc), "undocumented code %d", rc);
     if (rc != PTO_OK)
@@ -78,7 +86,7 @@ static Outcome run_once(const ChipStorageTaskArgs *args, const uint8_t *program,
     if (args->scalar_count > PTO_MAX_SCALAR_ARGS)
         FUZZ_CHECK(rc == PTO_ERR_INVALID_ARGUMENT, "%d scalars accepted with %d", args->scalar_count, rc);
     fuzz_expect(rc == PTO_OK, "pto_program_orchestrate", msg);
-    return (Outcome){ rc, orch.submitted, orch.local_count };
+    return (Outcome){ rc, orch.submitted, orch.local_count, orch.relocated_hash };
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -115,6 +123,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(first.rc == second.rc && first.submitted == second.submitted && first.locals == second.locals,
                "two runs differ: %d/%d, %llu/%llu tasks", first.rc, second.rc, (unsigned long long)first.submitted,
                (unsigned long long)second.submitted);
+
+    /* the same geometry elsewhere, with other scalars: the same graph up to the origins */
+    for (int32_t i = 0; i < args->tensor_count; i++)
+        args->tensors[i].addr += 0x10000ull * (uint64_t)(i + 3);
+    for (int32_t i = 0; i < args->scalar_count && i < PTO_MAX_SCALAR_ARGS; i++)
+        args->scalars[i] ^= 0xfedcba9876ull;
+    Outcome moved = run_once(args, program, program_bytes, signature, signature_length);
+    FUZZ_CHECK(moved.rc == first.rc && moved.submitted == first.submitted && moved.relocated_hash == first.relocated_hash,
+               "the same geometry elsewhere differs: %d/%d, %llu/%llu tasks, relocated hash %llx/%llx", first.rc,
+               moved.rc, (unsigned long long)first.submitted, (unsigned long long)moved.submitted,
+               (unsigned long long)first.relocated_hash, (unsigned long long)moved.relocated_hash);
 
     free(program);
     free(args);
