@@ -42,6 +42,8 @@ public final class RunTicket {
     final CallConfig config;
     TaskArgs args;
     final long enqueuedAt;
+    /** Its config as the chip is given it (see {@link #chipConfig()}); set by its chip's driver. */
+    private CallConfig chipConfig;
     /** Worker.Builder.captureFailures: its inputs copied at admission; null when off. */
     org.ptorun.capture.RunCapture capture;
     /** The device buffers of its args, held from enqueue until it finishes (none: empty). */
@@ -162,6 +164,21 @@ public final class RunTicket {
     /** The run's outcome; see the class comment for the thread it completes on. */
     public CompletableFuture<RunResult> result() {
         return result;
+    }
+
+    /**
+     * The config the chip prepares the run with: its config without
+     * {@code captureFailuresTo}, which the Worker honours itself (FailureCapture, with its
+     * inputs copied at admission) — the ChipWorker would capture the run a second time.
+     * Called by its chip's driver.
+     */
+    CallConfig chipConfig() {
+        CallConfig c = chipConfig;
+        if (c == null) {
+            c = config.captureFailuresTo().isEmpty() ? config : config.toBuilder().captureFailuresTo(null).build();
+            chipConfig = c;
+        }
+        return c;
     }
 
     WorkerFuture<RunResult> future() {
