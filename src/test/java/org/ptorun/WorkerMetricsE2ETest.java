@@ -353,7 +353,10 @@ class WorkerMetricsE2ETest {
                 .as("one counter per exception").hasSize(2)
                 .allSatisfy(c -> assertThat(c.count()).isEqualTo(1));
         assertThat(runs(registry, chip1.and("outcome", "success"))).isEqualTo(2);
-        assertThat(registry.find("ptorun.run.execution").tags(chip0).timer()).as("a failed run is not timed").isNull();
+        assertThat(registry.find("ptorun.run.execution").tags(chip0).timer()).as("a failed run's phases are not timed")
+                .isNull();
+        assertThat(registry.find("ptorun.run.latency").tags(chip0.and("outcome", "failure")).timers())
+                .as("its latency is, per exception").hasSize(2).allSatisfy(t -> assertThat(t.count()).isEqualTo(1));
     }
 
     @Test
