@@ -15,7 +15,10 @@ import org.ptorun.worker.Worker;
 /**
  * A Worker service that exports its metrics in Prometheus' text format (docs/operations.md):
  * {@link VectorService}'s callable, a batch of requests, then the scrape a Prometheus server
- * would read from the service's {@code /metrics}. Needs {@code micrometer-core} and
+ * would read from the service's {@code /metrics}: every meter of {@link WorkerMetrics}, e.g.
+ * {@code ptorun_runs_total}, the phase timers {@code ptorun_run_execution_seconds_*} and the
+ * latency of every run, failed ones too, {@code ptorun_run_latency_seconds_*} (tagged
+ * {@code outcome} and {@code exception}). Needs {@code micrometer-core} and
  * {@code micrometer-registry-prometheus} beside the ptorun jar.
  *
  * <pre>java -cp ptorun.jar:jna.jar:slf4j-api.jar:micrometer-*.jar:... org.ptorun.examples.MetricsService [variant] [requests]</pre>

@@ -204,8 +204,9 @@ public final class CallConfig {
     }
 
     /**
-     * Where a {@code Worker} writes this run's capture if it fails ({@link Builder#captureFailuresTo});
-     * empty when unset. Not part of the C struct: the library never sees it.
+     * Where a {@code Worker} or a {@code ChipWorker} writes this run's capture if it fails
+     * ({@link Builder#captureFailuresTo}); empty when unset. Not part of the C struct: the
+     * library never sees it.
      */
     public java.util.Optional<java.nio.file.Path> captureFailuresTo() {
         return java.util.Optional.ofNullable(captureFailuresTo);
@@ -395,7 +396,10 @@ public final class CallConfig {
          * A {@code Worker} running this config captures the run and, if it fails, writes it to
          * {@code directory} as {@code run-<runId>-<dispatchId>.ptocap}, as
          * {@code Worker.Builder.captureFailures} does for every run (docs/replay.md; the run's inputs
-         * are copied at enqueue). Java only: not part of the C struct; {@code ChipWorker} ignores it.
+         * are copied at enqueue). A {@code ChipWorker} does the same for a run it prepares (or runs)
+         * with this config: its inputs are copied at {@code prepare} (or {@code run}), and the
+         * capture is written if the run fails at prepare, launch, poll or finalize. A capture that
+         * cannot be taken or written is logged, never thrown. Java only: not part of the C struct.
          * Null: off (the default).
          */
         public Builder captureFailuresTo(java.nio.file.Path directory) {

@@ -21,7 +21,8 @@ import org.ptorun.internal.OffHeapBlock;
  */
 final class CallableRegistry {
 
-    private record Registered(OffHeapBlock bytes, Direction[] tensorDirections, TensorExtents extents) {
+    private record Registered(OffHeapBlock bytes, Direction[] tensorDirections, TensorExtents extents,
+                              ChipCallable callable) {
     }
 
     private final ChipDevice device;
@@ -71,6 +72,23 @@ final class CallableRegistry {
         }
     }
 
+    /**
+     * The callable registered under {@code id} as it was given to {@link #register} (what a
+     * failure capture records), or null: none, or an id outside [0, 64).
+     */
+    ChipCallable callableOf(int id) {
+        if (id < 0 || id >= callables.length) {
+            return null;
+        }
+        long stamp = beginUse();
+        try {
+            Registered r = callables[id];
+            return r == null ? null : r.callable();
+        } finally {
+            endUse(stamp);
+        }
+    }
+
     /** The signature Java holds for a callable id, or null (tests). */
     List<Direction> signatureOf(int id) {
         long stamp = beginUse();
@@ -99,7 +117,7 @@ final class CallableRegistry {
                 }
                 registered = true;
                 Registered previous = callables[id];
-                callables[id] = new Registered(block, directions, callable.tensorExtents());
+                callables[id] = new Registered(block, directions, callable.tensorExtents(), callable);
                 if (previous != null) {
                     previous.bytes().close();
                 }

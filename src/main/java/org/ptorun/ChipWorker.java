@@ -10,6 +10,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
+import org.ptorun.capture.RunCapture;
 import org.ptorun.internal.LeakNet;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
@@ -44,6 +45,17 @@ import org.slf4j.LoggerFactory;
  * without another native call; finalize is one native call, which waits for a running
  * run itself.
  *
+ * <p>A run whose config names a capture directory
+ * ({@link CallConfig.Builder#captureFailuresTo}) is captured as a Worker captures it
+ * (docs/replay.md): its inputs are copied when it is prepared, or when a blocking
+ * {@code run} begins (the caller may reuse its arrays once the run is done), and if it
+ * fails — at prepare, launch, poll or finalize; a {@link ChipBusyException} is no failure
+ * — the capture is written, once, as {@code run-<runId>-<dispatchId>.ptocap} in that
+ * directory (with {@code -<runEpoch>} before the suffix when that file exists), before the
+ * failure is thrown. A capture that cannot be taken or written is logged (WARN) and never
+ * changes the run's outcome or exception; runs that {@link #close()} finalizes are not
+ * captured.
+ *
  * <p>At open, per pipeline slot, the ChipWorker allocates one run storage and the
  * slot's args block, CallConfig block and descriptor, so a run allocates nothing
  * off-heap except the staging of host arrays (grown per slot, reused).
@@ -65,6 +77,8 @@ public final class ChipWorker implements AutoCloseable {
     /** The config the last run passed validation with; racy on purpose: a stale read only validates again. */
     private CallConfig validatedConfig;
     private final LeakNet.Handle leakNet;
+    /** CallConfig.captureFailuresTo: the captures of the runs whose config asks. */
+    private final ChipFailureCapture captures;
 
     /**
      * Opens device {@code deviceId} with the device images packaged in the jar
@@ -103,6 +117,7 @@ public final class ChipWorker implements AutoCloseable {
         this.bindings = opened.bindings;
         this.noOverlap = opened.overlap ? null
                 : device.variant() + " cannot prepare while a run executes";
+        this.captures = new ChipFailureCapture(device.variant(), callables, bindings.length);
         this.leakNet = LeakNet.register(this, "ChipWorker of " + device.describe(), opened::close);
     }
 
@@ -298,14 +313,24 @@ public final class ChipWorker implements AutoCloseable {
      */
     public NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
                              long dispatchId, AcceptanceWord acceptance) {
+        RunCapture capture = captures.take(callableId, args, config); // null unless the config asks
+        NativeRun run = null;
         try {
-            checkRunArguments(callableId, args, config, acceptance);
-            checkLeaseShape(lease);
+            try {
+                checkRunArguments(callableId, args, config, acceptance);
+                checkLeaseShape(lease);
+            } catch (RuntimeException e) {
+                throw refused(args, e);
+            }
+            run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
+            admitAndCall(run, callableId, args, config, acceptance, true, false);
         } catch (RuntimeException e) {
-            throw refused(args, e);
+            if (!(e instanceof ChipBusyException)) { // busy is no failure: the caller retries
+                captures.write(capture, runId, dispatchId, run == null ? 0 : run.runEpoch(), e);
+            }
+            throw e;
         }
-        NativeRun run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
-        admitAndCall(run, callableId, args, config, acceptance, true, false);
+        captures.hold(run, capture);
         if (LOG.isDebugEnabled()) {
             LOG.debug("prepared {} on {}", run.identity(), device.describe());
         }
@@ -322,6 +347,18 @@ public final class ChipWorker implements AutoCloseable {
      */
     public void launch(NativeRun run) {
         table.beginLaunch(run);
+        try {
+            launchBegun(run);
+        } catch (RuntimeException e) {
+            if (!(e instanceof ChipBusyException)) { // refused before it started: it may launch again
+                captures.failed(run, e);
+            }
+            throw e;
+        }
+    }
+
+    /** The launch of a run whose launch began in this thread. */
+    private void launchBegun(NativeRun run) {
         RunBinding b = bindings[run.slot()];
         RunEvents.Launch event = RunEvents.beginLaunch();
         int rc;
@@ -379,7 +416,9 @@ public final class ChipWorker implements AutoCloseable {
         if (rc == POLL_NOT_READY) {
             return false;
         }
-        throw device.failure("poll", rc, message, run);
+        PtoRunException failure = device.failure("poll", rc, message, run);
+        captures.failed(run, failure);
+        throw failure;
     }
 
     /**
@@ -417,7 +456,14 @@ public final class ChipWorker implements AutoCloseable {
      * @throws PtoRunException (a subclass where one fits) when the run failed
      */
     public RunReport finalizeRun(NativeRun run) {
-        return finalizeBegun(lifecycle, table.beginFinalize(run));
+        SlotTable.Finalizing f = table.beginFinalize(run);
+        RunCapture capture = captures.release(run); // this thread finalizes the run: nothing else reads it
+        try {
+            return finalizeBegun(lifecycle, f);
+        } catch (RuntimeException e) {
+            captures.write(capture, run.runId(), run.dispatchId(), run.runEpoch(), e);
+            throw e;
+        }
     }
 
     /**
@@ -501,18 +547,28 @@ public final class ChipWorker implements AutoCloseable {
      */
     private RunReport runBlocking(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease,
                                   long runId, long dispatchId, AcceptanceWord acceptance) {
+        RunCapture capture = captures.take(callableId, args, config); // null unless the config asks
+        NativeRun run = null;
+        RunReport report;
         try {
-            checkRunArguments(callableId, args, config, acceptance);
-            if (lease != null) {
-                checkLeaseShape(lease);
+            try {
+                checkRunArguments(callableId, args, config, acceptance);
+                if (lease != null) {
+                    checkLeaseShape(lease);
+                }
+            } catch (RuntimeException e) {
+                throw refused(args, e);
             }
+            run = lease == null
+                    ? new NativeRun(0, 0, RunEpochs.next(), runId, dispatchId)
+                    : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
+            report = admitAndCall(run, callableId, args, config, acceptance, lease != null, true);
         } catch (RuntimeException e) {
-            throw refused(args, e);
+            if (!(e instanceof ChipBusyException)) { // busy is no failure: the caller retries
+                captures.write(capture, runId, dispatchId, run == null ? 0 : run.runEpoch(), e);
+            }
+            throw e;
         }
-        NativeRun run = lease == null
-                ? new NativeRun(0, 0, RunEpochs.next(), runId, dispatchId)
-                : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
-        RunReport report = admitAndCall(run, callableId, args, config, acceptance, lease != null, true);
         if (LOG.isDebugEnabled()) {
             LOG.debug("ran {} on {}", run.identity(), device.describe());
         }
@@ -742,6 +798,7 @@ public final class ChipWorker implements AutoCloseable {
     public void close() {
         lifecycle.close();
         leakNet.close();
+        captures.clear(); // runs finalized by close are not captured
     }
 
     @Override

@@ -2,6 +2,7 @@ package org.ptorun;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 import static org.ptorun.SimE2E.filled;
 import static org.ptorun.SimE2E.random;
 import static org.ptorun.WorkerE2ETest.CHAIN;
@@ -17,7 +18,10 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -35,6 +39,7 @@ import org.ptorun.testing.Fault;
 import org.ptorun.testlog.LogCapture;
 import org.ptorun.worker.CollectiveStep;
 import org.ptorun.worker.DrainReport;
+import org.ptorun.worker.RunCancelledException;
 import org.ptorun.worker.RunObserver;
 import org.ptorun.worker.RunResult;
 import org.ptorun.worker.RunTicket;
@@ -111,8 +116,21 @@ class WorkerMetricsE2ETest {
             Timer timer = registry.get(name).tags(chip.and("callable", "1")).timer();
             assertThat(timer.count()).as(name).isEqualTo(SUCCEEDING);
             assertThat(timer.totalTime(TimeUnit.NANOSECONDS)).as(name).isPositive();
-            assertThat(registry.find(name).timers()).as("only successful runs are timed").hasSize(1);
+            assertThat(registry.find(name).timers()).as("only successful runs' phases are timed").hasSize(1);
         }
+        Timer succeeded = latency(registry, chip.and("callable", "1", "outcome", "success", "exception", "none"));
+        Timer faulted = latency(registry, chip.and("callable", "3", "outcome", "failure",
+                "exception", KernelFaultException.class.getSimpleName()));
+        assertThat(succeeded.count()).isEqualTo(SUCCEEDING);
+        assertThat(faulted.count()).as("a failed run is timed too").isEqualTo(FAULTING);
+        assertThat(faulted.totalTime(TimeUnit.NANOSECONDS)).isPositive();
+        // a run's queue wait, prepare and finalize follow one another, and its execution ends
+        // before its finalize returns: each chain lies inside its latency
+        double queueWait = totalNanos(registry, "ptorun.run.queue.wait", chip);
+        double prepare = totalNanos(registry, "ptorun.run.prepare", chip);
+        assertThat(succeeded.totalTime(TimeUnit.NANOSECONDS))
+                .isGreaterThanOrEqualTo(queueWait + prepare + totalNanos(registry, "ptorun.run.finalize", chip))
+                .isGreaterThanOrEqualTo(queueWait + prepare + totalNanos(registry, "ptorun.run.execution", chip));
 
         assertThat(gauge(registry, "ptorun.worker.queue.depth", Tags.of("variant", variant.toString())))
                 .isZero();
@@ -133,6 +151,9 @@ class WorkerMetricsE2ETest {
         assertThat(runs(registry, chip.and("callable", "1", "outcome", "cancelled",
                 "exception", "RunCancelledException"))).isEqualTo(CANCELLED);
         assertThat(registry.get("ptorun.run.execution").timer().count()).isEqualTo(SUCCEEDING);
+        assertThat(latency(registry, chip.and("callable", "1", "outcome", "cancelled",
+                "exception", "RunCancelledException")).count()).isEqualTo(CANCELLED);
+        assertThat(registry.find("ptorun.run.latency").timers()).as("one per outcome and exception").hasSize(3);
         assertThat(gauge(registry, "ptorun.worker.queue.depth", Tags.empty())).isZero();
         assertThat(gauge(registry, "ptorun.runs.in.flight", chip)).isZero();
         assertThat(gauge(registry, "ptorun.chip.healthy", chip)).as("a closed chip takes no runs").isZero();
@@ -151,9 +172,116 @@ class WorkerMetricsE2ETest {
                         + "[^}]*} " + FAULTING + "(\\.0)?\n")
                 .containsPattern("ptorun_run_execution_seconds_bucket\\{[^}]*le=\"\\+Inf\"[^}]*} " + SUCCEEDING)
                 .containsPattern("ptorun_run_queue_wait_seconds_count\\{[^}]*} " + SUCCEEDING + "\n")
+                .containsPattern("ptorun_run_latency_seconds_count\\{[^}]*exception=\"KernelFaultException\"[^}]*"
+                        + "outcome=\"failure\"[^}]*} " + FAULTING + "\n")
+                .containsPattern("ptorun_run_latency_seconds_bucket\\{[^}]*outcome=\"success\"[^}]*le=\"\\+Inf\"[^}]*} "
+                        + SUCCEEDING + "\n")
                 .containsPattern("ptorun_chip_healthy\\{chip=\"0\",service=\"demo\",variant=\"a2a3/sim/hbg\"} 1")
                 .contains("ptorun_chip_device_memory_committed_bytes{")
                 .contains("ptorun_worker_queue_depth{service=\"demo\",variant=\"a2a3/sim/hbg\"} 0");
+    }
+
+    @ParameterizedTest
+    @MethodSource("org.ptorun.WorkerE2ETest#allVariants")
+    void everyRunIsTimedFromItsEnqueueUntilItFinishedWhateverItsOutcome(Variant variant, @TempDir Path dir)
+            throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        WorkerMetrics metrics = new WorkerMetrics();
+        // told after the metrics: each run's own latency, by the tags its timer has, and by run
+        Map<Tags, List<Long>> latencies = new HashMap<>();
+        Map<Long, Long> failedRuns = new HashMap<>();
+        List<long[]> stamps = new ArrayList<>(); // latency, finished - enqueued, a success's timings.total()
+        RunObserver afterMetrics = new RunObserver() {
+            @Override
+            public synchronized void runFinished(RunTicket ticket, RunResult result, Throwable failure) {
+                // an observer's exception is logged, not thrown: keep what to assert for later
+                long nanos = ticket.latency().orElseThrow().toNanos();
+                stamps.add(new long[] {nanos, ticket.finishedNanos() - ticket.enqueuedNanos(),
+                        result == null ? 0 : result.timings().total().toNanos()});
+                String outcome = result != null ? "success"
+                        : failure instanceof RunCancelledException ? "cancelled" : "failure";
+                String exception = failure == null ? "none" : failure.getClass().getSimpleName();
+                latencies.computeIfAbsent(Tags.of("callable", String.valueOf(ticket.callableId()), "outcome",
+                        outcome, "exception", exception), k -> new ArrayList<>()).add(nanos);
+                if (outcome.equals("failure")) {
+                    failedRuns.put(ticket.dispatchId(), nanos);
+                }
+            }
+        };
+        Path file = dir.resolve("timeline.json");
+        worker = Worker.builder().variant(variant).shutdownPolicy(ShutdownPolicy.CANCEL_QUEUED).runObserver(metrics)
+                .runObserver(afterMetrics).trace(file).build();
+        metrics.bindTo(registry);
+        runKnownWorkload(worker);
+        for (int i = 0; i < CANCELLED; i++) {
+            enqueueChain(worker, 100 + i); // queued, never taken: close cancels them
+        }
+        worker.close();
+
+        Map<Tags, List<Long>> seen;
+        synchronized (afterMetrics) {
+            seen = new HashMap<>(latencies);
+        }
+        assertThat(seen.keySet()).as("succeeded, faulted, cancelled").hasSize(3);
+        synchronized (afterMetrics) {
+            assertThat(stamps).hasSize(SUCCEEDING + FAULTING + CANCELLED).allSatisfy(x -> {
+                assertThat(x[0]).as("latency is finishedNanos - enqueuedNanos").isEqualTo(x[1]).isPositive();
+                assertThat(x[0]).as("a successful run's latency covers its timings").isGreaterThanOrEqualTo(x[2]);
+            });
+        }
+        assertThat(seen.values().stream().mapToInt(List::size).sum()).isEqualTo(SUCCEEDING + FAULTING + CANCELLED);
+        assertThat(registry.find("ptorun.run.latency").timers()).hasSameSizeAs(seen.keySet());
+        for (Map.Entry<Tags, List<Long>> e : seen.entrySet()) {
+            Tags tags = e.getKey().and("chip", "0", "variant", variant.toString());
+            Timer timer = latency(registry, tags);
+            assertThat(timer.count()).as("%s timed once per run", tags).isEqualTo(e.getValue().size())
+                    .isEqualTo((long) runs(registry, tags));
+            assertThat(timer.totalTime(TimeUnit.NANOSECONDS)).as("%s: the runs' own latencies", tags)
+                    .isCloseTo(e.getValue().stream().mapToLong(Long::longValue).sum(), within(1.0));
+        }
+
+        // the timeline has each failed run's phases, from the same clock: all lie within its latency
+        WorkerTimelineE2ETest.Timeline timeline = WorkerTimelineE2ETest.Timeline.read(file);
+        assertThat(failedRuns).hasSize(FAULTING);
+        double phases = 0;
+        for (Map.Entry<Long, Long> run : failedRuns.entrySet()) {
+            List<WorkerTimelineE2ETest.Slice> slices = timeline.slices().stream()
+                    .filter(x -> x.args().has("dispatchId") && x.dispatchId() == run.getKey()).toList();
+            assertThat(slices).extracting(WorkerTimelineE2ETest.Slice::name)
+                    .as("the phases the faulting run went through").contains("queued", "prepare", "finalize");
+            long enqueued = timeline.slice(run.getKey(), "queued").start();
+            long reached = slices.stream().mapToLong(WorkerTimelineE2ETest.Slice::end).max().orElseThrow();
+            long spent = slices.stream().mapToLong(x -> x.end() - x.start()).sum();
+            assertThat(run.getValue()).as("run %d's latency", run.getKey())
+                    .isGreaterThanOrEqualTo(reached - enqueued).isGreaterThanOrEqualTo(spent);
+            phases += spent;
+        }
+        assertThat(latency(registry, Tags.of("outcome", "failure")).totalTime(TimeUnit.NANOSECONDS))
+                .isGreaterThanOrEqualTo(phases);
+    }
+
+    @ParameterizedTest
+    @MethodSource("org.ptorun.WorkerE2ETest#onboard")
+    void aTimedOutRunIsTimedForAtLeastItsTimeout(Variant variant) throws Exception {
+        int timeoutMs = 200;
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        Worker w = build(variant, new WorkerMetrics(), registry);
+        w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
+        FAULTS.inject(Fault.HANG, 0); // its launch never runs: the run ends at its timeout
+        w.enqueue(CHAIN, ChipWorkerE2ETest.chainArgs(random(N, 1), random(N, 2), filled(N)),
+                CallConfig.builder().timeoutMs(timeoutMs).build());
+        enqueueChain(w, 3); // behind it: it meets the chip poisoned by the timeout
+        try (LogCapture logs = LogCapture.open()) {
+            assertThat(w.drain().failed()).isEqualTo(2);
+        }
+        Tags chip = Tags.of("variant", variant.toString(), "chip", "0", "callable", String.valueOf(CHAIN),
+                "outcome", "failure");
+        Timer timedOut = latency(registry, chip.and("exception", RunTimeoutException.class.getSimpleName()));
+        assertThat(timedOut.count()).isEqualTo(1);
+        assertThat(timedOut.totalTime(TimeUnit.MILLISECONDS)).isGreaterThanOrEqualTo(timeoutMs);
+        assertThat(latency(registry, chip.and("exception", ChipPoisonedException.class.getSimpleName())).count())
+                .isEqualTo(1);
+        assertThat(registry.find("ptorun.run.execution").timer()).as("no run succeeded").isNull();
     }
 
     @ParameterizedTest
@@ -225,7 +353,10 @@ class WorkerMetricsE2ETest {
                 .as("one counter per exception").hasSize(2)
                 .allSatisfy(c -> assertThat(c.count()).isEqualTo(1));
         assertThat(runs(registry, chip1.and("outcome", "success"))).isEqualTo(2);
-        assertThat(registry.find("ptorun.run.execution").tags(chip0).timer()).as("a failed run is not timed").isNull();
+        assertThat(registry.find("ptorun.run.execution").tags(chip0).timer()).as("a failed run's phases are not timed")
+                .isNull();
+        assertThat(registry.find("ptorun.run.latency").tags(chip0.and("outcome", "failure")).timers())
+                .as("its latency is, per exception").hasSize(2).allSatisfy(t -> assertThat(t.count()).isEqualTo(1));
     }
 
     @Test
@@ -234,7 +365,9 @@ class WorkerMetricsE2ETest {
             assertThat(service.serve(7).succeeded()).isEqualTo(7);
             assertThat(service.scrape())
                     .containsPattern("ptorun_runs_total\\{[^}]*outcome=\"success\"[^}]*service=\"vector\"[^}]*} 7(\\.0)?\n")
-                    .contains("ptorun_run_finalize_seconds_bucket{");
+                    .contains("ptorun_run_finalize_seconds_bucket{")
+                    .containsPattern("ptorun_run_latency_seconds_count\\{[^}]*outcome=\"success\"[^}]*"
+                            + "service=\"vector\"[^}]*} 7\n");
         }
     }
 
@@ -281,6 +414,14 @@ class WorkerMetricsE2ETest {
         metrics.bindTo(new SimpleMeterRegistry());
         assertThatThrownBy(() -> metrics.bindTo(new SimpleMeterRegistry()))
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("CompositeMeterRegistry");
+    }
+
+    private static Timer latency(MeterRegistry registry, Tags tags) {
+        return registry.get("ptorun.run.latency").tags(tags).timer();
+    }
+
+    private static double totalNanos(MeterRegistry registry, String timer, Tags tags) {
+        return registry.get(timer).tags(tags).timer().totalTime(TimeUnit.NANOSECONDS);
     }
 
     private static double runs(MeterRegistry registry, Tags tags) {

@@ -33,7 +33,8 @@ import org.ptorun.callable.Direction;
  * <p>Take one before a run with {@link #of}, then add the outcome with
  * {@link #withOutcome} or {@link #withFailure}. A Worker built with
  * {@code Worker.Builder.captureFailures(dir)} does this for every run and writes the
- * failed ones.
+ * failed ones; a Worker or a {@code ChipWorker} does it for the runs whose config asks
+ * ({@code CallConfig.Builder.captureFailuresTo(dir)}).
  *
  * <p>Size bound: a capture's tensor bytes (inputs plus outputs) are at most
  * {@link #DEFAULT_MAX_BYTES} unless another bound is given; beyond it {@link #of},

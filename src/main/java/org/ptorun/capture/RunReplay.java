@@ -50,7 +50,9 @@ public final class RunReplay {
 
     /**
      * Replays on {@code variant}, the captured config changed by {@code configure} (e.g. to
-     * turn a trace on; its files come back in {@link ReplayResult#outputFiles()}).
+     * turn a trace on; its files come back in {@link ReplayResult#outputFiles()}). The
+     * captured config's {@code captureFailuresTo} is cleared first: a replay that fails
+     * writes no capture unless {@code configure} asks for one.
      *
      * @throws org.ptorun.PtoRunException when the chip cannot be opened or the callable registered
      */
@@ -97,7 +99,8 @@ public final class RunReplay {
     private static Outcome run(RunCapture capture, Variant variant, UnaryOperator<CallConfig> configure) {
         Objects.requireNonNull(capture, "capture");
         Objects.requireNonNull(variant, "variant");
-        CallConfig config = configure.apply(capture.config());
+        // the captured run's capture directory is the service's: a replay writes no capture there
+        CallConfig config = configure.apply(capture.config().toBuilder().captureFailuresTo(null).build());
         HostRuntime runtime = HostRuntime.load(variant);
         try (ChipWorker chip = ChipWorker.open(runtime, 0)) {
             chip.registerCallable(capture.callableId(), capture.chipCallable());

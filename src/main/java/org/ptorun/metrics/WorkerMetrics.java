@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 import org.ptorun.worker.ChipHealth;
 import org.ptorun.worker.CollectiveStep;
@@ -49,11 +50,16 @@ import org.ptorun.worker.Worker;
  * <li>{@code ptorun.run.queue.wait}, {@code ptorun.run.prepare},
  * {@code ptorun.run.execution}, {@code ptorun.run.finalize} — timers of each successful
  * run's phases ({@link RunTimings}), tags {@code chip}, {@code callable} (the id it was
- * registered under);
+ * registered under); a failed run's phases are not recorded here (they are partial, and
+ * its execution's end is unknown): its time is in {@code ptorun.run.latency};
  * <li>{@code ptorun.runs} — counter of finished runs, tags {@code chip}, {@code callable},
  * {@code outcome} ({@code success}, {@code failure}, {@code cancelled}) and
  * {@code exception} (the simple class name of what the run failed with, {@code none} on
  * success);
+ * <li>{@code ptorun.run.latency} — timer of every finished run, whatever its outcome, from
+ * its enqueue until the Worker finished it ({@link RunTicket#latency()}, the Worker's
+ * {@link System#nanoTime()} clock), the same tags as {@code ptorun.runs}: its count per tag
+ * set equals that counter's;
  * <li>{@code ptorun.collective.step} — timer of each collective step
  * ({@link Worker#enqueueCollective}) from its enqueue until every rank's run finished, tags
  * {@code callable}, {@code ranks}, {@code outcome} ({@code success} or {@code failure}).
@@ -70,7 +76,7 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
     private volatile Tags workerTags;
 
     private final Map<RunKey, RunMeters> runMeters = new ConcurrentHashMap<>();
-    private final Map<OutcomeKey, Counter> outcomeCounters = new ConcurrentHashMap<>();
+    private final Map<OutcomeKey, OutcomeMeters> outcomeMeters = new ConcurrentHashMap<>();
     private final Map<StepKey, Timer> stepTimers = new ConcurrentHashMap<>();
 
     /** Timers publish a percentile histogram; no extra tags. */
@@ -173,6 +179,7 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
         }
         int chip = ticket.deviceId();
         int callable = ticket.callableId();
+        Timer latency;
         if (result != null) {
             RunMeters m = runMeters.computeIfAbsent(new RunKey(chip, callable), k -> newRunMeters(r, k));
             RunTimings t = result.timings();
@@ -181,11 +188,19 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
             m.execution.record(t.execution());
             m.finalizing.record(t.finalizeDuration());
             m.succeeded.increment();
+            latency = m.latency;
         } else {
             String outcome = failure instanceof CancellationException ? "cancelled" : "failure";
             String exception = failure == null ? "unknown" : failure.getClass().getSimpleName();
-            outcomeCounters.computeIfAbsent(new OutcomeKey(chip, callable, outcome, exception),
-                    k -> runsCounter(r, k.chip, k.callable, k.outcome, k.exception)).increment();
+            OutcomeMeters m = outcomeMeters.computeIfAbsent(new OutcomeKey(chip, callable, outcome, exception),
+                    k -> new OutcomeMeters(runsCounter(r, k.chip, k.callable, k.outcome, k.exception),
+                            latencyTimer(r, k.chip, k.callable, k.outcome, k.exception)));
+            m.runs.increment();
+            latency = m.latency;
+        }
+        long finished = ticket.finishedNanos(); // the Worker's clock, stamped before it told us
+        if (finished != 0) {
+            latency.record(finished - ticket.enqueuedNanos(), TimeUnit.NANOSECONDS);
         }
     }
 
@@ -210,7 +225,13 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
                 timer(r, "ptorun.run.execution", "From the launch call until the run ended on the device", tags),
                 timer(r, "ptorun.run.finalize", "Finalizing the run: copy-back, release, and any wait for its end",
                         tags),
-                runsCounter(r, k.chip, k.callable, "success", "none"));
+                runsCounter(r, k.chip, k.callable, "success", "none"),
+                latencyTimer(r, k.chip, k.callable, "success", "none"));
+    }
+
+    private Timer latencyTimer(MeterRegistry r, int chip, int callable, String outcome, String exception) {
+        return timer(r, "ptorun.run.latency", "From enqueue until the Worker finished the run, whatever its outcome",
+                runTags(chip, callable).and("outcome", outcome, "exception", exception));
     }
 
     private Timer timer(MeterRegistry r, String name, String description, Tags tags) {
@@ -242,6 +263,11 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
     private record OutcomeKey(int chip, int callable, String outcome, String exception) {
     }
 
-    private record RunMeters(Timer queueWait, Timer prepare, Timer execution, Timer finalizing, Counter succeeded) {
+    private record RunMeters(Timer queueWait, Timer prepare, Timer execution, Timer finalizing, Counter succeeded,
+                             Timer latency) {
+    }
+
+    /** The meters of the runs that failed or were cancelled with one exception. */
+    private record OutcomeMeters(Counter runs, Timer latency) {
     }
 }

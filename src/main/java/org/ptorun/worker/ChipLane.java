@@ -451,7 +451,7 @@ final class ChipLane {
         t.capturedWord(word);
         t.prepareStart = System.nanoTime();
         try {
-            t.run = chip.prepare(t.callableId, t.args, t.config, t.lease, t.runId(), t.dispatchId(), word);
+            t.run = chip.prepare(t.callableId, t.args, t.chipConfig(), t.lease, t.runId(), t.dispatchId(), word);
             t.prepareEnd = System.nanoTime();
             t.args = null; // written off-heap: the Worker no longer needs it
             return true;

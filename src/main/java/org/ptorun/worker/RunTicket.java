@@ -1,5 +1,6 @@
 package org.ptorun.worker;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -41,6 +42,8 @@ public final class RunTicket {
     final CallConfig config;
     TaskArgs args;
     final long enqueuedAt;
+    /** Its config as the chip is given it (see {@link #chipConfig()}); set by its chip's driver. */
+    private CallConfig chipConfig;
     /** Worker.Builder.captureFailures: its inputs copied at admission; null when off. */
     org.ptorun.capture.RunCapture capture;
     /** The device buffers of its args, held from enqueue until it finishes (none: empty). */
@@ -59,6 +62,9 @@ public final class RunTicket {
     boolean launched;
     long launchOrdinal;
     long pollMark;
+
+    /** System.nanoTime() when the Worker finished it; written before {@link #finished}, read after it. */
+    private long finishedAt;
 
     // read by any thread
     private volatile AcceptanceWord word;
@@ -121,6 +127,35 @@ public final class RunTicket {
         return finished ? acceptedAtFinish : now;
     }
 
+    /**
+     * When the run was enqueued: a {@link System#nanoTime()} reading, the clock of
+     * {@link RunTimings} ({@link RunTimings#enqueued()} of a successful run).
+     */
+    public long enqueuedNanos() {
+        return enqueuedAt;
+    }
+
+    /**
+     * When the Worker finished the run, whatever its outcome: a {@link System#nanoTime()}
+     * reading taken once its last call on the chip returned (a successful run's finalize,
+     * a failed run's failing phase or the finalize that followed it) or, for a run that
+     * never reached its chip (failed fast on a poisoned chip, cancelled by close), when it
+     * was failed or cancelled; before its future is completed and before a failure capture
+     * is written. 0 while the run is not done.
+     */
+    public long finishedNanos() {
+        return finished ? finishedAt : 0;
+    }
+
+    /**
+     * From enqueue until the Worker finished the run ({@link #finishedNanos()}), for a
+     * run that succeeded, failed or was cancelled alike; empty while the run is not done.
+     * A successful run's latency is at least its {@link RunTimings#total()}.
+     */
+    public Optional<Duration> latency() {
+        return finished ? Optional.of(Duration.ofNanos(finishedAt - enqueuedAt)) : Optional.empty();
+    }
+
     /** True once the Worker finished the run (its future is complete or being completed). */
     public boolean isDone() {
         return finished;
@@ -129,6 +164,21 @@ public final class RunTicket {
     /** The run's outcome; see the class comment for the thread it completes on. */
     public CompletableFuture<RunResult> result() {
         return result;
+    }
+
+    /**
+     * The config the chip prepares the run with: its config without
+     * {@code captureFailuresTo}, which the Worker honours itself (FailureCapture, with its
+     * inputs copied at admission) — the ChipWorker would capture the run a second time.
+     * Called by its chip's driver.
+     */
+    CallConfig chipConfig() {
+        CallConfig c = chipConfig;
+        if (c == null) {
+            c = config.captureFailuresTo().isEmpty() ? config : config.toBuilder().captureFailuresTo(null).build();
+            chipConfig = c;
+        }
+        return c;
     }
 
     WorkerFuture<RunResult> future() {
@@ -162,6 +212,7 @@ public final class RunTicket {
 
     /** The run no longer holds its word nor its buffers: remember whether it was accepted. */
     void finish(boolean accepted) {
+        this.finishedAt = System.nanoTime();
         this.acceptedAtFinish = accepted;
         this.finished = true;
         this.args = null;

@@ -18,6 +18,7 @@ import org.ptorun.KernelFaultException;
 import org.ptorun.RunReport;
 import org.ptorun.TaskArgs;
 import org.ptorun.Variant;
+import org.ptorun.testlog.LogCapture;
 import org.ptorun.worker.DrainReport;
 import org.ptorun.worker.RunTicket;
 import org.ptorun.worker.Worker;
@@ -125,11 +126,15 @@ class RunReplayE2ETest {
         Path captures = dir.resolve("per-config");
         CallConfig capturing = CallConfig.builder().captureFailuresTo(captures).build();
         RunTicket faulty;
-        try (Worker worker = Worker.builder().variant(variant).build()) {
+        try (Worker worker = Worker.builder().variant(variant).build(); LogCapture logs = LogCapture.open()) {
             worker.register(Fixtures.FAULT, Fixtures.faultyVadd()).get(60, TimeUnit.SECONDS);
             worker.enqueue(Fixtures.FAULT, Fixtures.faultArgs(), CallConfig.DEFAULT); // not asked: not captured
             faulty = worker.enqueue(Fixtures.FAULT, Fixtures.faultArgs(), capturing);
             assertThat(worker.drain().failed()).isEqualTo(2);
+            assertThat(logs.messages("org.ptorun.worker.FailureCapture")).singleElement().asString()
+                    .contains("captured to");
+            assertThat(logs.messages("org.ptorun.ChipFailureCapture"))
+                    .as("the Worker captures the run, its chip does not capture it again").isEmpty();
         }
         Path file = captures.resolve("run-" + faulty.runId() + "-" + faulty.dispatchId() + ".ptocap");
         try (Stream<Path> files = Files.list(captures)) {
