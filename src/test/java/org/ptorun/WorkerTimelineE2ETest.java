@@ -95,7 +95,10 @@ class WorkerTimelineE2ETest {
             return found.get(0);
         }
 
-        /** Every track's slices are disjoint (the writer nests none): the Trace Event format's rule holds. */
+        /**
+         * On every track, two slices are disjoint or one lies inside the other (the Trace Event
+         * format's rule); only a run's slice on a core track has slices inside it (its tasks).
+         */
         void assertTracksWellFormed() {
             Map<Long, List<Slice>> byTid = new HashMap<>();
             for (Slice s : slices) {
@@ -103,12 +106,28 @@ class WorkerTimelineE2ETest {
             }
             for (List<Slice> track : byTid.values()) {
                 List<Slice> sorted = new ArrayList<>(track);
-                sorted.sort((a, b) -> Long.compare(a.start, b.start));
-                for (int i = 1; i < sorted.size(); i++) {
-                    assertThat(sorted.get(i).start).as("%s then %s on %s", sorted.get(i - 1), sorted.get(i),
-                            sorted.get(i).track).isGreaterThanOrEqualTo(sorted.get(i - 1).end);
+                // outer before inner: by start, then the longer first
+                sorted.sort((a, b) -> a.start != b.start ? Long.compare(a.start, b.start) : Long.compare(b.end, a.end));
+                java.util.ArrayDeque<Slice> open = new java.util.ArrayDeque<>();
+                for (Slice s : sorted) {
+                    while (!open.isEmpty() && open.peek().end <= s.start) {
+                        open.pop();
+                    }
+                    if (!open.isEmpty()) {
+                        Slice outer = open.peek();
+                        assertThat(s.end).as("%s overlaps %s on %s without nesting", s, outer, s.track)
+                                .isLessThanOrEqualTo(outer.end);
+                        assertThat(outer.name).as("%s nests %s on %s", outer, s, s.track).startsWith("run ");
+                        assertThat(s.track).contains(" core ");
+                    }
+                    open.push(s);
                 }
             }
+        }
+
+        /** The task slices (a device's tasks, with a taskId) of run {@code dispatchId}. */
+        List<Slice> tasks(long dispatchId) {
+            return slices.stream().filter(s -> s.args.has("taskId") && s.dispatchId() == dispatchId).toList();
         }
     }
 
@@ -203,7 +222,9 @@ class WorkerTimelineE2ETest {
     /**
      * Runs traced with CallConfig.enableTrace: the device's task slices of each, read from
      * its own trace file, are on the chip's core tracks, as many as that file has, each
-     * between the run's launch call and its end on the device.
+     * between the run's launch call and its end on the device, and each nested in a slice of
+     * its own run on the same track ({@code run <runId> (epoch e, slot s)}), which spans
+     * exactly the tasks inside it and counts them.
      */
     @ParameterizedTest
     @MethodSource("overlapping")
@@ -239,14 +260,31 @@ class WorkerTimelineE2ETest {
             assertThat(tasks).isPositive();
             long launchStart = t.slice(r.dispatchId(), "launch").start;
             long executionEnd = t.slice(r.dispatchId(), "execution").end;
-            List<Slice> mine = t.slices.stream()
-                    .filter(s -> s.track.startsWith("chip 0 core ") && s.dispatchId() == r.dispatchId()).toList();
+            List<Slice> mine = t.tasks(r.dispatchId());
             assertThat(mine).hasSize(tasks);
+            String runName = "run " + r.runId() + " (epoch " + r.run().runEpoch() + ", slot " + r.run().slot() + ")";
+            List<Slice> parents = t.slices.stream().filter(s -> s.name.equals(runName)).toList();
+            assertThat(parents).isNotEmpty().allSatisfy(p -> {
+                assertThat(p.dispatchId()).isEqualTo(r.dispatchId());
+                assertThat(p.args.get("runEpoch").asLong()).isEqualTo(r.run().runEpoch());
+                assertThat(p.track).matches("chip 0 core " + p.args.get("core").asInt() + "( #\\d+)?");
+            });
+            Map<Slice, List<Slice>> inside = new HashMap<>();
             for (Slice task : mine) {
-                assertThat(task.args.has("taskId")).isTrue();
+                assertThat(task.track).matches("chip 0 core " + task.args.get("core").asInt() + "( #\\d+)?");
                 assertThat(task.start).as("a task starts after its launch call began").isGreaterThanOrEqualTo(launchStart);
                 assertThat(task.end).as("and ends no later than the run on the device").isLessThanOrEqualTo(executionEnd);
+                List<Slice> around = parents.stream().filter(p -> p.tid == task.tid && p.start <= task.start
+                        && task.end <= p.end).toList();
+                assertThat(around).as("%s lies within a slice of its run on its track", task).hasSize(1);
+                inside.computeIfAbsent(around.get(0), k -> new ArrayList<>()).add(task);
             }
+            assertThat(inside.keySet()).as("every slice of the run on a core holds tasks").containsExactlyInAnyOrderElementsOf(parents);
+            inside.forEach((p, in) -> {
+                assertThat(p.args.get("tasks").asInt()).isEqualTo(in.size());
+                assertThat(p.start).as("%s begins with its first task", p).isEqualTo(in.stream().mapToLong(Slice::start).min().getAsLong());
+                assertThat(p.end).as("%s ends with its last task", p).isEqualTo(in.stream().mapToLong(Slice::end).max().getAsLong());
+            });
         }
     }
 
@@ -307,6 +345,70 @@ class WorkerTimelineE2ETest {
             assertThat(s.start).isEqualTo(firstEnqueue);
             assertThat(s.end).isEqualTo(lastFinalize);
         }
+    }
+
+    /**
+     * A step told after close(): the callback executor holds every task it is given until
+     * the test runs them, so the step's ranks finish (drain) but the step is told to the
+     * observers only after close() returned. The file still has the step — it is taken
+     * from its ranks' runs, which close() waits for — and close() did not wait for the
+     * held callbacks (it would never return: nothing runs them before it does).
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void aCollectiveStepToldAfterCloseIsInTheFile(Variant variant, @TempDir Path dir) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        java.util.Queue<Runnable> held = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.CountDownLatch told = new java.util.concurrent.CountDownLatch(1);
+        RunObserver stepsTold = new RunObserver() {
+            @Override
+            public void collectiveStepFinished(org.ptorun.worker.CollectiveStep step, java.time.Duration latency,
+                                               Throwable failure) {
+                told.countDown();
+            }
+        };
+        org.ptorun.worker.CollectiveStep step;
+        Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).callbackExecutor(held::add)
+                .runObserver(stepsTold).trace(file).build();
+        try {
+            w.register(5, CommCollectivesE2ETest.single("allreduce_sum", List.of(org.ptorun.callable.Direction.INOUT),
+                    1, new long[] {4L * 64})).get(60, TimeUnit.SECONDS);
+            CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+            try {
+                group.allocWindows(4L * 64);
+                step = w.enqueueCollective(group, 5, rank -> new TaskArgs()
+                        .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+                w.drain(); // both ranks finished and were observed; their futures' completions are held
+                assertThat(step.ticket(0).isDone()).isTrue();
+                assertThat(step.ticket(1).isDone()).isTrue();
+            } finally {
+                group.close();
+            }
+        } finally {
+            w.close();
+        }
+        assertThat(told.getCount()).as("the step was not told before close() returned").isOne();
+        assertThat(held).as("its completions are still held").isNotEmpty();
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        assertThat(t.root.get("metadata").get("collectiveSteps").asInt()).isOne();
+        List<Long> ids = List.of(step.ticket(0).dispatchId(), step.ticket(1).dispatchId());
+        Slice s = t.slices.stream().filter(x -> x.name.equals("collective step")).collect(
+                java.util.stream.Collectors.collectingAndThen(java.util.stream.Collectors.toList(), l -> {
+                    assertThat(l).hasSize(1);
+                    return l.get(0);
+                }));
+        List<Long> named = new ArrayList<>();
+        s.args.get("dispatchIds").forEach(n -> named.add(n.asLong()));
+        assertThat(named).isEqualTo(ids);
+        assertThat(s.args.get("outcome").asText()).isEqualTo("succeeded");
+        assertThat(s.end).isEqualTo(Math.max(t.slice(ids.get(0), "finalize").end, t.slice(ids.get(1), "finalize").end));
+
+        for (Runnable r = held.poll(); r != null; r = held.poll()) {
+            r.run(); // now the step completes, and is told, on this thread
+        }
+        assertThat(told.getCount()).as("told once its completions ran").isZero();
+        assertThat(step.results()).allSatisfy(f -> assertThat(f).isCompleted());
     }
 
     /**
