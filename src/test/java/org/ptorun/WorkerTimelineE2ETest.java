@@ -123,6 +123,22 @@ class WorkerTimelineE2ETest {
                     open.push(s);
                 }
             }
+            // the rows of a track are listed together ("admission queue", "#2", ... side by side)
+            TreeMap<Long, String> bySortIndex = new TreeMap<>();
+            for (JsonNode e : root.get("traceEvents")) {
+                if (e.get("ph").asText().equals("M") && e.get("name").asText().equals("thread_sort_index")) {
+                    bySortIndex.put(e.get("args").get("sort_index").asLong(),
+                            tracks.get(e.get("tid").asLong()).replaceFirst(" #\\d+$", ""));
+                }
+            }
+            assertThat(bySortIndex).as("a sort index per track").hasSameSizeAs(tracks);
+            List<String> seen = new ArrayList<>();
+            for (String track : bySortIndex.values()) {
+                if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(track)) {
+                    assertThat(seen).as("the rows of %s in the order %s", track, bySortIndex).doesNotContain(track);
+                    seen.add(track);
+                }
+            }
         }
 
         /** The task slices (a device's tasks, with a taskId) of run {@code dispatchId}. */

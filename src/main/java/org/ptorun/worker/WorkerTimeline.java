@@ -242,6 +242,8 @@ public final class WorkerTimeline implements RunObserver {
         private long deviceTraceErrors;
         /** Rows of a logical track: their tids and where each row's last slice ends. */
         private final Map<String, List<long[]>> rows = new LinkedHashMap<>();
+        /** Each logical track's place in the process: its rows sort together. */
+        private final Map<String, Integer> order = new HashMap<>();
 
         Render(Writer out) {
             this.out = out;
@@ -366,11 +368,13 @@ public final class WorkerTimeline implements RunObserver {
             List<long[]> list = rows.computeIfAbsent(track, k -> new ArrayList<>());
             long[] row = {nextTid++, end};
             String name = list.isEmpty() ? track : track + " #" + (list.size() + 1);
+            // a track's rows side by side, in the order the tracks were first made
+            long sortIndex = (long) order.computeIfAbsent(track, k -> order.size()) * 100_000 + list.size();
             list.add(row);
             event("{\"ph\":\"M\",\"pid\":" + PID + ",\"tid\":" + row[0] + ",\"name\":\"thread_name\",\"args\":{\"name\":"
                     + str(name) + "}}");
             event("{\"ph\":\"M\",\"pid\":" + PID + ",\"tid\":" + row[0]
-                    + ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + row[0] + "}}");
+                    + ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + sortIndex + "}}");
             return row;
         }
 
