@@ -386,22 +386,23 @@ class WorkerTimelineE2ETest {
         org.ptorun.worker.CollectiveStep step;
         Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).callbackExecutor(held::add)
                 .runObserver(stepsTold).trace(file).build();
-        try {
-            w.register(5, CommCollectivesE2ETest.single("allreduce_sum", List.of(org.ptorun.callable.Direction.INOUT),
-                    1, new long[] {4L * 64})).get(60, TimeUnit.SECONDS);
-            CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+        try (Gate gate = new Gate()) {
             try {
-                group.allocWindows(4L * 64);
-                step = w.enqueueCollective(group, 5, rank -> new TaskArgs()
-                        .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
-                w.drain(); // both ranks finished and were observed; their futures' completions are held
-                assertThat(step.ticket(0).isDone()).isTrue();
-                assertThat(step.ticket(1).isDone()).isTrue();
+                registerStepAndGate(w);
+                CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+                try {
+                    group.allocWindows(4L * 64);
+                    step = stepBehindGate(w, group, gate);
+                    w.drain(); // both ranks finished and were observed; their futures' completions are held
+                    assertThat(step.ticket(0).isDone()).isTrue();
+                    assertThat(step.ticket(1).isDone()).isTrue();
+                } finally {
+                    group.close();
+                }
             } finally {
-                group.close();
+                gate.open();
+                w.close();
             }
-        } finally {
-            w.close();
         }
         assertThat(told.getCount()).as("the step was not told before close() returned").isOne();
         assertThat(held).as("its completions are still held").isNotEmpty();
@@ -425,6 +426,92 @@ class WorkerTimelineE2ETest {
         }
         assertThat(told.getCount()).as("told once its completions ran").isZero();
         assertThat(step.results()).allSatisfy(f -> assertThat(f).isCompleted());
+    }
+
+    /**
+     * close() on the callback executor's only thread, busy there before the step's ranks
+     * complete: their completions, and so the step's telling, queue behind it. close() must
+     * not wait for them (it would never return) and the file must have the step all the same;
+     * the step is told once close() released the thread.
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void closeOnTheCallbackThreadNeitherWaitsForTheStepNorLosesIt(Variant variant, @TempDir Path dir)
+            throws Exception {
+        Path file = dir.resolve("timeline.json");
+        java.util.concurrent.ExecutorService callbacks = java.util.concurrent.Executors.newSingleThreadExecutor();
+        java.util.concurrent.CountDownLatch told = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch enqueued = new java.util.concurrent.CountDownLatch(1);
+        RunObserver stepsTold = new RunObserver() {
+            @Override
+            public void collectiveStepFinished(org.ptorun.worker.CollectiveStep step, java.time.Duration latency,
+                                               Throwable failure) {
+                told.countDown();
+            }
+        };
+        try (Gate gate = new Gate()) {
+            Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).callbackExecutor(callbacks)
+                    .runObserver(stepsTold).trace(file).build();
+            org.ptorun.worker.CollectiveStep step;
+            java.util.concurrent.Future<Long> closing;
+            try {
+                registerStepAndGate(w);
+                CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+                try {
+                    group.allocWindows(4L * 64);
+                    closing = callbacks.submit(() -> { // holds the callback thread from before the step
+                        assertThat(enqueued.await(60, TimeUnit.SECONDS)).isTrue();
+                        w.drain();
+                        group.close();
+                        w.close();
+                        return told.getCount();
+                    });
+                    step = stepBehindGate(w, group, gate);
+                    enqueued.countDown();
+                    assertThat(closing.get(60, TimeUnit.SECONDS)).as("close() returned before the step was told")
+                            .isOne();
+                } finally {
+                    enqueued.countDown();
+                    group.close();
+                }
+            } finally {
+                gate.open();
+                w.close();
+            }
+            assertThat(told.await(60, TimeUnit.SECONDS)).as("told once close() released the thread").isTrue();
+            Timeline t = Timeline.read(file);
+            t.assertTracksWellFormed();
+            List<Slice> steps = t.slices.stream().filter(x -> x.name.equals("collective step")).toList();
+            assertThat(steps).hasSize(1);
+            List<Long> named = new ArrayList<>();
+            steps.get(0).args.get("dispatchIds").forEach(n -> named.add(n.asLong()));
+            assertThat(named).containsExactly(step.ticket(0).dispatchId(), step.ticket(1).dispatchId());
+        } finally {
+            callbacks.shutdown();
+        }
+    }
+
+    /** Registers the all-reduce step's callable (5) and the gated one. */
+    private static void registerStepAndGate(Worker w) throws Exception {
+        w.register(5, CommCollectivesE2ETest.single("allreduce_sum", List.of(org.ptorun.callable.Direction.INOUT),
+                1, new long[] {4L * 64})).get(60, TimeUnit.SECONDS);
+        w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
+    }
+
+    /**
+     * An all-reduce step, one rank of which (the one on the chip a gated run took) is held
+     * behind that run until the step was made: so no rank completes before the step's
+     * futures depend on it, and the held rank's completion, which completes the step, goes
+     * through the callback executor (had every rank completed first, the step would be told
+     * on the enqueuing thread). Opens the gate before it returns.
+     */
+    private static org.ptorun.worker.CollectiveStep stepBehindGate(Worker w, CommGroup group, Gate gate)
+            throws InterruptedException {
+        RunFiguresE2ETest.enqueueGated(w, gate, CallConfig.DEFAULT, 1);
+        org.ptorun.worker.CollectiveStep step = w.enqueueCollective(group, 5, rank -> new TaskArgs()
+                .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+        gate.open();
+        return step;
     }
 
     /**
