@@ -95,7 +95,10 @@ class WorkerTimelineE2ETest {
             return found.get(0);
         }
 
-        /** Every track's slices are disjoint (the writer nests none): the Trace Event format's rule holds. */
+        /**
+         * On every track, two slices are disjoint or one lies inside the other (the Trace Event
+         * format's rule); only a run's slice on a core track has slices inside it (its tasks).
+         */
         void assertTracksWellFormed() {
             Map<Long, List<Slice>> byTid = new HashMap<>();
             for (Slice s : slices) {
@@ -103,12 +106,44 @@ class WorkerTimelineE2ETest {
             }
             for (List<Slice> track : byTid.values()) {
                 List<Slice> sorted = new ArrayList<>(track);
-                sorted.sort((a, b) -> Long.compare(a.start, b.start));
-                for (int i = 1; i < sorted.size(); i++) {
-                    assertThat(sorted.get(i).start).as("%s then %s on %s", sorted.get(i - 1), sorted.get(i),
-                            sorted.get(i).track).isGreaterThanOrEqualTo(sorted.get(i - 1).end);
+                // outer before inner: by start, then the longer first
+                sorted.sort((a, b) -> a.start != b.start ? Long.compare(a.start, b.start) : Long.compare(b.end, a.end));
+                java.util.ArrayDeque<Slice> open = new java.util.ArrayDeque<>();
+                for (Slice s : sorted) {
+                    while (!open.isEmpty() && open.peek().end <= s.start) {
+                        open.pop();
+                    }
+                    if (!open.isEmpty()) {
+                        Slice outer = open.peek();
+                        assertThat(s.end).as("%s overlaps %s on %s without nesting", s, outer, s.track)
+                                .isLessThanOrEqualTo(outer.end);
+                        assertThat(outer.name).as("%s nests %s on %s", outer, s, s.track).startsWith("run ");
+                        assertThat(s.track).contains(" core ");
+                    }
+                    open.push(s);
                 }
             }
+            // the rows of a track are listed together ("admission queue", "#2", ... side by side)
+            TreeMap<Long, String> bySortIndex = new TreeMap<>();
+            for (JsonNode e : root.get("traceEvents")) {
+                if (e.get("ph").asText().equals("M") && e.get("name").asText().equals("thread_sort_index")) {
+                    bySortIndex.put(e.get("args").get("sort_index").asLong(),
+                            tracks.get(e.get("tid").asLong()).replaceFirst(" #\\d+$", ""));
+                }
+            }
+            assertThat(bySortIndex).as("a sort index per track").hasSameSizeAs(tracks);
+            List<String> seen = new ArrayList<>();
+            for (String track : bySortIndex.values()) {
+                if (seen.isEmpty() || !seen.get(seen.size() - 1).equals(track)) {
+                    assertThat(seen).as("the rows of %s in the order %s", track, bySortIndex).doesNotContain(track);
+                    seen.add(track);
+                }
+            }
+        }
+
+        /** The task slices (a device's tasks, with a taskId) of run {@code dispatchId}. */
+        List<Slice> tasks(long dispatchId) {
+            return slices.stream().filter(s -> s.args.has("taskId") && s.dispatchId() == dispatchId).toList();
         }
     }
 
@@ -203,7 +238,9 @@ class WorkerTimelineE2ETest {
     /**
      * Runs traced with CallConfig.enableTrace: the device's task slices of each, read from
      * its own trace file, are on the chip's core tracks, as many as that file has, each
-     * between the run's launch call and its end on the device.
+     * between the run's launch call and its end on the device, and each nested in a slice of
+     * its own run on the same track ({@code run <runId> (epoch e, slot s)}), which spans
+     * exactly the tasks inside it and counts them.
      */
     @ParameterizedTest
     @MethodSource("overlapping")
@@ -239,14 +276,31 @@ class WorkerTimelineE2ETest {
             assertThat(tasks).isPositive();
             long launchStart = t.slice(r.dispatchId(), "launch").start;
             long executionEnd = t.slice(r.dispatchId(), "execution").end;
-            List<Slice> mine = t.slices.stream()
-                    .filter(s -> s.track.startsWith("chip 0 core ") && s.dispatchId() == r.dispatchId()).toList();
+            List<Slice> mine = t.tasks(r.dispatchId());
             assertThat(mine).hasSize(tasks);
+            String runName = "run " + r.runId() + " (epoch " + r.run().runEpoch() + ", slot " + r.run().slot() + ")";
+            List<Slice> parents = t.slices.stream().filter(s -> s.name.equals(runName)).toList();
+            assertThat(parents).isNotEmpty().allSatisfy(p -> {
+                assertThat(p.dispatchId()).isEqualTo(r.dispatchId());
+                assertThat(p.args.get("runEpoch").asLong()).isEqualTo(r.run().runEpoch());
+                assertThat(p.track).matches("chip 0 core " + p.args.get("core").asInt() + "( #\\d+)?");
+            });
+            Map<Slice, List<Slice>> inside = new HashMap<>();
             for (Slice task : mine) {
-                assertThat(task.args.has("taskId")).isTrue();
+                assertThat(task.track).matches("chip 0 core " + task.args.get("core").asInt() + "( #\\d+)?");
                 assertThat(task.start).as("a task starts after its launch call began").isGreaterThanOrEqualTo(launchStart);
                 assertThat(task.end).as("and ends no later than the run on the device").isLessThanOrEqualTo(executionEnd);
+                List<Slice> around = parents.stream().filter(p -> p.tid == task.tid && p.start <= task.start
+                        && task.end <= p.end).toList();
+                assertThat(around).as("%s lies within a slice of its run on its track", task).hasSize(1);
+                inside.computeIfAbsent(around.get(0), k -> new ArrayList<>()).add(task);
             }
+            assertThat(inside.keySet()).as("every slice of the run on a core holds tasks").containsExactlyInAnyOrderElementsOf(parents);
+            inside.forEach((p, in) -> {
+                assertThat(p.args.get("tasks").asInt()).isEqualTo(in.size());
+                assertThat(p.start).as("%s begins with its first task", p).isEqualTo(in.stream().mapToLong(Slice::start).min().getAsLong());
+                assertThat(p.end).as("%s ends with its last task", p).isEqualTo(in.stream().mapToLong(Slice::end).max().getAsLong());
+            });
         }
     }
 
@@ -307,6 +361,157 @@ class WorkerTimelineE2ETest {
             assertThat(s.start).isEqualTo(firstEnqueue);
             assertThat(s.end).isEqualTo(lastFinalize);
         }
+    }
+
+    /**
+     * A step told after close(): the callback executor holds every task it is given until
+     * the test runs them, so the step's ranks finish (drain) but the step is told to the
+     * observers only after close() returned. The file still has the step — it is taken
+     * from its ranks' runs, which close() waits for — and close() did not wait for the
+     * held callbacks (it would never return: nothing runs them before it does).
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void aCollectiveStepToldAfterCloseIsInTheFile(Variant variant, @TempDir Path dir) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        java.util.Queue<Runnable> held = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.CountDownLatch told = new java.util.concurrent.CountDownLatch(1);
+        RunObserver stepsTold = new RunObserver() {
+            @Override
+            public void collectiveStepFinished(org.ptorun.worker.CollectiveStep step, java.time.Duration latency,
+                                               Throwable failure) {
+                told.countDown();
+            }
+        };
+        org.ptorun.worker.CollectiveStep step;
+        Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).callbackExecutor(held::add)
+                .runObserver(stepsTold).trace(file).build();
+        try (Gate gate = new Gate()) {
+            try {
+                registerStepAndGate(w);
+                CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+                try {
+                    group.allocWindows(4L * 64);
+                    step = stepBehindGate(w, group, gate);
+                    w.drain(); // both ranks finished and were observed; their futures' completions are held
+                    assertThat(step.ticket(0).isDone()).isTrue();
+                    assertThat(step.ticket(1).isDone()).isTrue();
+                } finally {
+                    group.close();
+                }
+            } finally {
+                gate.open();
+                w.close();
+            }
+        }
+        assertThat(told.getCount()).as("the step was not told before close() returned").isOne();
+        assertThat(held).as("its completions are still held").isNotEmpty();
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        assertThat(t.root.get("metadata").get("collectiveSteps").asInt()).isOne();
+        List<Long> ids = List.of(step.ticket(0).dispatchId(), step.ticket(1).dispatchId());
+        Slice s = t.slices.stream().filter(x -> x.name.equals("collective step")).collect(
+                java.util.stream.Collectors.collectingAndThen(java.util.stream.Collectors.toList(), l -> {
+                    assertThat(l).hasSize(1);
+                    return l.get(0);
+                }));
+        List<Long> named = new ArrayList<>();
+        s.args.get("dispatchIds").forEach(n -> named.add(n.asLong()));
+        assertThat(named).isEqualTo(ids);
+        assertThat(s.args.get("outcome").asText()).isEqualTo("succeeded");
+        assertThat(s.end).isEqualTo(Math.max(t.slice(ids.get(0), "finalize").end, t.slice(ids.get(1), "finalize").end));
+
+        for (Runnable r = held.poll(); r != null; r = held.poll()) {
+            r.run(); // now the step completes, and is told, on this thread
+        }
+        assertThat(told.getCount()).as("told once its completions ran").isZero();
+        assertThat(step.results()).allSatisfy(f -> assertThat(f).isCompleted());
+    }
+
+    /**
+     * close() on the callback executor's only thread, busy there before the step's ranks
+     * complete: their completions, and so the step's telling, queue behind it. close() must
+     * not wait for them (it would never return) and the file must have the step all the same;
+     * the step is told once close() released the thread.
+     */
+    @ParameterizedTest
+    @MethodSource("overlapping")
+    void closeOnTheCallbackThreadNeitherWaitsForTheStepNorLosesIt(Variant variant, @TempDir Path dir)
+            throws Exception {
+        Path file = dir.resolve("timeline.json");
+        java.util.concurrent.ExecutorService callbacks = java.util.concurrent.Executors.newSingleThreadExecutor();
+        java.util.concurrent.CountDownLatch told = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch enqueued = new java.util.concurrent.CountDownLatch(1);
+        RunObserver stepsTold = new RunObserver() {
+            @Override
+            public void collectiveStepFinished(org.ptorun.worker.CollectiveStep step, java.time.Duration latency,
+                                               Throwable failure) {
+                told.countDown();
+            }
+        };
+        try (Gate gate = new Gate()) {
+            Worker w = Worker.builder().variant(variant).devices(0, 1).background(true).callbackExecutor(callbacks)
+                    .runObserver(stepsTold).trace(file).build();
+            org.ptorun.worker.CollectiveStep step;
+            java.util.concurrent.Future<Long> closing;
+            try {
+                registerStepAndGate(w);
+                CommGroup group = w.openCommGroup(dir.resolve("rootinfo"), java.time.Duration.ofSeconds(20));
+                try {
+                    group.allocWindows(4L * 64);
+                    closing = callbacks.submit(() -> { // holds the callback thread from before the step
+                        assertThat(enqueued.await(60, TimeUnit.SECONDS)).isTrue();
+                        w.drain();
+                        group.close();
+                        w.close();
+                        return told.getCount();
+                    });
+                    step = stepBehindGate(w, group, gate);
+                    enqueued.countDown();
+                    assertThat(closing.get(60, TimeUnit.SECONDS)).as("close() returned before the step was told")
+                            .isOne();
+                } finally {
+                    enqueued.countDown();
+                    group.close();
+                }
+            } finally {
+                gate.open();
+                w.close();
+            }
+            assertThat(told.await(60, TimeUnit.SECONDS)).as("told once close() released the thread").isTrue();
+            Timeline t = Timeline.read(file);
+            t.assertTracksWellFormed();
+            List<Slice> steps = t.slices.stream().filter(x -> x.name.equals("collective step")).toList();
+            assertThat(steps).hasSize(1);
+            List<Long> named = new ArrayList<>();
+            steps.get(0).args.get("dispatchIds").forEach(n -> named.add(n.asLong()));
+            assertThat(named).containsExactly(step.ticket(0).dispatchId(), step.ticket(1).dispatchId());
+        } finally {
+            callbacks.shutdown();
+        }
+    }
+
+    /** Registers the all-reduce step's callable (5) and the gated one. */
+    private static void registerStepAndGate(Worker w) throws Exception {
+        w.register(5, CommCollectivesE2ETest.single("allreduce_sum", List.of(org.ptorun.callable.Direction.INOUT),
+                1, new long[] {4L * 64})).get(60, TimeUnit.SECONDS);
+        w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
+    }
+
+    /**
+     * An all-reduce step, one rank of which (the one on the chip a gated run took) is held
+     * behind that run until the step was made: so no rank completes before the step's
+     * futures depend on it, and the held rank's completion, which completes the step, goes
+     * through the callback executor (had every rank completed first, the step would be told
+     * on the enqueuing thread). Opens the gate before it returns.
+     */
+    private static org.ptorun.worker.CollectiveStep stepBehindGate(Worker w, CommGroup group, Gate gate)
+            throws InterruptedException {
+        RunFiguresE2ETest.enqueueGated(w, gate, CallConfig.DEFAULT, 1);
+        org.ptorun.worker.CollectiveStep step = w.enqueueCollective(group, 5, rank -> new TaskArgs()
+                .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
+        gate.open();
+        return step;
     }
 
     /**

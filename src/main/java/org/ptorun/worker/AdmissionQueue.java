@@ -157,12 +157,14 @@ final class AdmissionQueue {
      * Admits one run per lane of {@code argsPerLane} (null entries: none) at once, in lane
      * order, waiting until the queue has room for all of them: a collective step, whose runs
      * every lane must take in the same order as every other step. The tickets are indexed
-     * by lane, null where no run was asked.
+     * by lane, null where no run was asked. Before any is queued, each ticket is given the
+     * step's dispatch ids in the order of {@code laneOfRank} ({@link RunTicket#stepDispatchIds}),
+     * so whoever observes one of its runs knows the step.
      *
      * @throws InterruptedException when interrupted while waiting; nothing was admitted
      */
-    RunTicket[] admitOnLanes(int callableId, TaskArgs[] argsPerLane, int[] rankOfLane, CallConfig config)
-            throws InterruptedException {
+    RunTicket[] admitOnLanes(int callableId, TaskArgs[] argsPerLane, int[] rankOfLane, int[] laneOfRank,
+                             CallConfig config) throws InterruptedException {
         int runs = 0;
         for (TaskArgs a : argsPerLane) {
             runs += a == null ? 0 : 1;
@@ -197,6 +199,15 @@ final class AdmissionQueue {
                             }
                         }
                         throw e;
+                    }
+                    long[] stepIds = new long[laneOfRank.length];
+                    for (int i = 0; i < laneOfRank.length; i++) {
+                        stepIds[i] = out[laneOfRank[i]].dispatchId();
+                    }
+                    for (RunTicket t : out) {
+                        if (t != null) {
+                            t.stepDispatchIds = stepIds; // published to the driver by the queue's lock
+                        }
                     }
                     for (int lane = 0; lane < out.length; lane++) {
                         if (out[lane] != null) {

@@ -46,6 +46,11 @@ public final class RunTicket {
     private CallConfig chipConfig;
     /** Worker.Builder.captureFailures: its inputs copied at admission; null when off. */
     org.ptorun.capture.RunCapture capture;
+    /**
+     * A rank of a collective step: the dispatch ids of the step's runs in rank order (shared
+     * by them, never changed); null for a run of its own. Set at admission before it is queued.
+     */
+    long[] stepDispatchIds;
     /** The device buffers of its args, held from enqueue until it finishes (none: empty). */
     private List<DeviceBuffer.Hold> holds = List.of();
 

@@ -263,7 +263,7 @@ public final class Worker implements AutoCloseable {
         for (int i = 0; i < laneOfRank.length; i++) {
             rankOfLane[laneOfRank[i]] = group.ranks().get(i).rank();
         }
-        RunTicket[] byLane = queue.admitOnLanes(callableId, perLane, rankOfLane, config);
+        RunTicket[] byLane = queue.admitOnLanes(callableId, perLane, rankOfLane, laneOfRank, config);
         List<RunTicket> byRank = new ArrayList<>(laneOfRank.length);
         for (int lane : laneOfRank) {
             byRank.add(byLane[lane]);

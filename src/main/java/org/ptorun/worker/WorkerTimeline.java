@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.ptorun.NativeRun;
@@ -41,12 +42,14 @@ import org.slf4j.LoggerFactory;
  * <li>{@code chip <deviceId> device}: an {@code execution} slice per run, from its launch's
  *     return until it ended on the device ({@link RunTimings#executionEnd()}): apart from
  *     the host track because a successor's prepare overlaps it;
- * <li>{@code chip <deviceId> core <c>}: the device's task slices of a run traced with
- *     {@code CallConfig.enableTrace}, read from its own trace file when the timeline is
- *     written (beside its execution, not nested in it: several cores' tasks overlap, and a
- *     task may start before the launch returned);
+ * <li>{@code chip <deviceId> core <c>}: a slice {@code run <runId> (epoch e, slot s)} per
+ *     run traced with {@code CallConfig.enableTrace} that had tasks on core {@code c},
+ *     spanning them, with the device's task slices nested in it, read from the run's own
+ *     trace file when the timeline is written (not nested in its execution: several cores'
+ *     tasks overlap, and a task may start before the launch returned);
  * <li>{@code collectives}: a {@code collective step} slice per {@link Worker#enqueueCollective}
- *     step, from its first rank's enqueue to its last rank's finalize.
+ *     step, from its first rank's enqueue to its last rank's finalize, taken from the
+ *     step's rank 0 run (so a step told to observers after close() is in the file too).
  * </ul>
  * Slices on a thread track must nest or be disjoint in the Trace Event format, and queued
  * runs (and concurrent steps) overlap without nesting: such a track gets further rows,
@@ -58,8 +61,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Timestamps are microseconds from the Worker's build ({@code metadata.clockBaseNanos},
  * a {@link System#nanoTime()} reading; {@code metadata.wallClockBase} is the wall-clock time
- * of that moment). A step that finishes after the Worker closed ({@link RunObserver} tells
- * of steps on the callback executor) is not in the file.
+ * of that moment).
  */
 public final class WorkerTimeline implements RunObserver {
 
@@ -76,12 +78,18 @@ public final class WorkerTimeline implements RunObserver {
                        long observed, Path deviceTrace) {
     }
 
-    private record Step(List<Long> dispatchIds, String outcome) {
+    /** A collective step: its ranks' dispatch ids, in rank order. */
+    private record Step(List<Long> dispatchIds) {
     }
 
-    private record Slice(String track, String name, long start, long end, Run run, String task) {
+    /**
+     * A slice to place on a row of {@code track}; {@code more} adds to the run's args (null:
+     * nothing); {@code children} go on the same row, inside it (a run's tasks on a core).
+     */
+    private record Slice(String track, String name, long start, long end, Run run, String more,
+                         List<Slice> children) {
         Slice(String track, String name, long start, long end, Run run) {
-            this(track, name, start, end, run, null);
+            this(track, name, start, end, run, null, List.of());
         }
     }
 
@@ -148,28 +156,40 @@ public final class WorkerTimeline implements RunObserver {
                     t.prepareStart, t.prepareEnd, t.launchStart, t.launchEnd, 0, t.finalizeStart, t.finalizeEnd,
                     outcome, String.valueOf(failure), observed, null);
         }
+        // a collective step's ranks carry its dispatch ids from admission: the step is taken
+        // with its rank 0's run, observed (like every run) before close() writes the file
+        long[] step = t.stepDispatchIds;
+        Step s = null;
+        if (step != null && step[0] == t.dispatchId()) {
+            List<Long> ids = new ArrayList<>(step.length);
+            for (long id : step) {
+                ids.add(id);
+            }
+            s = new Step(ids);
+        }
         synchronized (lock) {
             if (runs.size() < maxRuns && !written) {
                 runs.add(run);
             } else {
                 droppedRuns++;
             }
+            if (s != null) {
+                if (steps.size() < maxRuns && !written) {
+                    steps.add(s);
+                } else {
+                    droppedSteps++;
+                }
+            }
         }
     }
 
+    /**
+     * Not used: a step is told on the callback executor, possibly after close() wrote the
+     * file; the timeline takes each step from its rank 0's run instead ({@link #runFinished}),
+     * which close() waits for.
+     */
     @Override
     public void collectiveStepFinished(CollectiveStep step, Duration latency, Throwable failure) {
-        List<Long> ids = new ArrayList<>(step.size());
-        for (int r = 0; r < step.size(); r++) {
-            ids.add(step.ticket(r).dispatchId());
-        }
-        synchronized (lock) {
-            if (steps.size() < maxRuns && !written) {
-                steps.add(new Step(ids, failure == null ? "succeeded" : "failed"));
-            } else {
-                droppedSteps++;
-            }
-        }
     }
 
     /**
@@ -222,6 +242,8 @@ public final class WorkerTimeline implements RunObserver {
         private long deviceTraceErrors;
         /** Rows of a logical track: their tids and where each row's last slice ends. */
         private final Map<String, List<long[]>> rows = new LinkedHashMap<>();
+        /** Each logical track's place in the process: its rows sort together. */
+        private final Map<String, Integer> order = new HashMap<>();
 
         Render(Writer out) {
             this.out = out;
@@ -272,7 +294,11 @@ public final class WorkerTimeline implements RunObserver {
             // in start order, so the first-free-row rule keeps every row's slices disjoint
             slices.sort(Comparator.comparingLong(Slice::start));
             for (Slice s : slices) {
-                int tid = slice(s.track, s.name, s.start, s.end, s.run, s.task);
+                int tid = place(s.track, s.start, s.end);
+                slice(tid, s);
+                for (Slice child : s.children) {
+                    slice(tid, child); // inside its parent, disjoint from its siblings: nested
+                }
                 boolean flows = s.run.finalizeEnd != 0;
                 if (flows && s.name.equals("queued")) {
                     flow("s", tid, s.start, s.run.dispatchId);
@@ -307,21 +333,25 @@ public final class WorkerTimeline implements RunObserver {
             for (Run r : rs) {
                 byDispatch.put(r.dispatchId, r);
             }
-            record Span(long start, long end, Step step) {
+            record Span(long start, long end, Step step, String outcome) {
             }
             List<Span> spans = new ArrayList<>();
             for (Step s : ss) {
                 long start = Long.MAX_VALUE;
                 long end = Long.MIN_VALUE;
+                String outcome = "succeeded";
                 for (long id : s.dispatchIds) {
                     Run r = byDispatch.get(id);
-                    if (r != null) { // a rank dropped by the bound
+                    if (r != null) { // null: a rank dropped by the bound
                         start = Math.min(start, r.enqueued);
                         end = Math.max(end, r.finalizeEnd != 0 ? r.finalizeEnd : r.observed);
+                        if (!r.outcome.equals("succeeded")) {
+                            outcome = "failed"; // as the step's futures: one rank failed, the step did
+                        }
                     }
                 }
                 if (start != Long.MAX_VALUE) {
-                    spans.add(new Span(start, end, s));
+                    spans.add(new Span(start, end, s, outcome));
                 }
             }
             spans.sort(Comparator.comparingLong(Span::start));
@@ -329,7 +359,7 @@ public final class WorkerTimeline implements RunObserver {
                 int tid = place("collectives", sp.start, sp.end);
                 event("{\"ph\":\"X\",\"pid\":" + PID + ",\"tid\":" + tid + ",\"ts\":" + ts(sp.start) + ",\"dur\":"
                         + dur(sp.start, sp.end) + ",\"name\":\"collective step\",\"args\":{\"dispatchIds\":"
-                        + sp.step.dispatchIds + ",\"outcome\":" + str(sp.step.outcome) + "}}");
+                        + sp.step.dispatchIds + ",\"outcome\":" + str(sp.outcome) + "}}");
             }
         }
 
@@ -338,11 +368,13 @@ public final class WorkerTimeline implements RunObserver {
             List<long[]> list = rows.computeIfAbsent(track, k -> new ArrayList<>());
             long[] row = {nextTid++, end};
             String name = list.isEmpty() ? track : track + " #" + (list.size() + 1);
+            // a track's rows side by side, in the order the tracks were first made
+            long sortIndex = (long) order.computeIfAbsent(track, k -> order.size()) * 100_000 + list.size();
             list.add(row);
             event("{\"ph\":\"M\",\"pid\":" + PID + ",\"tid\":" + row[0] + ",\"name\":\"thread_name\",\"args\":{\"name\":"
                     + str(name) + "}}");
             event("{\"ph\":\"M\",\"pid\":" + PID + ",\"tid\":" + row[0]
-                    + ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + row[0] + "}}");
+                    + ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + sortIndex + "}}");
             return row;
         }
 
@@ -365,26 +397,21 @@ public final class WorkerTimeline implements RunObserver {
             return (int) row(track, end)[0];
         }
 
-        private int slice(String track, String name, long start, long end, Run r) throws IOException {
-            return slice(track, name, start, end, r, null);
-        }
-
-        private int slice(String track, String name, long start, long end, Run r, String task) throws IOException {
-            int tid = place(track, start, end);
-            String a = args(r);
-            if (task != null) {
-                a = a.substring(0, a.length() - 1) + "," + task + "}";
+        private void slice(int tid, Slice s) throws IOException {
+            String a = args(s.run);
+            if (s.more != null) {
+                a = a.substring(0, a.length() - 1) + "," + s.more + "}";
             }
-            event("{\"ph\":\"X\",\"pid\":" + PID + ",\"tid\":" + tid + ",\"ts\":" + ts(start) + ",\"dur\":"
-                    + dur(start, end) + ",\"name\":" + str(name) + ",\"args\":" + a + "}");
-            return tid;
+            event("{\"ph\":\"X\",\"pid\":" + PID + ",\"tid\":" + tid + ",\"ts\":" + ts(s.start) + ",\"dur\":"
+                    + dur(s.start, s.end) + ",\"name\":" + str(s.name) + ",\"args\":" + a + "}");
         }
 
         /**
          * The device's task slices of a run traced with CallConfig.enableTrace, from its own
-         * trace file (one event a line, as the library writes it), on the chip's per-core
-         * tracks, shifted onto this timeline's clock (both are CLOCK_MONOTONIC). A file that
-         * cannot be read costs its tasks only (counted in the metadata).
+         * trace file (one event a line, as the library writes it), shifted onto this
+         * timeline's clock (both are CLOCK_MONOTONIC), nested in the run's slices on the
+         * chip's per-core tracks (see {@link #nest}). A file that cannot be read costs its
+         * tasks only (counted in the metadata).
          */
         private void deviceTasks(Run r, List<Slice> slices) {
             try {
@@ -399,19 +426,62 @@ public final class WorkerTimeline implements RunObserver {
                 if (clockBase < 0) {
                     throw new IOException("no clock_base_ns");
                 }
+                Map<Integer, List<Slice>> byCore = new TreeMap<>();
                 for (String line : lines) {
                     Matcher m = TASK.matcher(line);
                     if (m.find()) {
                         long start = clockBase + new BigDecimal(m.group(2)).movePointRight(3).longValueExact();
                         long end = start + new BigDecimal(m.group(3)).movePointRight(3).longValueExact();
                         String name = m.group(1).replace("\\\"", "\"").replace("\\\\", "\\");
-                        slices.add(new Slice("chip " + r.deviceId + " core " + m.group(6), name, start, end, r,
-                                "\"taskId\":" + m.group(4) + ",\"funcId\":" + m.group(5) + ",\"core\":" + m.group(6)));
+                        int core = Integer.parseInt(m.group(6));
+                        byCore.computeIfAbsent(core, k -> new ArrayList<>()).add(new Slice("chip " + r.deviceId
+                                + " core " + core, name, start, end, r, "\"taskId\":" + m.group(4) + ",\"funcId\":"
+                                + m.group(5) + ",\"core\":" + core, List.of()));
                     }
+                }
+                for (Map.Entry<Integer, List<Slice>> e : byCore.entrySet()) {
+                    nest(r, e.getKey(), e.getValue(), slices);
                 }
             } catch (IOException | RuntimeException e) {
                 deviceTraceErrors++;
                 LOG.debug("could not read the trace {} of run {} into the Worker timeline", r.deviceTrace, r.runId, e);
+            }
+        }
+
+        /**
+         * A run's tasks on one core, nested: each task inside a parent slice {@code run <runId>}
+         * spanning its tasks, on the core's track. The tasks of a row must be disjoint to nest
+         * in one parent: tasks that overlap an earlier one (a core running two at once) go to
+         * another parent of the run (first free in start order), each parent on a row of its own
+         * if it overlaps another run's. So every task lies inside a parent of its own run.
+         */
+        private void nest(Run r, int core, List<Slice> tasks, List<Slice> slices) {
+            tasks.sort(Comparator.comparingLong(Slice::start).thenComparingLong(Slice::end));
+            List<List<Slice>> groups = new ArrayList<>();
+            for (Slice task : tasks) {
+                List<Slice> into = null;
+                for (List<Slice> g : groups) {
+                    if (g.get(g.size() - 1).end <= task.start) {
+                        into = g;
+                        break;
+                    }
+                }
+                if (into == null) {
+                    into = new ArrayList<>();
+                    groups.add(into);
+                }
+                into.add(task);
+            }
+            String name = "run " + r.runId + (r.identity == null ? ""
+                    : " (epoch " + r.identity.runEpoch() + ", slot " + r.identity.slot() + ")");
+            for (List<Slice> g : groups) {
+                long start = g.get(0).start;
+                long end = Long.MIN_VALUE;
+                for (Slice task : g) {
+                    end = Math.max(end, task.end);
+                }
+                slices.add(new Slice(g.get(0).track, name, start, end, r, "\"core\":" + core + ",\"tasks\":"
+                        + g.size(), List.copyOf(g)));
             }
         }
 
