@@ -226,7 +226,8 @@ class TensorViewsE2ETest {
      * iteration, after the previous iteration's scope freed it: the run commits exactly the
      * device memory of the same tasks with one local allocated once (hbg sizes the local heap
      * by the program's peak; trb's scope ring is given 1 024 bytes, four iterations' locals,
-     * and streams 20 000 tasks through it).
+     * and streams 20 000 tasks through it). Each is measured while the only callable
+     * registered: on hbg a callable's recorded graph is committed with it.
      */
     @ParameterizedTest
     @MethodSource("variants")
@@ -243,12 +244,18 @@ class TensorViewsE2ETest {
         }
         CallConfig tight = CallConfig.builder().ringHeap(1, 1024).build();
         try (ChipWorker chip = open(variant)) {
-            chip.registerCallable(ID, accumulation(iterations, cols, true));
-            chip.registerCallable(ID + 1, accumulation(iterations, cols, false));
             float[] once = start.clone();
             float[] scoped = start.clone();
-            long hoisted = committedWhilePrepared(chip, ID, x, once, tight);
-            long perIteration = committedWhilePrepared(chip, ID + 1, x, scoped, tight);
+            // one registered at a time: an hbg callable's recorded graph (the same tasks, so the
+            // same image size) is committed with it until it is unregistered; its upload (the
+            // scoped program is two instructions longer) is taken out
+            ChipCallable one = accumulation(iterations, cols, true);
+            ChipCallable perScope = accumulation(iterations, cols, false);
+            chip.registerCallable(ID, one);
+            long hoisted = committedWhilePrepared(chip, ID, x, once, tight) - one.size();
+            chip.unregisterCallable(ID);
+            chip.registerCallable(ID + 1, perScope);
+            long perIteration = committedWhilePrepared(chip, ID + 1, x, scoped, tight) - perScope.size();
             assertThat(perIteration).as("device memory of the prepared run, per-iteration locals vs one local")
                     .isEqualTo(hoisted);
             assertBitExact(once, expected);
