@@ -8,6 +8,7 @@
 #include "util/last_error.h"
 #include "services/launch_signal.h"
 #include "ptest.h"
+#include "platform/runner_core.h"
 #include "runtime/hbg/hbg_internal.h"
 #include "test_callable.h"
 #include "test_sim.h"
@@ -314,6 +315,50 @@ TEST(committed_memory_returns_to_its_baseline_after_every_run)
 }
 
 /* Bank 1 is bound while bank 0's run executes; each has its own GM heap. */
+/* A graph the device has no room to record is built every run, and right; once
+   there is room, the next registration records it. */
+TEST(a_graph_the_device_has_no_room_for_is_built_every_run_and_still_right)
+{
+    setenv("PTORUN_SIM_DEVICE_MEMORY", "4M", 1);
+    Runner *r = test_sim_runner();
+    unsetenv("PTORUN_SIM_DEVICE_MEMORY");
+    uint32_t size;
+    uint8_t *bytes = chain_callable(1024, 0, &size);
+    RuntimeCallable *c = register_callable(r, bytes);
+    CallConfig cfg = test_config(10000);
+    Chain ch;
+    chain_init(&ch, 1024, 4);
+    CHECK_EQ_INT(test_run(r, c, 0, ch.args, &cfg, NULL), PTO_OK);
+    uint64_t recorded = hbg_recorder_bytes(c->recorder);
+    chain_free(&ch);
+    REQUIRE(recorded > 0);
+    release_callable(r, c);
+
+    /* all but recorded - 1 bytes taken: the arenas stay, a recording cannot fit */
+    uint64_t filler = 0;
+    size_t free_bytes = ((size_t)4 << 20) - runner_committed_bytes(r);
+    REQUIRE(runner_alloc(r, free_bytes - (recorded - 1) - size, &filler) == PTO_OK);
+    c = register_callable(r, bytes);
+    REQUIRE(c != NULL);
+    for (int i = 0; i < 3; i++) {
+        chain_init(&ch, 1024, 5 + (uint32_t)i);
+        CHECK_EQ_INT(test_run(r, c, 0, ch.args, &cfg, NULL), PTO_OK);
+        CHECK(chain_matches_reference(&ch));
+        CHECK_EQ_INT(hbg_recorder_bytes(c->recorder), 0);
+        CHECK_EQ_INT(pto_last_error_code(), PTO_OK); /* not recording is no error */
+        chain_free(&ch);
+    }
+    runner_free(r, filler);
+    chain_init(&ch, 1024, 9);
+    CHECK_EQ_INT(test_run(r, c, 0, ch.args, &cfg, NULL), PTO_OK);
+    CHECK(chain_matches_reference(&ch));
+    CHECK_EQ_INT(hbg_recorder_bytes(c->recorder), recorded);
+    chain_free(&ch);
+    release_callable(r, c);
+    free(bytes);
+    runner_destroy(r);
+}
+
 TEST(runs_in_banks_0_and_1_use_different_gm_heaps_and_overlap)
 {
     Runner *r = test_sim_runner();
