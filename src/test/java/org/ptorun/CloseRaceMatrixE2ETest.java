@@ -168,7 +168,7 @@ class CloseRaceMatrixE2ETest {
             warmUp();
         }
 
-        /** Runs on every bank first, so the arenas they commit once are part of the baseline. */
+        /** Runs on every bank first, so the arenas (and recorded graphs) they commit once are part of the baseline. */
         private void warmUp() throws Exception {
             DeviceBuffer to = chip.malloc(BYTES);
             DeviceBuffer workerTo = workerChip.malloc(BYTES);
@@ -182,6 +182,18 @@ class CloseRaceMatrixE2ETest {
             assertThat(worker.drain().allSucceeded()).isTrue();
             to.close();
             workerTo.close();
+            // and one collective: its callable's first run records its graph (hbg), which stays
+            // committed with the callable (docs/recorded-graphs.md)
+            CommGroup group = worker.openCommGroup(dir.resolve("rootinfo-warm-up"), Duration.ofSeconds(30));
+            group.allocWindows(4096);
+            DeviceBuffer slice = group.rank(0).windowSlice(BYTES, BYTES);
+            workerChip.copyTo(slice, DATA);
+            long comm = group.rank(0).deviceContext();
+            CollectiveStep step = worker.enqueueCollective(group, ALLREDUCE,
+                    r -> new TaskArgs().tensor(Tensor.of(slice, DType.F32)).scalar(comm), CallConfig.DEFAULT);
+            assertThat(worker.drain().allSucceeded()).isTrue();
+            step.result(0).get(60, TimeUnit.SECONDS);
+            group.close();
         }
 
         long committed() {
