@@ -385,7 +385,7 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     run->runtime.overlaps = predecessor.owner != NULL;
     rc = runtime_bind(&run->runtime, dc->slot_scratch[run->desc.pipeline_slot], &run->host_api, callable, args,
                       &run->config, &run->desc, &run->launch);
-    if (rc == PTO_ERR_OVERLAP_NOT_NOW)
+    if (rc == PTO_ERR_OVERLAP_NOT_NOW && predecessor.owner != NULL)
         run_fail(rc, fn, &run->desc,
                  "not now: run (run_id=%llu slot=%u run_epoch=%llu) executes and %s; prepare this run again once "
                  "that run is finalized",

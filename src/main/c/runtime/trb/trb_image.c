@@ -166,6 +166,8 @@ static int not_now(const HostApi *bank0, const TrbSizing *s)
         return pto_fail(PTO_ERR_OVERLAP_NOT_NOW, "bank 0 holds no runtime image of this run's ring sizing, and "
                                                  "building one would rewrite the one that run uses");
     describe_difference(s, &img, diff, sizeof diff);
+    if (diff[0] == '\0') /* the same sizes, yet not the cached image: building would still rewrite it */
+        snprintf(diff, sizeof diff, "the image of these sizes is not the one recorded as built");
     return pto_fail(PTO_ERR_OVERLAP_NOT_NOW,
                     "this run's ring sizing differs from the runtime image that run uses (bank 0, rewritten by a "
                     "rebuild): %s",
