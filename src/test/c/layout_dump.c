@@ -217,6 +217,7 @@ int main(void)
     CODE(PTO_ERR_ORCHESTRATION);
     CODE(PTO_ERR_POISONED);
     CODE(PTO_ERR_RANKS_DISAGREE);
+    CODE(PTO_ERR_OVERLAP_NOT_NOW);
     dump_callable_format();
     return 0;
 }

@@ -59,6 +59,29 @@ TEST(successor_on_the_same_slot_or_bank_is_refused)
     CHECK_EQ_INT(run_ownership_outstanding(&o), 1);
 }
 
+TEST(a_bank_both_runs_share_admits_the_successor_and_the_claim_holder_is_named)
+{
+    RunOwnership o = { 0 };
+    RunReservation blocker, holder;
+    RunReservation a = request(&a_run, 0, 0, 1), b = request(&b_run, 1, 0, 1);
+    a.shares_bank = b.shares_bank = 1;
+    CHECK_EQ_INT(run_ownership_reserve(&o, &a, NULL), RUN_ADMITTED);
+    CHECK_EQ_INT(run_ownership_claim_holder(&o, &holder), 0);
+    CHECK(holder.owner == NULL);
+    CHECK_EQ_INT(run_ownership_reserve(&o, &b, &blocker), RUN_REFUSED_PREDECESSOR_NOT_LAUNCHED);
+    CHECK_EQ_INT(run_ownership_claim(&o, &a_run, NULL), RUN_CLAIMED);
+    CHECK_EQ_INT(run_ownership_claim_holder(&o, &holder), 1);
+    CHECK(holder.owner == &a_run && holder.run_epoch == 100);
+    b.shares_bank = 0; /* only one side shares: the bank is taken */
+    CHECK_EQ_INT(run_ownership_reserve(&o, &b, &blocker), RUN_REFUSED_BANK_TAKEN);
+    CHECK(blocker.owner == &a_run);
+    b.shares_bank = 1;
+    CHECK_EQ_INT(run_ownership_reserve(&o, &b, &blocker), RUN_ADMITTED);
+    CHECK_EQ_INT(run_ownership_outstanding(&o), 2);
+    b.owner = &c_run;
+    CHECK_EQ_INT(run_ownership_reserve(&o, &b, &blocker), RUN_REFUSED_SLOT_TAKEN); /* slots never share */
+}
+
 TEST(diagnostics_on_either_side_forbid_the_overlap)
 {
     RunOwnership o = { 0 };

@@ -158,12 +158,28 @@ RuntimeSlotScratch *test_slot_scratch(const void *runner, uint32_t slot)
     return s;
 }
 
+static int run_bound(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+                     const CallConfig *cfg, const NativeRunDescriptor *desc, int overlaps, int *exec_rc);
+
 int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
                   const CallConfig *cfg, const NativeRunDescriptor *desc, int *exec_rc)
+{
+    return run_bound(r, c, bank, args, cfg, desc, 0, exec_rc);
+}
+
+int test_run_beside(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+                    const CallConfig *cfg, int *exec_rc)
+{
+    return run_bound(r, c, bank, args, cfg, NULL, 1, exec_rc);
+}
+
+static int run_bound(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+                     const CallConfig *cfg, const NativeRunDescriptor *desc, int overlaps, int *exec_rc)
 {
     HostApi api = host_api_bind(r, bank, bank, &host_api_ops);
     RuntimeRun run;
     memset(&run, 0, sizeof run);
+    run.overlaps = overlaps;
     DeviceLaunch launch;
     int rc = runtime_bind(&run, test_slot_scratch(r, bank), &api, c, args, cfg, desc, &launch);
     if (rc != PTO_OK)

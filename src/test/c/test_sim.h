@@ -42,6 +42,11 @@ int test_run(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStora
 int test_run_desc(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
                   const CallConfig *cfg, const NativeRunDescriptor *desc, int *exec_rc);
 
+/* test_run_desc of a run bound as if prepared beside an executing one
+ * (RuntimeRun.overlaps): a refused bind's code is returned as is. */
+int test_run_beside(Runner *r, const RuntimeCallable *c, uint32_t bank, const ChipStorageTaskArgs *args,
+                    const CallConfig *cfg, int *exec_rc);
+
 /* The bytes of a fixture library ($PTORUN_FIXTURE_DIR/libptorun_fixture_<name>.so),
  * read once and kept; NULL (message printed) when missing. */
 const uint8_t *test_fixture(const char *name, uint32_t *size);

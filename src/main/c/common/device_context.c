@@ -290,11 +290,13 @@ int device_context_is_registered(DeviceContext *dc, int32_t id)
 /* ---- run ownership -------------------------------------------------------- */
 
 int device_context_admit(DeviceContext *dc, const RunReservation *request, int32_t id,
-                         RuntimeCallable **callable, RunAdmission *admission, RunReservation *blocker)
+                         RuntimeCallable **callable, RunAdmission *admission, RunReservation *blocker,
+                         RunReservation *predecessor)
 {
     int rc = PTO_OK;
     *callable = NULL;
     *admission = RUN_ADMITTED;
+    *predecessor = (RunReservation){ 0 };
     pthread_mutex_lock(&dc->lock);
     if (dc->state != DEVICE_INITIALIZED)
         rc = PTO_ERR_WRONG_PHASE;
@@ -302,8 +304,10 @@ int device_context_admit(DeviceContext *dc, const RunReservation *request, int32
         rc = PTO_ERR_NOT_REGISTERED;
     else if ((*admission = run_ownership_reserve(&dc->ownership, request, blocker)) != RUN_ADMITTED)
         rc = PTO_ERR_BUSY;
-    else
+    else {
         *callable = dc->callables[id];
+        run_ownership_claim_holder(&dc->ownership, predecessor);
+    }
     pthread_mutex_unlock(&dc->lock);
     return rc;
 }

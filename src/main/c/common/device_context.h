@@ -68,9 +68,12 @@ int device_context_is_registered(DeviceContext *dc, int32_t id);
  * (PTO_ERR_WRONG_PHASE), `id` is registered (PTO_ERR_NOT_REGISTERED; its
  * callable into *callable, which stays valid while the reservation is held) and
  * the reservation is admitted (PTO_ERR_BUSY; *admission and *blocker say why).
- * Messages are left to the caller, which knows the run. */
+ * Once admitted, *predecessor is the reservation of the run holding the
+ * execution claim — the run this one is prepared beside — or zeroed (owner
+ * NULL) when none does. Messages are left to the caller, which knows the run. */
 int device_context_admit(DeviceContext *dc, const RunReservation *request, int32_t id,
-                         RuntimeCallable **callable, RunAdmission *admission, RunReservation *blocker);
+                         RuntimeCallable **callable, RunAdmission *admission, RunReservation *blocker,
+                         RunReservation *predecessor);
 
 RunClaim device_context_claim(DeviceContext *dc, const void *run, RunReservation *holder);
 /* Drops the run's claim (if held): a launch that cannot go on after all. */

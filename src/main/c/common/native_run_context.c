@@ -233,13 +233,15 @@ static void note_domains(DeviceContext *dc, const void *args, RunCommDomains *ou
 }
 
 /* The run failed with rc (non-zero): its domains break, naming this rank, so its
- * peers fail now instead of at the group timeout. PTO_ERR_BUSY is no failure:
- * the caller retries the prepare, or launches the still-Prepared run later.
+ * peers fail now instead of at the group timeout. PTO_ERR_BUSY and
+ * PTO_ERR_OVERLAP_NOT_NOW are no failure: the caller retries the prepare (the
+ * latter once the executing run is finalized), or launches the still-Prepared
+ * run later.
  * PTO_ERR_RANKS_DISAGREE breaks nothing: every rank of the collective refused it
  * alike after the exit sync, so no peer waits, and the domain stays usable. */
 static int run_failed(DeviceContext *dc, RunCommDomains *named, int rc)
 {
-    if (rc != PTO_OK && rc != PTO_ERR_BUSY && rc != PTO_ERR_RANKS_DISAGREE)
+    if (rc != PTO_OK && rc != PTO_ERR_BUSY && rc != PTO_ERR_OVERLAP_NOT_NOW && rc != PTO_ERR_RANKS_DISAGREE)
         comm_run_break(dc, named);
     return rc;
 }
@@ -291,25 +293,41 @@ static int check_prepare(DeviceContext *dc, void *storage, int32_t id, const voi
     return PTO_OK;
 }
 
+/* Whether the contract's arenas are one copy for every slot (the first arena kind
+ * it declares is DEVICE_SCRATCH, as PipelineContract.bankOfSlot reads it): then
+ * every run names bank 0 and two runs share it. */
+static int contract_shares_bank(const PipelineContract *c)
+{
+    for (uint32_t i = 0; i < c->resource_count && i < PTO_PIPELINE_MAX_RESOURCES; i++) {
+        uint32_t kind = c->resources[i].kind;
+        if (kind == PTO_PIPELINE_GM_HEAP || kind == PTO_PIPELINE_GM_SM || kind == PTO_PIPELINE_RUNTIME_IMAGE)
+            return c->resources[i].resource_class == PTO_PIPELINE_DEVICE_SCRATCH;
+    }
+    return 0;
+}
+
 /* Reserves slot and bank for the run (or says precisely why not) and returns
- * its callable, which stays registered while the reservation is held. */
-static int admit(NativeRunContext *run, int32_t id, RuntimeCallable **callable, const char *fn)
+ * its callable, which stays registered while the reservation is held, and the
+ * run it is prepared beside (*predecessor, owner NULL when none executes). */
+static int admit(NativeRunContext *run, int32_t id, RuntimeCallable **callable, RunReservation *predecessor,
+                 const char *fn)
 {
     DeviceContext *dc = run->owner;
-    const char *overlap_refusal =
-        run_overlap_refusal(runtime_supports_overlap(), runtime_pipeline_contract()->pipeline_depth,
-                            call_config_has_diagnostics(&run->config));
+    const PipelineContract *contract = runtime_pipeline_contract();
+    const char *overlap_refusal = run_overlap_refusal(runtime_supports_overlap(), contract->pipeline_depth,
+                                                      call_config_has_diagnostics(&run->config));
     RunReservation request = {
         .owner = run,
         .slot = run->desc.pipeline_slot,
         .bank = run->desc.arena_bank,
         .permits_overlap = overlap_refusal == NULL,
+        .shares_bank = contract_shares_bank(contract),
         .run_id = run->desc.run_id,
         .run_epoch = run->desc.run_epoch,
     };
     RunAdmission admission;
     RunReservation blocker;
-    int rc = device_context_admit(dc, &request, id, callable, &admission, &blocker);
+    int rc = device_context_admit(dc, &request, id, callable, &admission, &blocker, predecessor);
     switch (rc) {
     case PTO_OK:
         run->reservation_held = 1;
@@ -357,18 +375,26 @@ int native_run_prepare(void *ctx, void *storage, int32_t id, const void *args, c
     run->comm = named;
     run->trace_spans.prepare_start = prepare_start;
     RuntimeCallable *callable;
-    if ((rc = admit(run, id, &callable, fn)) != PTO_OK)
+    RunReservation predecessor;
+    if ((rc = admit(run, id, &callable, &predecessor, fn)) != PTO_OK)
         goto fail;
     if ((rc = runner_prepare_slot(dc->runner, run->desc.pipeline_slot)) != PTO_OK) {
         run_fail_current(rc, fn, &run->desc);
         goto fail;
     }
+    run->runtime.overlaps = predecessor.owner != NULL;
     rc = runtime_bind(&run->runtime, dc->slot_scratch[run->desc.pipeline_slot], &run->host_api, callable, args,
                       &run->config, &run->desc, &run->launch);
-    if (rc != PTO_OK) {
+    if (rc == PTO_ERR_OVERLAP_NOT_NOW && predecessor.owner != NULL)
+        run_fail(rc, fn, &run->desc,
+                 "not now: run (run_id=%llu slot=%u run_epoch=%llu) executes and %s; prepare this run again once "
+                 "that run is finalized",
+                 (unsigned long long)predecessor.run_id, predecessor.slot, (unsigned long long)predecessor.run_epoch,
+                 pto_last_error());
+    else if (rc != PTO_OK)
         run_fail_current(rc, fn, &run->desc);
+    if (rc != PTO_OK)
         goto fail_slot;
-    }
     run->trace_spans.prepare_end = pto_monotonic_ns();
     return PTO_OK;
 

@@ -10,14 +10,16 @@ static RunReservation *find_reservation(RunOwnership *o, const void *owner)
     return NULL;
 }
 
-/* Checks (owner, slot, bank) against one held reservation. */
-static RunAdmission conflict_with(const RunReservation *held, const void *owner, uint32_t slot, uint32_t bank)
+/* Checks the request's owner, slot and bank against one held reservation. A bank
+   both runs share is no conflict: it is the context's one copy, and the runtime
+   keeps a successor off what its predecessor uses there. */
+static RunAdmission conflict_with(const RunReservation *held, const RunReservation *request)
 {
-    if (held->owner == owner)
+    if (held->owner == request->owner)
         return RUN_REFUSED_ALREADY_RESERVED;
-    if (held->slot == slot)
+    if (held->slot == request->slot)
         return RUN_REFUSED_SLOT_TAKEN;
-    if (held->bank == bank)
+    if (held->bank == request->bank && !(held->shares_bank && request->shares_bank))
         return RUN_REFUSED_BANK_TAKEN;
     return RUN_ADMITTED;
 }
@@ -52,7 +54,7 @@ RunAdmission run_ownership_reserve(RunOwnership *o, const RunReservation *reques
                 free_entry = r;
             continue;
         }
-        RunAdmission conflict = conflict_with(r, request->owner, request->slot, request->bank);
+        RunAdmission conflict = conflict_with(r, request);
         if (conflict != RUN_ADMITTED) {
             if (blocker != NULL)
                 *blocker = *r;
@@ -108,6 +110,18 @@ void run_ownership_release_claim(RunOwnership *o, const void *owner)
 int run_ownership_holds_claim(const RunOwnership *o, const void *owner)
 {
     return owner != NULL && o->claim_owner == owner;
+}
+
+int run_ownership_claim_holder(const RunOwnership *o, RunReservation *holder)
+{
+    *holder = (RunReservation){ 0 };
+    for (unsigned i = 0; o->claim_owner != NULL && i < PTO_PIPELINE_MAX_DEPTH; i++) {
+        if (o->reservations[i].owner == o->claim_owner) {
+            *holder = o->reservations[i];
+            return 1;
+        }
+    }
+    return 0;
 }
 
 unsigned run_ownership_outstanding(const RunOwnership *o)

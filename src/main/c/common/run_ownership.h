@@ -17,6 +17,8 @@ typedef struct RunReservation {
     uint32_t slot;
     uint32_t bank;
     int permits_overlap;
+    int shares_bank;            /* the bank is the context's one copy (DEVICE_SCRATCH arenas):
+                                   another run sharing it may hold it too (docs/lifecycle.md, 6) */
     uint64_t run_id;            /* identity, for messages only */
     uint64_t run_epoch;
 } RunReservation;
@@ -43,10 +45,11 @@ typedef enum RunClaim {
     RUN_CLAIM_BUSY,                     /* another run holds the claim */
 } RunClaim;
 
-/* Admits `request` (owner, slot, bank, permits_overlap, identity) or says why
- * not; `*blocker` (optional) receives a copy of the reservation that refused it
- * (owner NULL when none did). A second run is admitted only as a successor: both
- * permit overlap, the first holds the execution claim, and slot and bank differ. */
+/* Admits `request` (owner, slot, bank, permits_overlap, shares_bank, identity) or
+ * says why not; `*blocker` (optional) receives a copy of the reservation that
+ * refused it (owner NULL when none did). A second run is admitted only as a
+ * successor: both permit overlap, the first holds the execution claim, the slots
+ * differ and so do the banks, unless both runs share theirs (shares_bank). */
 RunAdmission run_ownership_reserve(RunOwnership *o, const RunReservation *request, RunReservation *blocker);
 void run_ownership_release_reservation(RunOwnership *o, const void *owner);
 
@@ -55,6 +58,10 @@ void run_ownership_release_reservation(RunOwnership *o, const void *owner);
 RunClaim run_ownership_claim(RunOwnership *o, const void *owner, RunReservation *holder);
 void run_ownership_release_claim(RunOwnership *o, const void *owner);
 int run_ownership_holds_claim(const RunOwnership *o, const void *owner);
+
+/* Copies the reservation of the run holding the execution claim into *holder and
+ * returns 1; 0 (and *holder zeroed) when nobody holds it. */
+int run_ownership_claim_holder(const RunOwnership *o, RunReservation *holder);
 
 /* Number of reservations held: registry changes and device teardown wait for 0. */
 unsigned run_ownership_outstanding(const RunOwnership *o);

@@ -16,7 +16,10 @@
 /* This variant's pipeline contract (docs/device.md): static, immutable. */
 const PipelineContract *runtime_pipeline_contract(void);
 
-/* Non-zero: a run may be prepared in another slot while a run executes (hbg). */
+/* Non-zero: a run may be prepared in another slot while a run executes (hbg
+ * always; trb on a depth-2 contract, when the run fits the working memory the
+ * executing run is bound to: runtime_bind refuses one that does not with
+ * PTO_ERR_OVERLAP_NOT_NOW). */
 int runtime_supports_overlap(void);
 
 /* A registered callable as the runtime keeps it (validated, uploaded, kernels
@@ -53,11 +56,18 @@ typedef struct RuntimeRun {
     const struct RunTraceSpans *trace_spans;
     /* set likewise: where collect records the diagnostic files it wrote; NULL = nowhere */
     NativeRunReport *report;
+    /* set likewise: non-zero when the run is prepared beside a run of the context that
+       holds the execution claim (launched, not yet finalized). bind must then rewrite
+       nothing that run uses; what it cannot prepare without doing so it refuses with
+       PTO_ERR_OVERLAP_NOT_NOW, saying why, having taken nothing */
+    int overlaps;
 } RuntimeRun;
 
 /* prepare: validates the args against the callable's signature, stages tensors,
  * builds the run's runtime image (hbg: runs the host orchestration here) into the
- * slot's and bank's resources of `api`, and fills `launch`. `scratch` is the
+ * slot's and bank's resources of `api`, and fills `launch`. With run->overlaps it
+ * writes nothing another run of the context may use (PTO_ERR_OVERLAP_NOT_NOW when
+ * it would have to). `scratch` is the
  * run's slot's (api->pipeline_slot): lent to the run from here until
  * runtime_unbind. On failure it has already released everything it took, the
  * scratch included. `run` is zeroed before the call. `desc` is the run's

@@ -331,15 +331,24 @@ struct RuntimeCallable {
     FakeCallable callable;
 };
 
-/* Immutable, as a real contract is: one per scriptable depth. */
-static const PipelineContract fake_contracts[2] = {
+/* Immutable, as a real contract is: one per scriptable depth, and depth 2 with
+   the arenas shared by both slots (trb's shape). */
+static const PipelineContract fake_contracts[3] = {
     { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION, .pipeline_depth = 1 },
     { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION, .pipeline_depth = 2 },
+    { .abi_version = PTO_PIPELINE_CONTRACT_ABI_VERSION,
+      .resource_count = 3,
+      .pipeline_depth = 2,
+      .resources = {
+          { PTO_PIPELINE_GM_HEAP, PTO_PIPELINE_DEVICE_SCRATCH, 0 },
+          { PTO_PIPELINE_GM_SM, PTO_PIPELINE_DEVICE_SCRATCH, 0 },
+          { PTO_PIPELINE_RUNTIME_IMAGE, PTO_PIPELINE_DEVICE_SCRATCH, 0 },
+      } },
 };
 
 const PipelineContract *runtime_pipeline_contract(void)
 {
-    return &fake_contracts[fake_script.pipeline_depth == 1 ? 0 : 1];
+    return &fake_contracts[fake_script.pipeline_depth == 1 ? 0 : fake_script.shared_bank ? 2 : 1];
 }
 
 int runtime_supports_overlap(void) { return fake_script.concurrent_prepare; }
@@ -407,6 +416,7 @@ int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *ap
     count(&fake_record.bind_calls);
     pthread_mutex_lock(&fake_lock);
     fake_record.bind_scratch[api->pipeline_slot] = scratch;
+    fake_record.bind_overlaps = run->overlaps;
     pthread_mutex_unlock(&fake_lock);
     if (fake_script.bind_fail_code != 0 && !fake_script.bind_fail_after_hook)
         return pto_fail(fake_script.bind_fail_code, "fake bind refused");

@@ -34,6 +34,7 @@ typedef struct FakeScript {
     /* runtime */
     uint32_t pipeline_depth;       /* the contract's depth */
     int concurrent_prepare;        /* runtime_supports_overlap */
+    int shared_bank;               /* depth 2 with one shared copy of the arenas (DEVICE_SCRATCH), as trb's */
     int bind_fail_code;
     int collect_fail_code;         /* runtime_collect_results refuses with it */
     uint64_t device_bytes;         /* runtime_run_device_bytes of a bound run */
@@ -57,6 +58,7 @@ typedef struct FakeRecord {
     const RuntimeSlotScratch *bind_scratch[PTO_PIPELINE_MAX_DEPTH]; /* the last one bind got, per slot */
     uint32_t bind_retained_slot;   /* the slot/bank the run's HostApi reached the runner with */
     uint32_t bind_arena_bank;
+    int bind_overlaps;             /* RuntimeRun.overlaps the last bind saw */
     uint32_t prepare_slot;         /* runner_prepare_slot's, runner_abandon_slot's last slot */
     uint32_t abandon_slot;
     uint64_t device_end_ns;        /* CLOCK_MONOTONIC when the fake's await passed its gate (0: never) */

@@ -94,6 +94,49 @@ TEST(successor_on_the_same_slot_or_bank_is_refused)
     fix_teardown(&f);
 }
 
+TEST(a_shared_bank_admits_a_successor_and_bind_is_told_it_overlaps)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_script.shared_bank = 1; /* trb's contract: both slots name bank 0 */
+    start_predecessor(&f);
+    CHECK_EQ_INT(fake_record.bind_overlaps, 0); /* nothing executed beside the first */
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 0), PTO_OK);
+    CHECK_EQ_INT(fake_record.bind_overlaps, 1);
+    CHECK_EQ_INT(fake_record.bind_arena_bank, 0);
+    CHECK_EQ_INT(fix_prepare(&f, 2, 1, 0), PTO_ERR_BUSY); /* the slot still counts */
+    CHECK_CONTAINS(simpler_last_error(), "pipeline slot is reserved");
+    finish_predecessor(&f);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[1]), PTO_OK);
+    CHECK_EQ_INT(fix_prepare(&f, 0, 0, 0), PTO_OK); /* alone again */
+    CHECK_EQ_INT(fake_record.bind_overlaps, 0);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
+    fix_teardown(&f);
+}
+
+TEST(not_now_names_the_executing_run_takes_nothing_and_the_successor_prepares_after_it)
+{
+    Fixture f;
+    fix_setup(&f);
+    fake_script.shared_bank = 1;
+    start_predecessor(&f);
+    fake_script.bind_fail_code = PTO_ERR_OVERLAP_NOT_NOW;
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 0), PTO_ERR_OVERLAP_NOT_NOW);
+    CHECK_CONTAINS(simpler_last_error(), "simpler_prepare_run (run_id=101 slot=1");
+    CHECK_CONTAINS(simpler_last_error(), "not now: run (run_id=100 slot=0 run_epoch=1000) executes and fake bind "
+                                         "refused; prepare this run again once that run is finalized");
+    CHECK(fix_tag(f.storage[1]) == 0);
+    CHECK_EQ_INT(fake_record.unbind_calls, 0);
+    CHECK_EQ_INT(fake_record.abandon_slot, 1); /* its slot was released again */
+    fake_script.bind_fail_code = 0;
+    finish_predecessor(&f);
+    CHECK_EQ_INT(fix_prepare(&f, 1, 1, 0), PTO_OK); /* the same run, once the predecessor is finalized */
+    CHECK_EQ_INT(fake_record.bind_overlaps, 0);
+    CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[1]), PTO_OK);
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[1]), PTO_OK);
+    fix_teardown(&f);
+}
+
 TEST(no_third_run_while_two_are_outstanding)
 {
     Fixture f;
@@ -141,7 +184,7 @@ TEST(depth_1_or_no_concurrent_prepare_forbids_the_overlap)
     finish_predecessor(&f);
 
     fake_script.pipeline_depth = 2;
-    fake_script.concurrent_prepare = 0; /* trb-like */
+    fake_script.concurrent_prepare = 0; /* a runtime that cannot overlap */
     start_predecessor(&f);
     CHECK_EQ_INT(fix_prepare(&f, 1, 1, 1), PTO_ERR_BUSY);
     CHECK_CONTAINS(simpler_last_error(), "cannot prepare a run while another executes");

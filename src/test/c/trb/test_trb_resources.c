@@ -167,25 +167,131 @@ TEST(the_prebuilt_image_is_reused_for_one_sizing_and_rebuilt_for_another)
     trb_sizing_of(NULL, &defaults);
     uint64_t first, image;
     int built;
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, &first, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, 1, &first, &built), PTO_OK);
     CHECK_EQ_INT(built, 1);
     size_t committed = runner_committed_bytes(r);
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, &image, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, 1, &image, &built), PTO_OK);
     CHECK_EQ_INT(built, 0);
     CHECK_EQ_INT(image, first);
     CHECK_EQ_INT(runner_committed_bytes(r), committed);
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &tiny, &image, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &tiny, 1, &image, &built), PTO_OK);
     CHECK_EQ_INT(built, 1);
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &tiny, &image, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &tiny, 1, &image, &built), PTO_OK);
     CHECK_EQ_INT(built, 0);
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, &image, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, 1, &image, &built), PTO_OK);
     CHECK_EQ_INT(built, 1); /* one entry: the other sizing replaced it */
     /* the image lives in bank 0 whatever bank the run's HostApi names */
     CHECK_EQ_INT(runtime_prewarm(&api, NULL), PTO_OK);
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, &image, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &defaults, 1, &image, &built), PTO_OK);
     CHECK_EQ_INT(built, 0);
     CHECK(runner_arena_bank_gm_heap_base(r, 0) != 0);
     CHECK_EQ_INT(runner_arena_bank_gm_heap_base(r, 1), 0);
+    runner_destroy(r);
+}
+
+/* A chain run of n floats in `slot` with `cfg`, bound as if beside an executing run
+   when `beside`; checked against the chain's arithmetic. */
+static int run_chain_with(Runner *r, RuntimeCallable *c, uint32_t slot, uint32_t n, const CallConfig *cfg, int beside)
+{
+    ChipStorageTaskArgs *a = test_args();
+    float *buffers[CHAIN_TENSORS];
+    a->tensor_count = CHAIN_TENSORS;
+    for (int i = 0; i < CHAIN_TENSORS; i++) {
+        buffers[i] = calloc(n, sizeof(float));
+        for (uint32_t j = 0; j < n && i < 2; j++)
+            buffers[i][j] = (float)(j % 7) + (float)i; /* a = j%7, b = j%7 + 1 */
+        a->tensors[i] = test_f32_tensor(buffers[i], n);
+    }
+    int rc = beside ? test_run_beside(r, c, slot, a, cfg, NULL) : test_run(r, c, slot, a, cfg, NULL);
+    int good = 1;
+    for (uint32_t j = 0; j < n && rc == PTO_OK; j++) {
+        float s = buffers[0][j] + buffers[1][j]; /* the chain: f = (s+1)*(s+2)+s */
+        good &= buffers[6][j] == (s + 1.0f) * (s + 2.0f) + s;
+    }
+    CHECK(good);
+    for (int i = 0; i < CHAIN_TENSORS; i++)
+        free(buffers[i]);
+    free(a);
+    return rc;
+}
+
+TEST(a_run_beside_an_executing_one_uses_the_image_it_fits_and_rewrites_no_byte_of_bank_0)
+{
+    Runner *r = trb_runner();
+    RuntimeCallable *c = chain_callable(r);
+    CHECK_EQ_INT(run_chain(r, c, 0, 1000), PTO_OK); /* builds the default image */
+    HostApi bank0 = host_api_bind(r, 0, 0, &host_api_ops);
+    size_t heap_size, sm_size, arena_size;
+    uint8_t *heap = host_api_acquire_pooled_gm_heap(&bank0, &heap_size);
+    uint8_t *sm = host_api_acquire_pooled_gm_sm(&bank0, &sm_size);
+    uint8_t *arena = host_api_acquire_pooled_runtime_arena(&bank0, &arena_size);
+    CHECK(heap != NULL && sm != NULL && arena != NULL);
+    /* mark every byte of bank 0 (sim device memory is host memory): a bind that
+       wrote any of it, or moved an arena, would show */
+    uint8_t header[sizeof(PtoTrbImage)];
+    memcpy(header, arena, sizeof header);
+    memset(heap, 0xA5, heap_size);
+    memset(sm, 0x5A, sm_size);
+    size_t committed = runner_committed_bytes(r);
+    CallConfig cfg = test_config(20000);
+    HostApi api1 = host_api_bind(r, 1, 1, &host_api_ops);
+    RuntimeRun run;
+    memset(&run, 0, sizeof run);
+    run.overlaps = 1;
+    DeviceLaunch launch;
+    ChipStorageTaskArgs *a = test_args();
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(r, 1), &api1, c, a, &cfg, NULL, &launch), PTO_ERR_BAD_CALLABLE);
+    a->tensor_count = CHAIN_TENSORS;
+    float buffers[CHAIN_TENSORS][64] = { { 0 } };
+    for (int i = 0; i < CHAIN_TENSORS; i++)
+        a->tensors[i] = test_f32_tensor(buffers[i], 64);
+    CHECK_EQ_INT(runtime_bind(&run, test_slot_scratch(r, 1), &api1, c, a, &cfg, NULL, &launch), PTO_OK);
+    int untouched = memcmp(header, arena, sizeof header) == 0;
+    for (size_t i = 0; i < heap_size; i++)
+        untouched &= heap[i] == 0xA5;
+    for (size_t i = 0; i < sm_size; i++)
+        untouched &= sm[i] == 0x5A;
+    CHECK(untouched);
+    CHECK(host_api_acquire_pooled_gm_heap(&bank0, NULL) == heap);
+    runtime_unbind(&run, &api1);
+    free(a);
+    /* and the run it prepared computes right on that image once it launches */
+    CHECK_EQ_INT(run_chain_with(r, c, 1, 3000, &cfg, 1), PTO_OK);
+    CHECK(runner_committed_bytes(r) > committed); /* slot 1's staging, nothing of bank 0 */
+    CHECK(host_api_acquire_pooled_runtime_arena(&bank0, NULL) == arena);
+    trb_release(r, c);
+    runner_destroy(r);
+}
+
+TEST(a_run_beside_an_executing_one_that_needs_another_image_is_not_now_and_takes_nothing)
+{
+    Runner *r = trb_runner();
+    RuntimeCallable *c = chain_callable(r);
+    CHECK_EQ_INT(run_chain(r, c, 0, 1000), PTO_OK); /* the default image */
+    HostApi bank0 = host_api_bind(r, 0, 0, &host_api_ops);
+    void *arena = host_api_acquire_pooled_runtime_arena(&bank0, NULL);
+    size_t committed = runner_committed_bytes(r);
+    CallConfig cfg = test_config(20000);
+    cfg.ring_task_window[0] = 16;
+    cfg.ring_heap[2] = 4096;
+    CHECK_EQ_INT(run_chain_with(r, c, 1, 1000, &cfg, 1), PTO_ERR_OVERLAP_NOT_NOW);
+    CHECK_CONTAINS(pto_last_error(), "this run's ring sizing differs from the runtime image that run uses");
+    CHECK_CONTAINS(pto_last_error(), "ring 0 task window 16 (image 1024), ring 2 heap 4096 (image 1048576)");
+    CHECK_EQ_INT(runner_committed_bytes(r), committed); /* no staging buffer, no image */
+    CHECK_EQ_INT(runner_retained_temp_addr(r, 1), 0);
+    CHECK(host_api_acquire_pooled_runtime_arena(&bank0, NULL) == arena);
+    /* every field that differs is counted, three named */
+    for (int i = 0; i < PTO_TRB_RING_COUNT; i++)
+        cfg.ring_dep_pool[i] = 64;
+    CHECK_EQ_INT(run_chain_with(r, c, 1, 1000, &cfg, 1), PTO_ERR_OVERLAP_NOT_NOW);
+    CHECK_CONTAINS(pto_last_error(), "ring 0 dependency pool 64 (image 4096), ring 1 dependency pool 64 (image "
+                                     "4096) and 3 more");
+    /* the same slot binds a fitting run right after; alone, the other sizing builds its image */
+    CallConfig defaults = test_config(20000);
+    CHECK_EQ_INT(run_chain_with(r, c, 1, 1000, &defaults, 1), PTO_OK);
+    CHECK_EQ_INT(run_chain_with(r, c, 1, 1000, &cfg, 0), PTO_OK);
+    CHECK(host_api_acquire_pooled_runtime_arena(&bank0, NULL) != NULL);
+    trb_release(r, c);
     runner_destroy(r);
 }
 
@@ -201,7 +307,7 @@ TEST(prewarm_builds_the_image_for_its_config_and_runs_of_either_sizing_work)
     trb_sizing_of(&cfg, &s);
     uint64_t image;
     int built;
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &s, &image, &built), PTO_OK);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &s, 1, &image, &built), PTO_OK);
     CHECK_EQ_INT(built, 0);
     RuntimeCallable *c = chain_callable(r);
     for (int round = 0; round < 4; round++)
@@ -220,11 +326,11 @@ TEST(an_absurd_ring_sizing_is_refused_without_harm)
     s.heap[2] = (uint64_t)1 << 62;
     uint64_t image;
     int built;
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &s, &image, &built), PTO_ERR_CAPACITY);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &s, 1, &image, &built), PTO_ERR_CAPACITY);
     CHECK_CONTAINS(pto_last_error(), "ring sizing");
     s = tiny_sizing();
     s.task_window[1] = (uint64_t)1 << 20; /* 600 MB of task slots: more than this device has */
-    CHECK_EQ_INT(trb_image_ensure(&bank0, &s, &image, &built), PTO_ERR_OUT_OF_MEMORY);
+    CHECK_EQ_INT(trb_image_ensure(&bank0, &s, 1, &image, &built), PTO_ERR_OUT_OF_MEMORY);
     CHECK_EQ_INT(runner_committed_bytes(r), 0);
     /* and runs still work afterwards */
     RuntimeCallable *c = chain_callable(r);

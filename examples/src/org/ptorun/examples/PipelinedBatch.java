@@ -9,6 +9,7 @@ import org.ptorun.ChipBusyException;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
 import org.ptorun.NativeRun;
+import org.ptorun.OverlapNotNowException;
 import org.ptorun.PipelineSlotLease;
 import org.ptorun.PipelineSlotPool;
 import org.ptorun.TaskArgs;
@@ -22,9 +23,10 @@ import org.ptorun.callable.Program;
 /**
  * A pipelined batch on one chip, driven by hand through the phases: while run N
  * executes, run N+1 is prepared in the other pipeline slot (where the library supports
- * it — hbg; on trb, or with a pipeline of depth 1, the batch runs one at a time), then
- * launched once N is
- * finalized. Each output is {@code x + 1}.
+ * it — hbg, and a2a3 trb, whose runs here all have one ring sizing; with a pipeline of
+ * depth 1, a5 trb, the batch runs one at a time), then launched once N is finalized. A
+ * chip that cannot take N+1 now ({@link ChipBusyException}, {@link OverlapNotNowException})
+ * gets it again after N is finalized. Each output is {@code x + 1}.
  *
  * <pre>java ... org.ptorun.examples.PipelinedBatch [variant] [runs]</pre>
  */
@@ -73,8 +75,8 @@ public final class PipelinedBatch {
                                 lease, r, r, word);
                         next = new Staged(run, lease, x, y);
                         overlapped += executing != null ? 1 : 0;
-                    } catch (ChipBusyException noOverlap) {
-                        // this library cannot prepare while a run executes: finish that one first
+                    } catch (ChipBusyException | OverlapNotNowException noOverlap) {
+                        // the chip cannot prepare this run while that one executes: finish that one first
                         pool.release(lease);
                         finish(chip, pool, executing);
                         executing = null;

@@ -40,6 +40,12 @@ extern "C" {
    a window allocation) asked for different things; nothing moved or stayed
    allocated, the group and its domains stay usable (docs/abi.md). */
 #define PTO_ERR_RANKS_DISAGREE      -16
+/* PTO_ERR_OVERLAP_NOT_NOW: prepare only. The run could be prepared, but not while the
+   run named in the message executes: preparing it now would rewrite working memory
+   that run uses (trb: its ring sizing differs from the runtime image the executing run
+   is bound to). Nothing was taken, the storage stays empty and the chip fully usable;
+   prepare it again after that run is finalized (docs/abi.md). */
+#define PTO_ERR_OVERLAP_NOT_NOW     -17
 
 /* native log levels (ptorun_log_next), in SLF4J's order */
 #define PTO_LOG_ERROR 1

@@ -1,5 +1,7 @@
 /* trb contract. a2a3: two slots sharing one device-resident runtime image on
- * bank 0 (DEVICE_SCRATCH), each with its own task-argument staging and streams.
+ * bank 0 (DEVICE_SCRATCH), each with its own task-argument staging and streams;
+ * a successor is prepared while its predecessor executes when its ring sizing
+ * fits the image bound.
  * a5: a single slot and no declared resources. */
 #include "arch/arch.h"
 #include "runtime/runtime.h"
@@ -31,8 +33,12 @@ const PipelineContract *runtime_pipeline_contract(void)
     return &trb_contract;
 }
 
-/* Every run shares bank 0's device-resident image. */
+/* Every run shares bank 0's device-resident image, which the device writes while
+ * a run executes; a successor whose ring sizing matches the image bound (the
+ * prebuilt cache's) rewrites none of it, so it may be prepared meanwhile — one
+ * that would rebuild it is refused with PTO_ERR_OVERLAP_NOT_NOW (trb_runtime.c).
+ * Depth 1 (a5) has no second slot to prepare in. */
 int runtime_supports_overlap(void)
 {
-    return 0;
+    return trb_contract.pipeline_depth > 1;
 }

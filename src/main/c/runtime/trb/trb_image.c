@@ -6,9 +6,17 @@
  * scratch; the GM heap holds one heap per ring. The device resets whatever it
  * uses at the start of every run, so the image depends on the sizing alone and
  * is built once per sizing: the prebuilt cache remembers the last one.
+ *
+ * While a run executes the device writes all of GM shared memory's regions and
+ * the ring heaps (the header alone is only read), so nothing may rebuild the
+ * image under it: a successor prepared meanwhile (may_build 0) uses the image
+ * as it is when its sizing is the cached one, and is refused with
+ * PTO_ERR_OVERLAP_NOT_NOW otherwise. Its own launch comes after the
+ * predecessor is finalized, and the device resets what it uses then.
  */
 #include "runtime/trb/trb_image.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "services/call_config.h"
@@ -123,7 +131,50 @@ static int build(const HostApi *bank0, const TrbSizing *s, uint64_t hash, const 
     return PTO_OK;
 }
 
-int trb_image_ensure(const HostApi *bank0, const TrbSizing *s, uint64_t *image_dev, int *built)
+/* The fields where `s` differs from the image bank 0 holds, at most three named:
+   "ring 0 task window 16 (image 1024), ring 2 heap 2048 (image 1048576) and 1 more". */
+static void describe_difference(const TrbSizing *s, const PtoTrbImage *img, char *out, size_t n)
+{
+    static const char *const names[3] = { "task window", "heap", "dependency pool" };
+    size_t used = 0;
+    int differ = 0;
+    out[0] = '\0';
+    for (int r = 0; r < PTO_TRB_RINGS; r++) {
+        const uint64_t want[3] = { s->task_window[r], s->heap[r], s->dep_pool[r] };
+        const uint64_t have[3] = { img->rings[r].task_window, img->rings[r].heap_bytes, img->rings[r].dep_pool };
+        for (int f = 0; f < 3; f++) {
+            if (want[f] == have[f])
+                continue;
+            if (++differ <= 3 && used < n)
+                used += (size_t)snprintf(out + used, n - used, "%sring %d %s %llu (image %llu)", differ > 1 ? ", " : "",
+                                         r, names[f], (unsigned long long)want[f], (unsigned long long)have[f]);
+        }
+    }
+    if (differ > 3 && used < n)
+        snprintf(out + used, n - used, " and %d more", differ - 3);
+}
+
+/* Refuses to rebuild the image under the run that uses it, naming the sizes that differ. */
+static int not_now(const HostApi *bank0, const TrbSizing *s)
+{
+    size_t size = 0;
+    void *arena = host_api_acquire_pooled_runtime_arena(bank0, &size);
+    PtoTrbImage img;
+    char diff[200];
+    if (arena == NULL || size < sizeof img || host_api_copy_from_device(bank0, &img, arena, sizeof img) != PTO_OK ||
+        img.magic != PTO_TRB_IMAGE_MAGIC)
+        return pto_fail(PTO_ERR_OVERLAP_NOT_NOW, "bank 0 holds no runtime image of this run's ring sizing, and "
+                                                 "building one would rewrite the one that run uses");
+    describe_difference(s, &img, diff, sizeof diff);
+    if (diff[0] == '\0') /* the same sizes, yet not the cached image: building would still rewrite it */
+        snprintf(diff, sizeof diff, "the image of these sizes is not the one recorded as built");
+    return pto_fail(PTO_ERR_OVERLAP_NOT_NOW,
+                    "this run's ring sizing differs from the runtime image that run uses (bank 0, rewritten by a "
+                    "rebuild): %s",
+                    diff);
+}
+
+int trb_image_ensure(const HostApi *bank0, const TrbSizing *s, int may_build, uint64_t *image_dev, int *built)
 {
     uint8_t key[TRB_SIZING_KEY_BYTES];
     sizing_key(s, key);
@@ -137,6 +188,8 @@ int trb_image_ensure(const HostApi *bank0, const TrbSizing *s, uint64_t *image_d
         *image_dev = (uint64_t)(uintptr_t)cached;
         return PTO_OK;
     }
+    if (!may_build)
+        return not_now(bank0, s);
     *built = 1;
     return build(bank0, s, hash, key, image_dev);
 }

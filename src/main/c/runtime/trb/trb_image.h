@@ -29,7 +29,10 @@ void trb_sizing_of(const CallConfig *cfg, TrbSizing *s);
 /* The image for `s` on the bank `bank0` is bound to (bank 0): *image_dev is
  * its device address, *built non-zero when this call built it. Fails with
  * PTO_ERR_CAPACITY when the sizing cannot be laid out, or with the arena's
- * error (nothing of the image then remains valid). */
-int trb_image_ensure(const HostApi *bank0, const TrbSizing *s, uint64_t *image_dev, int *built);
+ * error (nothing of the image then remains valid). With may_build 0 (another
+ * run executes on the image) it only looks the image up: a sizing other than
+ * the cached one is PTO_ERR_OVERLAP_NOT_NOW, naming the sizes that differ,
+ * with nothing written. */
+int trb_image_ensure(const HostApi *bank0, const TrbSizing *s, int may_build, uint64_t *image_dev, int *built);
 
 #endif

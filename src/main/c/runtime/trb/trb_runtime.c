@@ -17,8 +17,17 @@
  *   run's dependency-graph and trace buffers (the retained buffer and the
  *   image stay).
  *
- * Everything a bind writes is its slot's (scratch, retained buffer) or bank
- * 0's shared image, which one run at a time uses: runtime_supports_overlap() = 0.
+ * Everything a bind writes is its slot's (scratch, retained buffer), the run's
+ * own (dependency-graph and trace buffers) or — only when it builds it — bank
+ * 0's shared image. The device writes that image while a run executes (ring
+ * slots, dependency pools, view pools, heaps, ready queues, tensor map and
+ * scratch: trb_image.c), so a run prepared beside an executing one
+ * (RuntimeRun.overlaps, on a2a3's second slot) must find its ring sizing already
+ * built — the prebuilt cache's, i.e. the executing run's — and then writes
+ * nothing of bank 0; otherwise it is PTO_ERR_OVERLAP_NOT_NOW with nothing
+ * taken. Hence runtime_supports_overlap() = 1 at depth 2 (trb_contract.c). The
+ * successor launches only once its predecessor is finalized (the execution
+ * claim), and the device resets the image's state at every run's start.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +106,7 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     HostApi bank0 = bank0_of(api);
     uint64_t image;
     int built;
-    return trb_image_ensure(&bank0, &sizing, &image, &built);
+    return trb_image_ensure(&bank0, &sizing, 1, &image, &built);
 }
 
 int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS])
@@ -355,7 +364,7 @@ static int write_header(const HostApi *api, const RuntimeCallable *c, const Call
 
 /* Checks the args and stages them with the run's header into the slot's retained buffer. */
 static int stage_run(const HostApi *api, RuntimeSlotScratch *s, TrbRunState *h, const RuntimeCallable *c,
-                     const ChipStorageTaskArgs *args, const CallConfig *cfg)
+                     const ChipStorageTaskArgs *args, const CallConfig *cfg, int overlaps)
 {
     int rc = run_args_check(api, &c->copy.view, args);
     if (rc == PTO_OK)
@@ -369,7 +378,7 @@ static int stage_run(const HostApi *api, RuntimeSlotScratch *s, TrbRunState *h, 
     HostApi bank0 = bank0_of(api);
     uint64_t image_dev = 0, required = 0;
     int built;
-    if ((rc = trb_image_ensure(&bank0, &sizing, &image_dev, &built)) != PTO_OK ||
+    if ((rc = trb_image_ensure(&bank0, &sizing, !overlaps, &image_dev, &built)) != PTO_OK ||
         (rc = plan_staging(&c->copy.view, s, args, &required)) != PTO_OK ||
         (rc = retained_buffer(api, required, &h->staging)) != PTO_OK ||
         (rc = stage_tensors(api, s, args, h->staging)) != PTO_OK || (rc = write_args(api, s, args, h->staging)) != PTO_OK)
@@ -392,7 +401,7 @@ int runtime_bind(RuntimeRun *run, RuntimeSlotScratch *scratch, const HostApi *ap
     if (h == NULL || (rc = runtime_lend_scratch(&scratch->holder, run)) != PTO_OK)
         return rc;
     memset(h, 0, sizeof *h);
-    if ((rc = stage_run(api, scratch, h, c, args, cfg)) != PTO_OK) {
+    if ((rc = stage_run(api, scratch, h, c, args, cfg, run->overlaps)) != PTO_OK) {
         scratch->holder = NULL;
         memset(h, 0, sizeof *h);
         return rc;

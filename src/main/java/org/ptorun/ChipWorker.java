@@ -309,6 +309,9 @@ public final class ChipWorker implements AutoCloseable {
      * @throws ChipBusyException "slot already owns an unfinished native run", or
      *         "requires an active predecessor before staging a successor"
      * @throws LeaseRejectedException "lease generation is stale"
+     * @throws OverlapNotNowException "not now": the run does not fit the working memory the
+     *         executing run the message names uses (trb: another ring sizing); nothing was
+     *         taken, prepare it again once that run is finalized
      * @throws PtoRunException when the library refuses the run (the slot is empty again)
      */
     public NativeRun prepare(int callableId, TaskArgs args, CallConfig config, PipelineSlotLease lease, long runId,
@@ -734,6 +737,8 @@ public final class ChipWorker implements AutoCloseable {
     /**
      * True when a chip overlaps runs: a run may be prepared in another slot while a run
      * executes (depth > 1 and the library supports it; {@link HostRuntime#supportsOverlap()}).
+     * On trb only a run whose ring sizing fits the executing run's image; another is
+     * refused with {@link OverlapNotNowException}.
      */
     public boolean supportsOverlap() {
         return noOverlap == null;

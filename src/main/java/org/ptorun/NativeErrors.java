@@ -73,6 +73,7 @@ final class NativeErrors {
             case ORCHESTRATION -> new OrchestrationException(description, code, nativeMessage, run);
             case POISONED -> new ChipPoisonedException(description, code, nativeMessage, run);
             case RANKS_DISAGREE -> new CollectiveMismatchException(description, code, nativeMessage, run);
+            case OVERLAP_NOT_NOW -> new OverlapNotNowException(description, code, nativeMessage, run);
             case OK, FAILED -> new PtoRunException(description, code, nativeMessage, run);
         };
     }

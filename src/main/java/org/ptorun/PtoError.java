@@ -26,7 +26,8 @@ public enum PtoError {
     CAPACITY(NativeConstants.PTO_ERR_CAPACITY, "PTO_ERR_CAPACITY"),
     ORCHESTRATION(NativeConstants.PTO_ERR_ORCHESTRATION, "PTO_ERR_ORCHESTRATION"),
     POISONED(NativeConstants.PTO_ERR_POISONED, "PTO_ERR_POISONED"),
-    RANKS_DISAGREE(NativeConstants.PTO_ERR_RANKS_DISAGREE, "PTO_ERR_RANKS_DISAGREE");
+    RANKS_DISAGREE(NativeConstants.PTO_ERR_RANKS_DISAGREE, "PTO_ERR_RANKS_DISAGREE"),
+    OVERLAP_NOT_NOW(NativeConstants.PTO_ERR_OVERLAP_NOT_NOW, "PTO_ERR_OVERLAP_NOT_NOW");
 
     /** By negated code; the codes are 0, -1, -2, … without a gap (checked at class init). */
     private static final PtoError[] BY_NEGATED_CODE = byNegatedCode();

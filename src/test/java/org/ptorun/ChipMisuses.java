@@ -125,13 +125,14 @@ final class ChipMisuses {
                     f.refused(() -> f.prepare(1));
                     f.chip.finalizeRun(run);
                 }));
-        m.add(only(DEPTH2_TRB, a, "prepare a successor while a trb run executes", ChipBusyException.class,
-                "requires an active predecessor before staging a successor", f -> {
+        m.add(only(DEPTH2_TRB, a, "prepare a successor of another ring sizing while a trb run executes",
+                OverlapNotNowException.class, "ring sizing differs from the runtime image that run uses", f -> {
                     NativeRun run = f.launched(0);
-                    f.refused(() -> f.prepare(1));
+                    CallConfig other = CallConfig.builder().ringTaskWindow(0, 64).build();
+                    f.refused(() -> f.chip.prepare(CHAIN, MisuseFixture.args(), other, f.lease(1), 3, 3, null));
                     f.chip.finalizeRun(run);
                 }));
-        m.add(only(HBG, a, "launch a staged successor while its predecessor holds the chip", ChipBusyException.class,
+        m.add(only(DEPTH2, a, "launch a staged successor while its predecessor holds the chip", ChipBusyException.class,
                 "PTO_ERR_BUSY", f -> {
                     NativeRun predecessor = f.launched(0);
                     NativeRun successor = f.prepare(1);
@@ -140,7 +141,7 @@ final class ChipMisuses {
                     f.chip.launch(successor); // the same token launches once the predecessor is gone
                     f.chip.finalizeRun(successor);
                 }));
-        m.add(only(HBG, a, "stage a traced successor (a diagnostic never overlaps)", ChipBusyException.class,
+        m.add(only(DEPTH2, a, "stage a traced successor (a diagnostic never overlaps)", ChipBusyException.class,
                 "requires an active predecessor before staging a successor", f -> {
                     NativeRun predecessor = f.launched(0);
                     CallConfig traced = CallConfig.builder().enableTrace(true)

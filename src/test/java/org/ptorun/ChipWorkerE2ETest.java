@@ -50,12 +50,12 @@ class ChipWorkerE2ETest {
     }
 
     /**
-     * The libraries with a depth-2 pipeline that supports a concurrent prepare (a
-     * successor staged while its predecessor runs, each slot with its own arena bank):
-     * the hbg ones. trb does not stage concurrently (runtime_supports_overlap() = 0:
-     * its slots share bank 0's image; a2a3 trb has two slots, a5 trb one). The tests
-     * using this source assert the contract themselves, so a library that stopped
-     * providing it fails, not skips.
+     * The libraries with a depth-2 pipeline that supports a concurrent prepare of any
+     * successor (each slot with its own arena bank): the hbg ones. a2a3 trb stages only a
+     * successor whose ring sizing fits the image its predecessor uses (its slots share
+     * bank 0's image; TrbOverlapE2ETest), a5 trb has one slot. The tests using this
+     * source assert the contract themselves, so a library that stopped providing it
+     * fails, not skips.
      */
     static List<Variant> depthTwoConcurrentPrepareVariants() {
         return Variant.all().stream().filter(v -> v.runtime() == Variant.RuntimeKind.HBG).toList();

@@ -73,11 +73,12 @@ class ExamplesTest {
     void thePipelinedBatchOverlapsWhereTheLibraryCan(Variant variant) {
         int runs = 20;
         int overlapped = PipelinedBatch.run(variant, runs);
-        if (variant.runtime() == Variant.RuntimeKind.HBG) {
+        if (variant.runtime() == Variant.RuntimeKind.HBG || variant.arch() == Variant.Arch.A2A3) {
+            // trb a2a3 too: every run has the default ring sizing, so each fits its predecessor's image
             assertThat(overlapped).as("every run after the first prepared while its predecessor was unfinalized")
                     .isEqualTo(runs - 1);
         } else {
-            assertThat(overlapped).as("trb cannot prepare while a run executes").isZero();
+            assertThat(overlapped).as("a5 trb has one pipeline slot: it cannot prepare while a run executes").isZero();
         }
     }
 

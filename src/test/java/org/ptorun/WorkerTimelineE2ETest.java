@@ -31,8 +31,10 @@ import org.ptorun.worker.WorkerTimeline;
  * {@link Worker.Builder#trace}: the file a Worker writes at close, read back as Trace Event
  * JSON and checked from the file alone — each run's slices in phase order on their tracks,
  * its flow arrow, the tracks' names — and, with a run held on the device by a gate, that
- * its successor's prepare lay inside its execution on a chip that pipelines (hbg) and
- * after its finalize on one that cannot (trb). Only ordering facts made by causality.
+ * its successor's prepare lay inside its execution on a chip that pipelines (hbg; a2a3
+ * trb for a successor of the same ring sizing) and after its finalize where it cannot
+ * (a5 trb's single slot; on a2a3 trb a successor whose ring sizing differs, "not now").
+ * Only ordering facts made by causality.
  */
 class WorkerTimelineE2ETest {
 
@@ -49,6 +51,16 @@ class WorkerTimelineE2ETest {
     static List<Variant> trb() {
         return SimE2E.allTrbVariants();
     }
+
+    /** Chips that prepare a gated run's successor of the same config during its execution. */
+    static List<Variant> pipelining() {
+        List<Variant> v = new ArrayList<>(overlapping());
+        v.addAll(trb().stream().filter(t -> t.arch() == Variant.Arch.A2A3).toList());
+        return v;
+    }
+
+    /** A ring sizing other than the default: on a2a3 trb it does not fit the default's image. */
+    static final CallConfig OTHER_SIZING = CallConfig.builder().ringTaskWindow(0, 64).build();
 
     /** One X slice read back: its track's name, its bounds in nanoseconds, its args. */
     record Slice(String name, long tid, String track, long start, long end, JsonNode args) {
@@ -584,10 +596,10 @@ class WorkerTimelineE2ETest {
      * pipelining (e.g. with pipelineDepth(1)).
      */
     @ParameterizedTest
-    @MethodSource("overlapping")
+    @MethodSource("pipelining")
     void onAChipThatPipelinesTheSuccessorsPrepareLiesInsideTheRunsExecution(Variant variant, @TempDir Path dir)
             throws Exception {
-        Pair p = gatedPair(variant, dir);
+        Pair p = gatedPair(variant, dir, CallConfig.DEFAULT);
         Timeline t = p.timeline;
         Slice aExecution = t.slice(p.a, "execution");
         Slice bPrepare = t.slice(p.b, "prepare");
@@ -596,12 +608,18 @@ class WorkerTimelineE2ETest {
         assertThat(bPrepare.end).as("and before A's finalize ended").isLessThanOrEqualTo(t.slice(p.a, "finalize").end);
     }
 
-    /** The same sequence on a chip that cannot overlap: B's prepare begins after A's finalize ended. */
+    /**
+     * The same sequence where the chip cannot overlap the pair: B's prepare begins after A's
+     * finalize ended. On trb B has another ring sizing than A, so a2a3 trb, which overlaps a
+     * fitting pair (above), answers "not now" to B during A's execution; a5 trb has one slot.
+     * Caller-driven, so that the Worker has certainly tried B while A executes: the poll
+     * that launched A goes on to B before it returns.
+     */
     @ParameterizedTest
     @MethodSource("trb")
-    void onAChipThatCannotOverlapTheSuccessorsPrepareFollowsTheRunsFinalize(Variant variant, @TempDir Path dir)
-            throws Exception {
-        Pair p = gatedPair(variant, dir);
+    void onAChipThatCannotOverlapThePairTheSuccessorsPrepareFollowsTheRunsFinalize(Variant variant,
+            @TempDir Path dir) throws Exception {
+        Pair p = callerDrivenGatedPair(variant, dir, OTHER_SIZING);
         Timeline t = p.timeline;
         assertThat(t.slice(p.b, "prepare").start).as("B's prepare began after A's finalize ended")
                 .isGreaterThanOrEqualTo(t.slice(p.a, "finalize").end);
@@ -613,11 +631,57 @@ class WorkerTimelineE2ETest {
     }
 
     /**
-     * Registers the gated callable, enqueues gated A and B, waits until the dispatcher
+     * Caller-driven: registers the gated callable, enqueues gated A and B (B with
+     * {@code configB}), polls until nothing moves — A is launched and held by its gate, and
+     * B was staged or, where the chip cannot take it beside A, left queued — then opens A's
+     * gate, drains and closes; returns the file read back.
+     */
+    private static Pair callerDrivenGatedPair(Variant variant, Path dir, CallConfig configB) throws Exception {
+        Path file = dir.resolve("timeline.json");
+        long idA;
+        long idB;
+        try (Gate gateA = new Gate(); Gate gateB = new Gate()) {
+            gateB.open(); // B runs through
+            Worker w = Worker.builder().variant(variant).background(false).trace(file).build();
+            try {
+                java.util.concurrent.CompletableFuture<Void> registered =
+                        w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated());
+                settle(w);
+                registered.get(60, TimeUnit.SECONDS);
+                Gated a = RunFiguresE2ETest.enqueueGated(w, gateA, CallConfig.DEFAULT, 1);
+                Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, configB, 2);
+                settle(w);
+                assertThat(a.ticket().isAccepted()).as("A was launched").isTrue();
+                assertThat(a.ticket().isDone()).as("A is held by its gate").isFalse();
+                gateA.open();
+                w.drain();
+                a.result();
+                b.result();
+                idA = a.ticket().dispatchId();
+                idB = b.ticket().dispatchId();
+            } finally {
+                gateA.open();
+                w.close();
+            }
+        }
+        Timeline t = Timeline.read(file);
+        t.assertTracksWellFormed();
+        return new Pair(t, idA, idB);
+    }
+
+    /** Caller-driven: every move possible without blocking, until none is left. */
+    private static void settle(Worker w) {
+        while (w.poll() > 0) {
+            // each call advanced something: look again
+        }
+    }
+
+    /**
+     * Registers the gated callable, enqueues gated A and B (B with {@code configB}), waits until the dispatcher
      * settled while A executes, opens A's gate, closes;
      * returns the file read back.
      */
-    private static Pair gatedPair(Variant variant, Path dir) throws Exception {
+    private static Pair gatedPair(Variant variant, Path dir, CallConfig configB) throws Exception {
         Path file = dir.resolve("timeline.json");
         long idA;
         long idB;
@@ -627,7 +691,7 @@ class WorkerTimelineE2ETest {
             try {
                 w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
                 Gated a = RunFiguresE2ETest.enqueueGated(w, gateA, CallConfig.DEFAULT, 1);
-                Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, CallConfig.DEFAULT, 2);
+                Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, configB, 2);
                 awaitDoneAllItCanBeforeAEnds(TestThreads.dispatcherOf(0), b.ticket());
                 gateA.open();
                 a.result();

@@ -8,6 +8,7 @@ import org.ptorun.AcceptanceWord;
 import org.ptorun.ChipBusyException;
 import org.ptorun.ChipPoisonedException;
 import org.ptorun.ChipWorker;
+import org.ptorun.OverlapNotNowException;
 import org.ptorun.PipelineSlotPool;
 import org.ptorun.PtoError;
 import org.ptorun.RunReport;
@@ -455,7 +456,7 @@ final class ChipLane {
             t.prepareEnd = System.nanoTime();
             t.args = null; // written off-heap: the Worker no longer needs it
             return true;
-        } catch (ChipBusyException e) {
+        } catch (ChipBusyException | OverlapNotNowException e) {
             if (state == LaneState.LAUNCHED) {
                 throw e; // stage() decides
             }
@@ -469,14 +470,23 @@ final class ChipLane {
         }
     }
 
-    /** Prepares {@code t} as the successor of the running run. */
+    /**
+     * Prepares {@code t} as the successor of the running run. A chip that cannot take it
+     * beside that run — busy, or "not now" ({@link OverlapNotNowException}: it does not fit
+     * the working memory the running run is bound to) — gets it back at the queue's head,
+     * and the lane stops staging: {@code t} is prepared on the one-at-a-time path once the
+     * running run is finalized, and its future never sees the refusal.
+     */
     private void stage(RunTicket t) {
         try {
             if (prepare(t)) {
                 successor = t;
                 to(LaneState.Event.STAGE);
             }
-        } catch (ChipBusyException e) {
+        } catch (ChipBusyException | OverlapNotNowException e) {
+            if (LOG.isDebugEnabled()) {
+                LOG.debug("{} is prepared after the running run is finalized: {}", t, e.getMessage());
+            }
             // not stageable behind this run: it runs after it, in order
             pool.release(t.lease);
             t.lease = null;

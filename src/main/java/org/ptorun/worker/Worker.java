@@ -41,8 +41,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Each run is assigned a chip at enqueue (see {@link ChipSelection}) and a dispatch id
  * (1, 2, 3, ... per Worker); a chip launches its runs strictly in dispatch order. Where
- * the chip supports overlap (depth 2, hbg) the next run is prepared while
- * the current one executes and launched as soon as the current one is finalized.
+ * the chip supports overlap (depth 2: hbg, and a2a3 trb for a run whose ring sizing fits
+ * the image the current run uses) the next run is prepared while the current one
+ * executes and launched as soon as the current one is finalized; a run the chip cannot
+ * take now is prepared after that finalize instead.
  *
  * <p>Each chip is a {@link ChipLane} with one explicit {@link LaneState}; which thread
  * drives it and which native calls that thread alone makes is the lane's rule, stated
