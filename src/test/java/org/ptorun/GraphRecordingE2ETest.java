@@ -81,6 +81,15 @@ class GraphRecordingE2ETest {
         return chip.run(ID, TaskArgs.of(Tensor.of(x), Tensor.of(y)).scalarF32(c), CallConfig.DEFAULT);
     }
 
+    /** A run over {@code n} random floats (seed) and scalar c, its result checked; its graph source. */
+    private static GraphSource runChecked(ChipWorker chip, int tiles, int n, long seed, float c) {
+        float[] x = random(n, seed);
+        float[] y = new float[n];
+        GraphSource source = runHost(chip, x, y, c).graphSource();
+        assertThat(y).as("the run of seed %d (%s)", seed, source).containsExactly(reference(x, new float[n], c, tiles));
+        return source;
+    }
+
     @ParameterizedTest
     @MethodSource("variants")
     void laterRunsReplayTheRecordingWithTheirOwnDataAndScalars(Variant variant) {
@@ -89,11 +98,7 @@ class GraphRecordingE2ETest {
             chip.registerCallable(ID, scaledAdd(tiles));
             GraphSource[] sources = new GraphSource[5];
             for (int k = 0; k < sources.length; k++) {
-                float[] x = random(tiles * TILE, 10 + k);
-                float[] y = new float[tiles * TILE];
-                float c = 0.5f + k;
-                sources[k] = runHost(chip, x, y, c).graphSource();
-                assertThat(y).as("run %d (%s)", k, sources[k]).containsExactly(reference(x, new float[y.length], c, tiles));
+                sources[k] = runChecked(chip, tiles, tiles * TILE, 10 + k, 0.5f + k);
             }
             assertThat(sources).containsExactly(expected(variant, GraphSource.RECORDED),
                     expected(variant, GraphSource.REPLAYED), expected(variant, GraphSource.REPLAYED),
@@ -111,12 +116,8 @@ class GraphRecordingE2ETest {
             GraphSource[] onHbg = { GraphSource.RECORDED, GraphSource.REPLAYED, GraphSource.RECORDED,
                     GraphSource.REPLAYED, GraphSource.RECORDED };
             for (int k = 0; k < sizes.length; k++) {
-                float[] x = random(sizes[k], 20 + k);
-                float[] y = new float[sizes[k]];
-                RunReport report = runHost(chip, x, y, 2f);
-                assertThat(report.graphSource()).as("run %d over %d floats", k, sizes[k])
+                assertThat(runChecked(chip, tiles, sizes[k], 20 + k, 2f)).as("run %d over %d floats", k, sizes[k])
                         .isEqualTo(expected(variant, onHbg[k]));
-                assertThat(y).containsExactly(reference(x, new float[sizes[k]], 2f, tiles));
             }
             // the same bytes registered again under the id: nothing of the old recording is kept
             chip.unregisterCallable(ID);

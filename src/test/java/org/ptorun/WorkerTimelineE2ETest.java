@@ -637,36 +637,11 @@ class WorkerTimelineE2ETest {
      * gate, drains and closes; returns the file read back.
      */
     private static Pair callerDrivenGatedPair(Variant variant, Path dir, CallConfig configB) throws Exception {
-        Path file = dir.resolve("timeline.json");
-        long idA;
-        long idB;
-        try (Gate gateA = new Gate(); Gate gateB = new Gate()) {
-            gateB.open(); // B runs through
-            Worker w = Worker.builder().variant(variant).background(false).trace(file).build();
-            try {
-                java.util.concurrent.CompletableFuture<Void> registered =
-                        w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated());
-                settle(w);
-                registered.get(60, TimeUnit.SECONDS);
-                Gated a = RunFiguresE2ETest.enqueueGated(w, gateA, CallConfig.DEFAULT, 1);
-                Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, configB, 2);
-                settle(w);
-                assertThat(a.ticket().isAccepted()).as("A was launched").isTrue();
-                assertThat(a.ticket().isDone()).as("A is held by its gate").isFalse();
-                gateA.open();
-                w.drain();
-                a.result();
-                b.result();
-                idA = a.ticket().dispatchId();
-                idB = b.ticket().dispatchId();
-            } finally {
-                gateA.open();
-                w.close();
-            }
-        }
-        Timeline t = Timeline.read(file);
-        t.assertTracksWellFormed();
-        return new Pair(t, idA, idB);
+        return gatedPair(variant, dir, configB, false, (w, a, b) -> {
+            settle(w);
+            assertThat(a.ticket().isAccepted()).as("A was launched").isTrue();
+            assertThat(a.ticket().isDone()).as("A is held by its gate").isFalse();
+        });
     }
 
     /** Caller-driven: every move possible without blocking, until none is left. */
@@ -682,18 +657,40 @@ class WorkerTimelineE2ETest {
      * returns the file read back.
      */
     private static Pair gatedPair(Variant variant, Path dir, CallConfig configB) throws Exception {
+        return gatedPair(variant, dir, configB, true,
+                (w, a, b) -> awaitDoneAllItCanBeforeAEnds(TestThreads.dispatcherOf(0), b.ticket()));
+    }
+
+    /** What a pair's test does while A is held by its gate and B was enqueued. */
+    private interface WhileAHeld {
+        void run(Worker w, Gated a, Gated b) throws Exception;
+    }
+
+    /**
+     * A Worker (background or caller-driven) with a timeline: registers the gated callable,
+     * enqueues gated A and B (B with {@code configB}, its gate open), runs {@code whileAHeld},
+     * opens A's gate, drains and closes; returns the file read back.
+     */
+    private static Pair gatedPair(Variant variant, Path dir, CallConfig configB, boolean background,
+                                  WhileAHeld whileAHeld) throws Exception {
         Path file = dir.resolve("timeline.json");
         long idA;
         long idB;
         try (Gate gateA = new Gate(); Gate gateB = new Gate()) {
             gateB.open(); // B runs through
-            Worker w = Worker.builder().variant(variant).background(true).trace(file).build();
+            Worker w = Worker.builder().variant(variant).background(background).trace(file).build();
             try {
-                w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated()).get(60, TimeUnit.SECONDS);
+                java.util.concurrent.CompletableFuture<Void> registered =
+                        w.register(RunFiguresE2ETest.GATED, RunFiguresE2ETest.gated());
+                if (!background) {
+                    settle(w);
+                }
+                registered.get(60, TimeUnit.SECONDS);
                 Gated a = RunFiguresE2ETest.enqueueGated(w, gateA, CallConfig.DEFAULT, 1);
                 Gated b = RunFiguresE2ETest.enqueueGated(w, gateB, configB, 2);
-                awaitDoneAllItCanBeforeAEnds(TestThreads.dispatcherOf(0), b.ticket());
+                whileAHeld.run(w, a, b);
                 gateA.open();
+                w.drain();
                 a.result();
                 b.result();
                 idA = a.ticket().dispatchId();

@@ -282,14 +282,7 @@ public final class BenchSuite {
     private void collectives() throws IOException, InterruptedException {
         for (String variant : List.of("a2a3/sim/hbg", "a2a3/sim/trb")) {
             List<String> command = javaCommand(List.of(), CollectiveBandwidth.class.getName(), variant);
-            Map<String, Long> m = new HashMap<>();
-            for (String line : runChild("P11 on " + variant, command)) {
-                if (line.matches("^allreduce=[0-9]+ memcpy=[0-9]+$")) {
-                    for (String kv : line.split(" ")) {
-                        m.put(kv.substring(0, kv.indexOf('=')), Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
-                    }
-                }
-            }
+            Map<String, Long> m = keyValues(runChild("P11 on " + variant, command), "^allreduce=[0-9]+ memcpy=[0-9]+$");
             // Collective bandwidth is reported the way collective libraries report it (NCCL's
             // "bus bandwidth"): the vector's bytes over the time, times 2(n-1)/n, the share of
             // the vector each rank must move in and out with any algorithm; so it compares with
@@ -310,18 +303,24 @@ public final class BenchSuite {
         }
     }
 
+    /** The {@code key=value ...} pairs of a child's lines matching {@code line}. */
+    private static Map<String, Long> keyValues(List<String> lines, String line) {
+        Map<String, Long> m = new HashMap<>();
+        for (String l : lines) {
+            if (l.matches(line)) {
+                for (String kv : l.split(" ")) {
+                    m.put(kv.substring(0, kv.indexOf('=')), Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
+                }
+            }
+        }
+        return m;
+    }
+
     /** P13 (docs/performance.md): the child JVM's medians of first and replayed prepares. */
     private void recordedGraphs() throws IOException, InterruptedException {
         for (String variant : List.of("a2a3/sim/hbg", "a2a3/onboard/hbg")) {
             List<String> command = javaCommand(List.of(), RecordedGraphPrepare.class.getName(), variant);
-            Map<String, Long> m = new HashMap<>();
-            for (String line : runChild("P13 on " + variant, command)) {
-                if (line.matches("^first=[0-9]+ replay=[0-9]+$")) {
-                    for (String kv : line.split(" ")) {
-                        m.put(kv.substring(0, kv.indexOf('=')), Long.parseLong(kv.substring(kv.indexOf('=') + 1)));
-                    }
-                }
-            }
+            Map<String, Long> m = keyValues(runChild("P13 on " + variant, command), "^first=[0-9]+ replay=[0-9]+$");
             String what = variant + ": prepare of a " + RecordedGraphPrepare.TASKS + "-task program, later runs"
                     + " (recorded graph replayed) vs its first run (built and recorded), medians";
             rows.add(ratioRow("P13", what, Optional.ofNullable(m.get("replay")).map(Long::doubleValue),
