@@ -137,6 +137,29 @@ class GraphRecordingE2ETest {
 
     @ParameterizedTest
     @MethodSource("variants")
+    void aRecordingIsCommittedWithItsCallableAndFreedWithIt(Variant variant) {
+        int tiles = 16;
+        ChipCallable callable = scaledAdd(tiles);
+        try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
+            chip.registerCallable(ID, callable);
+            GraphSource first = runChecked(chip, tiles, tiles * TILE, 70, 1f);
+            long recorded = chip.committedDeviceMemory();
+            assertThat(runChecked(chip, tiles, tiles * TILE, 71, 2f)).isEqualTo(expected(variant, GraphSource.REPLAYED));
+            assertThat(chip.committedDeviceMemory()).as("a replay commits nothing more").isEqualTo(recorded);
+            chip.unregisterCallable(ID);
+            long freed = recorded - chip.committedDeviceMemory();
+            // the arenas stay committed for the next run; the callable's upload goes, and its recording with it
+            if (first == GraphSource.RECORDED) {
+                assertThat(freed).as("the upload and the recorded graph (%d tasks)", 3 * tiles)
+                        .isGreaterThan(callable.size() + 3L * tiles * 40);
+            } else {
+                assertThat(freed).as("the upload").isEqualTo(callable.size());
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
     void aliasingDeviceBuffersAreAGeometryOfTheirOwn(Variant variant) {
         int tiles = 4;
         int n = tiles * TILE;
