@@ -111,8 +111,9 @@ typedef struct PtoTrbWork {
     uint32_t reserved1;
     char message[PTO_TRB_MESSAGE_BYTES]; /* the first orchestration error, NUL-terminated */
     uint64_t heap_peak[PTO_TRB_RINGS]; /* per ring: the most heap bytes in use at once (internal tests read it) */
-    uint64_t orchestration_ns;  /* the orchestrator's time from the orchestration's start to its
-                                   return (interpreting, or replaying a recording), CLOCK_MONOTONIC */
+    uint64_t orchestration_ns;  /* the orchestrator thread's CPU time (CLOCK_THREAD_CPUTIME_ID) from
+                                   the orchestration's start to its return (interpreting, or replaying
+                                   a recording; ready tasks it runs while waiting for room included) */
 } PtoTrbWork;
 
 /* PtoTrbWork.record_mode */

@@ -270,10 +270,12 @@ int32_t trb_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHoo
         t->orch_hooks = hooks;
         pthread_mutex_unlock(&d->lock);
         int loaded;
+        /* the orchestrator's own CPU time (PtoTrbWork.orchestration_ns): not the time it was
+           parked or descheduled while kernels ran */
         struct timespec start, end;
-        clock_gettime(CLOCK_MONOTONIC, &start);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
         int ret = orchestrate(t, &loaded);
-        clock_gettime(CLOCK_MONOTONIC, &end);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
         t->work->orchestration_ns =
             (uint64_t)(end.tv_sec - start.tv_sec) * 1000000000u + (uint64_t)end.tv_nsec - (uint64_t)start.tv_nsec;
         pthread_mutex_lock(&d->lock);

@@ -53,6 +53,13 @@ typedef struct TrbHeader {
 } TrbHeader;
 
 #define TRB_ARGS_OFFSET ALIGN_UP(sizeof(TrbHeader), 64u)
+
+/* Where a slot's last run's device orchestration time is in its retained staging
+   buffer: the benchmark reads it there on the sim, whose device memory is host memory
+   (src/test/java/org/ptorun/TrbFigures.java names the same number). */
+#define TRB_ORCHESTRATION_NS_OFFSET 1856u
+_Static_assert(offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns) == TRB_ORCHESTRATION_NS_OFFSET,
+               "TrbFigures.ORCHESTRATION_NS_OFFSET");
 #define TRB_SLICES_OFFSET ALIGN_UP(TRB_ARGS_OFFSET + sizeof(ChipStorageTaskArgs), PTO_TRB_STAGING_ALIGN)
 
 /* The runtime's part of a run (RuntimeRun.opaque). */

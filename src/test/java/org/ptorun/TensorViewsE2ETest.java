@@ -243,17 +243,32 @@ class TensorViewsE2ETest {
         }
         CallConfig tight = CallConfig.builder().ringHeap(1, 1024).build();
         try (ChipWorker chip = open(variant)) {
-            chip.registerCallable(ID, accumulation(iterations, cols, true));
-            chip.registerCallable(ID + 1, accumulation(iterations, cols, false));
             float[] once = start.clone();
             float[] scoped = start.clone();
-            long hoisted = committedWhilePrepared(chip, ID, x, once, tight);
-            long perIteration = committedWhilePrepared(chip, ID + 1, x, scoped, tight);
+            long hoisted = runMemoryWhilePrepared(chip, ID, accumulation(iterations, cols, true), x, once, tight);
+            long perIteration = runMemoryWhilePrepared(chip, ID + 1, accumulation(iterations, cols, false), x, scoped,
+                    tight);
             assertThat(perIteration).as("device memory of the prepared run, per-iteration locals vs one local")
                     .isEqualTo(hoisted);
             assertBitExact(once, expected);
             assertBitExact(scoped, expected);
         }
+    }
+
+    /**
+     * Registers the program alone and runs it once (its graph recorded, docs/recorded-graphs.md),
+     * then prepares a second run: the chip's committed device memory while that run is
+     * prepared, less what the registration holds (its upload and its recorded graph, freed
+     * at unregister, whose sizes follow the program's length, not its locals).
+     */
+    private static long runMemoryWhilePrepared(ChipWorker chip, int id, ChipCallable program, float[] x, float[] acc,
+            CallConfig config) {
+        chip.registerCallable(id, program);
+        chip.run(id, TaskArgs.of(Tensor.of(x), Tensor.of(acc.clone())), config);
+        long prepared = committedWhilePrepared(chip, id, x, acc, config);
+        long registered = chip.committedDeviceMemory();
+        chip.unregisterCallable(id);
+        return prepared - (registered - chip.committedDeviceMemory());
     }
 
     /** Prepares, reads the chip's committed device memory, launches and finalizes (results copied back). */
