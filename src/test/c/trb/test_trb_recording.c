@@ -426,3 +426,82 @@ TEST(trb_a_replay_orchestrates_faster_than_the_recording_run)
     trb_release(r, c);
     runner_destroy(r);
 }
+
+/* ---- recordings never replayed ------------------------------------------------------------- */
+
+/* K tasks fill a float each of x, then K tasks each copy all of x into their
+   own tile of y: K * K producers, more than a recording holds (4 per access
+   plus 64). The device loses the recording; every run is built. */
+TEST(trb_a_recording_the_device_lost_is_never_kept)
+{
+    enum { K = 20 };
+    Runner *r = trb_runner();
+    TestCallableBuilder b;
+    tcb_init(&b);
+    const uint8_t sig[] = { PTO_ARG_OUT, PTO_ARG_OUT };
+    tcb_signature(&b, sig, 2);
+    trb_children(&b);
+    tcb_loop(&b, K);
+    PtoProgramParam one[] = { tile_view(0, PTO_ARG_OUT, 4), tcb_f32(2.5f) };
+    tcb_submit(&b, FN_VFILL, one, 2);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    tcb_loop(&b, K);
+    PtoProgramParam all[] = { tcb_tensor(0, PTO_ARG_IN, 0, K * 4), tile_view(1, PTO_ARG_OUT, K * 4) };
+    tcb_submit(&b, FN_VCOPY, all, 2);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    RuntimeCallable *c = register_built(r, &b);
+    REQUIRE(c != NULL);
+    float x[K], y[K * K];
+    ChipStorageTaskArgs *a = test_args();
+    a->tensor_count = 2;
+    a->tensors[0] = test_f32_tensor(x, K);
+    a->tensors[1] = test_f32_tensor(y, K * K);
+    CallConfig cfg = test_config(20000);
+    for (int k = 0; k < 2; k++) {
+        memset(y, 0, sizeof y);
+        Outcome o;
+        CHECK_EQ_INT(run(r, c, 0, a, &cfg, NULL, &o), PTO_OK);
+        CHECK_EQ_INT(o.source, PTO_RUN_GRAPH_BUILT);
+        CHECK(y[0] == 2.5f && y[K * K - 1] == 2.5f);
+    }
+    CHECK(trb_callable_recording_bytes(c) == 0);
+    free(a);
+    trb_release(r, c);
+    runner_destroy(r);
+}
+
+/* A run whose orchestration completed its recording but whose kernel faulted:
+   nothing is kept, the next run of that geometry is built again. */
+TEST(trb_a_run_that_fails_after_its_orchestration_keeps_no_recording)
+{
+    Runner *r = trb_runner();
+    TestCallableBuilder b;
+    tcb_init(&b);
+    const uint8_t sig[] = { PTO_ARG_IN, PTO_ARG_IN, PTO_ARG_OUT };
+    tcb_signature(&b, sig, 3);
+    trb_children(&b);
+    PtoProgramParam ok[] = { tcb_tensor(0, PTO_ARG_IN, 0, 256), tcb_tensor(1, PTO_ARG_IN, 0, 256),
+                             tcb_tensor(2, PTO_ARG_OUT, 0, 256) };
+    tcb_submit(&b, FN_VADD, ok, 3);
+    PtoProgramParam bad[] = { tcb_tensor(0, PTO_ARG_IN, 0, 8), tcb_tensor(1, PTO_ARG_IN, 0, 256),
+                              tcb_tensor(2, PTO_ARG_OUT, 0, 256) }; /* a view too small: the kernel faults */
+    tcb_submit(&b, FN_VMUL, bad, 3);
+    RuntimeCallable *c = register_built(r, &b);
+    REQUIRE(c != NULL);
+    float x[64] = { 0 }, w[64] = { 0 }, out[64];
+    ChipStorageTaskArgs *a = test_args();
+    a->tensor_count = 3;
+    a->tensors[0] = test_f32_tensor(x, 64);
+    a->tensors[1] = test_f32_tensor(w, 64);
+    a->tensors[2] = test_f32_tensor(out, 64);
+    CallConfig cfg = test_config(20000);
+    for (int k = 0; k < 2; k++) {
+        Outcome o;
+        CHECK_EQ_INT(run(r, c, 0, a, &cfg, NULL, &o), PTO_ERR_KERNEL_FAULT);
+        CHECK_EQ_INT(o.source, PTO_RUN_GRAPH_BUILT);
+        CHECK(trb_callable_recording_bytes(c) == 0);
+    }
+    free(a);
+    trb_release(r, c);
+    runner_destroy(r);
+}
