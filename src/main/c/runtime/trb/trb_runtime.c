@@ -16,6 +16,9 @@
  *   or name the failure from the status and work blocks. unbind: free the
  *   run's dependency-graph and trace buffers (the retained buffer and the
  *   image stay).
+ * A program's graph is recorded on the device at its first run of an argument
+ * geometry and replayed there after (trb_recording.h): bind chooses, collect
+ * keeps a completed recording, unbind frees or gives back.
  *
  * Everything a bind writes is its slot's (scratch, retained buffer) or bank
  * 0's shared image, which one run at a time uses: runtime_supports_overlap() = 0.
@@ -53,6 +56,7 @@ typedef struct TrbHeader {
 } TrbHeader;
 
 #define TRB_ARGS_OFFSET ALIGN_UP(sizeof(TrbHeader), 64u)
+#define TRB_SLICES_OFFSET ALIGN_UP(TRB_ARGS_OFFSET + sizeof(ChipStorageTaskArgs), PTO_TRB_STAGING_ALIGN)
 
 /* Where a slot's last run's device orchestration time is in its retained staging
    buffer: the benchmark reads it there on the sim, whose device memory is host memory
@@ -60,7 +64,6 @@ typedef struct TrbHeader {
 #define TRB_ORCHESTRATION_NS_OFFSET 1856u
 _Static_assert(offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns) == TRB_ORCHESTRATION_NS_OFFSET,
                "TrbFigures.ORCHESTRATION_NS_OFFSET");
-#define TRB_SLICES_OFFSET ALIGN_UP(TRB_ARGS_OFFSET + sizeof(ChipStorageTaskArgs), PTO_TRB_STAGING_ALIGN)
 
 /* The runtime's part of a run (RuntimeRun.opaque). */
 typedef struct TrbRunState {
