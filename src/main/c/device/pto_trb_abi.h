@@ -34,6 +34,7 @@
 #define PTO_TRB_IMAGE_VERSION 2u
 #define PTO_TRB_WORK_MAGIC 0x4B525754u    /* "TWRK" */
 #define PTO_TRB_DEP_GRAPH_MAGIC 0x47445254u /* "TRDG" */
+#define PTO_TRB_RECORDING_MAGIC 0x43455254u /* "TREC" */
 
 #define PTO_TRB_RINGS PTO_TRB_RING_COUNT  /* ring r serves scope depth r; deeper scopes use ring 3 */
 #define PTO_TRB_MAX_SCOPE_DEPTH 64u       /* nesting a user orchestration may reach */
@@ -96,15 +97,55 @@ typedef struct PtoTrbWork {
     uint64_t signature_dev;   /* the callable's PtoArgDirection bytes */
     uint64_t dep_graph_dev;   /* PtoTrbDepGraph to fill, 0 = off */
     uint32_t kernel_count;    /* <= PTO_CALLABLE_MAX_CHILDREN */
-    uint32_t reserved0;
+    uint32_t record_mode;     /* PTO_TRB_RECORD_*: a program's recorded graph (docs/recorded-graphs.md, trb) */
     PtoTrbKernel kernels[PTO_CALLABLE_MAX_CHILDREN];
+    uint64_t recording_dev;   /* RECORD, REPLAY: the PtoTrbRecording */
+    /* RECORD: the run's own tensor-map pools, so the map never forgets an access and the
+       recorded producers are exact: PtoTrbAccess[record_map_entries], then
+       PtoTensorView[record_map_views], then uint64_t[recording task capacity] (each task's ref) */
+    uint64_t record_scratch_dev;
+    uint64_t record_map_entries, record_map_views;
     /* written by the device */
     uint64_t tasks_submitted;
     int32_t orchestration_code; /* what a failing orchestration returned */
     uint32_t reserved1;
     char message[PTO_TRB_MESSAGE_BYTES]; /* the first orchestration error, NUL-terminated */
     uint64_t heap_peak[PTO_TRB_RINGS]; /* per ring: the most heap bytes in use at once (internal tests read it) */
+    uint64_t orchestration_ns;  /* the orchestrator thread's CPU time (CLOCK_THREAD_CPUTIME_ID) from
+                                   the orchestration's start to its return (interpreting, or replaying
+                                   a recording; ready tasks it runs while waiting for room included) */
 } PtoTrbWork;
+
+/* PtoTrbWork.record_mode */
+enum {
+    PTO_TRB_RECORD_OFF = 0,   /* interpret, record nothing (a library, or no recording for the run) */
+    PTO_TRB_RECORD = 1,       /* interpret and record the graph into recording_dev */
+    PTO_TRB_REPLAY = 2,       /* replay recording_dev instead of interpreting */
+};
+
+/* A recorded program graph (docs/recorded-graphs.md, trb): the header, then
+ * `capacity` uint64_t words of operations in orchestration order. Each begins
+ * with a word whose low byte is its PTO_TRB_OP_*:
+ *   SCOPE_BEGIN  w0 = op | mode << 8
+ *   SCOPE_END    w0 = op
+ *   ALLOC        w0 = op | local << 8; w1 = bytes
+ *   TASK         w0 = op | n << 8 | after << 16 | func_id << 32; w1 = producers;
+ *                per param: direction | has_view << 8 | origin << 32 (PTO_PARAM_ORIGIN_*), the
+ *                value relative to its origin's base, bytes, and with has_view its PtoTensorView
+ *                (12 words, addr 0); then per producer (ascending task id): task id, ref
+ * Written by the device in a RECORD run; read by the device in a REPLAY run. */
+typedef struct PtoTrbRecording {
+    uint32_t magic;           /* PTO_TRB_RECORDING_MAGIC */
+    uint32_t complete;        /* device: 1 once a RECORD run's orchestration succeeded with every
+                                 operation recorded; 0 = never replay it */
+    uint64_t capacity;        /* words after the header */
+    uint64_t task_capacity;   /* tasks it may hold (the program's task count) */
+    uint64_t used;            /* device: words written */
+    uint64_t task_count;      /* device: tasks recorded */
+} PtoTrbRecording;
+
+enum { PTO_TRB_OP_SCOPE_BEGIN = 1, PTO_TRB_OP_SCOPE_END = 2, PTO_TRB_OP_ALLOC = 3, PTO_TRB_OP_TASK = 4 };
+#define PTO_TRB_VIEW_WORDS (sizeof(PtoTensorView) / sizeof(uint64_t))
 
 /* The dependency graph the device collects for enable_dep_graph: per task its
  * func_id, and every (producer, consumer) edge; task ids are submission order. */
@@ -175,6 +216,7 @@ _Static_assert(sizeof(PtoTrbRingLayout) == 64, "PtoTrbRingLayout size");
 _Static_assert(sizeof(PtoTrbImage) == 112 + 4 * 64, "PtoTrbImage size");
 _Static_assert(sizeof(PtoTrbKernel) == 16, "PtoTrbKernel size");
 _Static_assert(sizeof(PtoTrbDepGraph) == 40, "PtoTrbDepGraph size");
+_Static_assert(sizeof(PtoTrbRecording) == 40, "PtoTrbRecording size");
 _Static_assert(sizeof(PtoTrbSlot) == 72 + 16 * PTO_MAX_TASK_PARAMS, "PtoTrbSlot size");
 _Static_assert(sizeof(PtoTrbDepNode) == 16, "PtoTrbDepNode size");
 _Static_assert(sizeof(PtoTrbAccess) == 40, "PtoTrbAccess size");

@@ -378,6 +378,7 @@ static int exec_alloc(Interp *in, const Insn *at)
                         at->index, a->local_id, in->header.local_count);
     if (in->local_live[a->local_id] == LOCAL_LIVE)
         return PTO_OK;
+    note_origin(in, 0, PTO_PARAM_ORIGIN_LOCAL(a->local_id)); /* the local the api allocates */
     uint64_t addr = in->api->alloc_tensor(in->orch, a->bytes);
     if (addr == 0)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "program instruction %u (ALLOC_TENSOR local %u, %llu bytes): %s",

@@ -74,7 +74,9 @@ int pto_program_orchestrate(const PtoOrchApi *api, void *orch, const ChipStorage
 
 /* pto_program_orchestrate that, when `origins` is not NULL, writes the origin of
  * each parameter of a submit (origins[0 .. n)) before making it: the api's submit
- * may read them there. */
+ * may read them there; and before each alloc_tensor, origins[0] =
+ * PTO_PARAM_ORIGIN_LOCAL(j) of the local j it allocates (a runtime whose local
+ * addresses vary between runs records the call's address for j). */
 int pto_program_orchestrate_origins(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args,
                                     const uint8_t *program, size_t program_bytes, const uint8_t *signature,
                                     uint32_t signature_length, uint32_t *origins);

@@ -103,7 +103,8 @@ uint64_t runtime_run_device_bytes(const RuntimeRun *run);
 /* finalize, before unbind: how bind got the run's task graph
  * (NativeRunReport.graph_source, PTO_RUN_GRAPH_*); BUILT for a run never bound.
  * hbg records a program's graph at its first prepare and replays it after
- * (runtime/hbg/hbg_recording.h); trb builds every run's on the device. */
+ * (runtime/hbg/hbg_recording.h); trb does so in its device-side orchestration
+ * (runtime/trb/trb_recording.h): RECORDED once collect kept the recording. */
 uint32_t runtime_run_graph_source(const RuntimeRun *run);
 
 /* launch, wait, blocking run, collect: reads a launched run's device status and

@@ -69,7 +69,8 @@ int runtime_run_outputs(RuntimeRun *run, const HostApi *api, RunOutputs *out);
 int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api);
 
 /* Reads what a successful run's device reports of its locals' peak, for
-   runtime_run_device_bytes (trb: the ring heaps' peaks; hbg knows it from its
+   runtime_run_device_bytes (trb: the ring heaps' peaks, and it keeps the graph
+   recording the device completed, trb_recording.h; hbg knows it from its
    host-side orchestration: 0 without a device read). */
 int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api);
 

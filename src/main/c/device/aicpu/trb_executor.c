@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/last_error.h"
 #include "orch/orch_session.h"
@@ -23,6 +24,7 @@
 #include "device/aicpu/aicpu_work.h"
 #include "device/aicpu/trb_orch_api.h"
 #include "device/aicpu/trb_orch_library.h"
+#include "device/aicpu/trb_recording.h"
 #include "device/aicpu/trb_run.h"
 #include "device/aicpu/trb_scheduler.h"
 #include "ptorun/pto_runtime_c_api.h"
@@ -127,7 +129,8 @@ static int bind_work(TrbRun *t, PtoAicpuArgs *args)
     w->tasks_submitted = 0;
     w->orchestration_code = 0;
     w->message[0] = '\0';
-    return bind_rings(t, img) && bind_memory(t) && bind_dep_graph(t, w->dep_graph_dev);
+    w->orchestration_ns = 0;
+    return bind_rings(t, img) && trb_recording_bind(t, w) && bind_memory(t) && bind_dep_graph(t, w->dep_graph_dev);
 }
 
 void trb_start(AicpuDevice *d, PtoAicpuArgs *args)
@@ -141,6 +144,8 @@ void trb_start(AicpuDevice *d, PtoAicpuArgs *args)
     t->manual_depth = 0;
     t->dep_count = 0;
     t->api_error = 0;
+    t->record_mode = PTO_TRB_RECORD_OFF;
+    t->recording = NULL;
     trb_sched_reset(t);
     if (!bind_work(t, args)) {
         /* nothing can run: the run ends before it began */
@@ -173,9 +178,15 @@ static int orchestrate(TrbRun *t, int *loaded)
        cannot reach a later run's state through it (orch/orch_session.h) */
     OrchSession session;
     void *handle = orch_session_open(&session, t);
-    int ret = fn == NULL ? pto_program_orchestrate(&trb_orch_api, handle, t->args, orchestration, w->orchestration_bytes,
-                                                   (const uint8_t *)(uintptr_t)w->signature_dev, w->signature_length)
-                         : fn(&trb_orch_api, handle, t->args);
+    int ret;
+    if (t->record_mode == PTO_TRB_REPLAY)
+        ret = trb_replay(t, handle); /* the program's recorded graph instead of the program */
+    else if (fn == NULL) /* recording: the interpreter names each param's origin */
+        ret = pto_program_orchestrate_origins(&trb_orch_api, handle, t->args, orchestration, w->orchestration_bytes,
+                                              (const uint8_t *)(uintptr_t)w->signature_dev, w->signature_length,
+                                              t->record_mode == PTO_TRB_RECORD ? t->record_origins : NULL);
+    else
+        ret = fn(&trb_orch_api, handle, t->args);
     orch_session_close(&session);
     return ret;
 }
@@ -237,6 +248,7 @@ static void finish_orchestration(AicpuDevice *d, TrbRun *t, int ret, int loaded)
     char message[PTO_TRB_MESSAGE_BYTES];
     int32_t code = judge_orchestration(t, ret, loaded, message, sizeof message);
     w->orchestration_code = ret;
+    trb_record_finish(t, code == PTO_OK);
     for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
         w->heap_peak[r] = t->rings[r].heap_peak; /* only the orchestration allocates */
     if (code != PTO_OK && !d->stopping) {
@@ -258,7 +270,14 @@ int32_t trb_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHoo
         t->orch_hooks = hooks;
         pthread_mutex_unlock(&d->lock);
         int loaded;
+        /* the orchestrator's own CPU time (PtoTrbWork.orchestration_ns): not the time it was
+           parked or descheduled while kernels ran */
+        struct timespec start, end;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
         int ret = orchestrate(t, &loaded);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
+        t->work->orchestration_ns =
+            (uint64_t)(end.tv_sec - start.tv_sec) * 1000000000u + (uint64_t)end.tv_nsec - (uint64_t)start.tv_nsec;
         pthread_mutex_lock(&d->lock);
         finish_orchestration(d, t, ret, loaded);
     }

@@ -15,6 +15,7 @@
 #include "util/last_error.h"
 #include "orch/orch_session.h"
 #include "device/aicpu/trb_orch_api.h"
+#include "device/aicpu/trb_recording.h"
 #include "device/aicpu/trb_scheduler.h"
 #include "ptorun/pto_runtime_c_api.h"
 
@@ -99,8 +100,10 @@ static uint64_t api_alloc_tensor(void *orch, uint64_t bytes)
     AicpuDevice *d = &aicpu_device;
     uint32_t ring = trb_ring_of_depth(t->depth);
     TrbRing *r = &t->rings[ring];
-    if (bytes == 0)
+    if (bytes == 0) {
+        trb_record_alloc(t, 0, trb_ring_heap_addr(r, 0));
         return trb_ring_heap_addr(r, 0); /* a view of it touches nothing */
+    }
     uint64_t aligned = (bytes + PTO_TRB_HEAP_ALIGN - 1) / PTO_TRB_HEAP_ALIGN * PTO_TRB_HEAP_ALIGN;
     if (aligned < bytes || aligned > r->heap_bytes) {
         trb_api_fail(t, PTO_ERR_CAPACITY,
@@ -132,6 +135,7 @@ static uint64_t api_alloc_tensor(void *orch, uint64_t bytes)
     int32_t cls = trb_map_class(&t->map, addr, addr + aligned);
     if (cls >= 0)
         trb_map_purge(&t->map, cls, addr, addr + aligned);
+    trb_record_alloc(t, bytes, addr);
     return addr;
 }
 
@@ -151,6 +155,7 @@ static int scope_begin(void *orch, const char *fn, uint32_t mode)
     t->scope_first[t->depth] = t->submitted;
     if (mode == PTO_SCOPE_MANUAL && t->manual_depth == 0)
         t->manual_depth = t->depth; /* its tasks record apart (trb_map_record_manual) */
+    trb_record_scope_begin(t, mode);
     return PTO_OK;
 }
 
@@ -190,6 +195,7 @@ static int api_scope_end(void *orch)
     }
     end_scope(&aicpu_device, t);
     t->depth--;
+    trb_record_scope_end(t);
     return PTO_OK;
 }
 

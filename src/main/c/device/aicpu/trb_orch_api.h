@@ -29,6 +29,12 @@ int32_t trb_api_fail(TrbRun *t, int32_t code, const char *fmt, ...) __attribute_
    noticed where the call takes the lock). */
 TrbRun *trb_api_begin(void *orch, const char *fn, int32_t *rc);
 
+/* A recorded task (trb_recording.h): its params relocated, its producers
+   (dep_count (task id, ref) pairs, ascending) as recorded; no tensor-map work.
+   `after`: it was a submit_after (messages name the call). */
+int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
+                            const uint64_t *deps, uint32_t dep_count);
+
 int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
 int trb_api_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint32_t *after,
                          uint32_t n_after);

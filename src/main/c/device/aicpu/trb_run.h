@@ -53,6 +53,14 @@ typedef struct TrbRun {
     int32_t api_error;        /* the first failing api call's code, 0 none */
     int kept;                 /* a lone ready task was kept for this thread (trb_scheduler.h) */
     uint64_t kept_ref;
+
+    /* a program's recorded graph, the orchestrator's own (trb_recording.h) */
+    uint32_t record_mode;     /* PTO_TRB_RECORD_* */
+    int recording_ok;         /* RECORD: every operation so far is in the recording */
+    PtoTrbRecording *recording; /* RECORD, REPLAY; NULL when off */
+    uint64_t *record_refs;    /* RECORD: each recorded task's ref, by task id */
+    uint32_t record_origins[PTO_MAX_TASK_PARAMS]; /* RECORD: the interpreter's origins of the call */
+    uint64_t locals[PTO_PROGRAM_MAX_LOCALS]; /* RECORD, REPLAY: each local's address in this run */
 } TrbRun;
 
 extern TrbRun trb_run;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "device/aicpu/trb_orch_api.h"
+#include "device/aicpu/trb_recording.h"
 #include "device/aicpu/trb_scheduler.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/sorted_search.h"
@@ -95,6 +96,7 @@ static int32_t ensure_map_room(AicpuDevice *d, TrbRun *t, const MapNeed *need, u
 {
     if (map_fits(&t->map, need))
         return PTO_OK;
+    trb_record_lose(t); /* reclaiming forgets producers: a recording would not be exact */
     if (t->graph != NULL)
         return trb_api_fail(t, PTO_ERR_CAPACITY,
                             "submit (func_id %u): the tensor map's %u entries (%u strided views) are full and a "
@@ -363,6 +365,7 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
         (rc = record_dep_graph(t, task_id, func_id)) != PTO_OK)
         return rc;
     uint64_t ref = trb_task_ref(t->rings[ring].next_local, ring);
+    trb_record_task(t, task_id, ref, func_id, params, n, after != NULL);
     for (uint32_t i = 0; i < n; i++) {
         if (cls[i] < 0)
             continue;
@@ -374,6 +377,39 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
         else
             trb_map_record(&t->map, cls[i], lo, hi, view, writes, task_id, ref);
     }
+    uint32_t ask;
+    pthread_mutex_lock(&d->lock);
+    rc = wire_task(d, t, k, ring, params, n, views, &ask);
+    pthread_mutex_unlock(&d->lock);
+    trb_sched_request(d, t, ask);
+    return rc;
+}
+
+int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
+                            const uint64_t *deps, uint32_t dep_count)
+{
+    AicpuDevice *d = &aicpu_device;
+    const char *fn = after ? "submit_after" : "submit";
+    trb_sched_release_kept(d, t); /* the orchestration goes on (trb_api_run) */
+    const PtoTrbKernel *k = find_kernel(t, func_id);
+    if (k == NULL)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id);
+    uint32_t ring = trb_ring_of_depth(t->depth);
+    uint64_t pool = t->rings[ring].node_count, limit = pool < t->deps_capacity ? pool : t->deps_capacity;
+    if (dep_count > limit) /* this run's dependency pool may be smaller than the recording run's */
+        return trb_api_fail(t, PTO_ERR_CAPACITY,
+                            "%s (func_id %u): the task has more than %llu producers; ring %u's dependency pool "
+                            "holds %llu (CallConfig.ring_dep_pool[%u])",
+                            fn, func_id, (unsigned long long)limit, ring, (unsigned long long)pool, ring);
+    int32_t rc;
+    uint32_t views = 0;
+    if ((rc = ensure_window(d, t, ring)) != PTO_OK ||
+        (rc = ensure_views(d, t, ring, views = kept_views(params, n))) != PTO_OK)
+        return rc;
+    memcpy(t->deps, deps, (size_t)dep_count * 2 * sizeof(uint64_t));
+    t->dep_count = dep_count;
+    if ((rc = record_dep_graph(t, t->submitted, func_id)) != PTO_OK)
+        return rc;
     uint32_t ask;
     pthread_mutex_lock(&d->lock);
     rc = wire_task(d, t, k, ring, params, n, views, &ask);

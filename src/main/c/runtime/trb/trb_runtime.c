@@ -16,6 +16,9 @@
  *   or name the failure from the status and work blocks. unbind: free the
  *   run's dependency-graph and trace buffers (the retained buffer and the
  *   image stay).
+ * A program's graph is recorded on the device at its first run of an argument
+ * geometry and replayed there after (trb_recording.h): bind chooses, collect
+ * keeps a completed recording, unbind frees or gives back.
  *
  * Everything a bind writes is its slot's (scratch, retained buffer), the run's
  * own (dependency-graph and trace buffers) or — only when it builds it — bank
@@ -46,6 +49,7 @@
 #include "runtime/runtime_run.h"
 #include "runtime/trb/trb_image.h"
 #include "runtime/trb/trb_internal.h"
+#include "runtime/trb/trb_recording.h"
 
 #define TRB_RUN_MAGIC 0x54524252u      /* "TRBR": a bound run */
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -63,6 +67,13 @@ typedef struct TrbHeader {
 #define TRB_ARGS_OFFSET ALIGN_UP(sizeof(TrbHeader), 64u)
 #define TRB_SLICES_OFFSET ALIGN_UP(TRB_ARGS_OFFSET + sizeof(ChipStorageTaskArgs), PTO_TRB_STAGING_ALIGN)
 
+/* Where a slot's last run's device orchestration time is in its retained staging
+   buffer: the benchmark reads it there on the sim, whose device memory is host memory
+   (src/test/java/org/ptorun/TrbFigures.java names the same number). */
+#define TRB_ORCHESTRATION_NS_OFFSET 1856u
+_Static_assert(offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns) == TRB_ORCHESTRATION_NS_OFFSET,
+               "TrbFigures.ORCHESTRATION_NS_OFFSET");
+
 /* The runtime's part of a run (RuntimeRun.opaque). */
 typedef struct TrbRunState {
     uint32_t magic;
@@ -76,6 +87,7 @@ typedef struct TrbRunState {
     uint32_t timeout_ms;      /* the run's deadline, for the timeout's message */
     uint64_t device_bytes;    /* its staging, dependency-graph and trace bytes; collect adds the locals' peak */
     NativeRunDescriptor desc; /* a copy: names the dependency-graph file */
+    TrbRecordingRun rec;      /* a program's recorded graph (trb_recording.h) */
 } TrbRunState;
 _Static_assert(sizeof(TrbRunState) <= PTO_RUNTIME_RUN_BYTES, "TrbRunState fits RuntimeRun");
 
@@ -123,6 +135,24 @@ int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS])
     return rc;
 }
 
+int trb_read_orchestration_ns(const HostApi *api, uint64_t *ns)
+{
+    void *dev = NULL;
+    size_t size = 0;
+    int rc = host_api_get_retained_temp_buffer(api, &dev, &size);
+    if (rc == PTO_OK && (dev == NULL || size < sizeof(TrbHeader)))
+        rc = pto_fail(PTO_ERR_WRONG_PHASE, "trb_read_orchestration_ns: the slot has run nothing");
+    if (rc == PTO_OK)
+        rc = host_api_copy_from_device(
+            api, ns, (uint8_t *)dev + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns), sizeof *ns);
+    return rc;
+}
+
+uint64_t trb_callable_recording_bytes(const RuntimeCallable *c)
+{
+    return trb_recorder_bytes(c->recorder);
+}
+
 /* ---- the slot scratch and registration (the shared part: runtime_registry.c) ---------- */
 
 RuntimeSlotScratch *runtime_slot_scratch_create(void)
@@ -161,12 +191,17 @@ int runtime_callable_attach(const HostApi *api, RuntimeCallable *c)
         c->kernels[i] = (PtoTrbKernel){ k->addr, k->func_id, k->core_type };
     }
     qsort(c->kernels, c->kernel_count, sizeof c->kernels[0], by_func_id);
-    return PTO_OK;
+    if (h->orchestration_kind != PTO_ORCH_PROGRAM)
+        return PTO_OK; /* a library's graph may depend on anything: never recorded */
+    trb_recording_plan(&c->copy.view, &c->plan);
+    c->recorder = graph_recorder_create();
+    return c->recorder != NULL ? PTO_OK : PTO_ERR_OUT_OF_MEMORY;
 }
 
 void runtime_callable_detach(const HostApi *api, RuntimeCallable *c)
 {
-    (void)api, (void)c; /* attach took nothing */
+    graph_recorder_destroy(c->recorder, api); /* no run is outstanding: nobody holds its recording */
+    c->recorder = NULL;
 }
 
 /* ---- bind: staging ----------------------------------------------------------------- */
@@ -314,6 +349,7 @@ static int alloc_dep_graph(const HostApi *api, const CallConfig *cfg, TrbRunStat
 
 static void free_run_memory(const HostApi *api, TrbRunState *h)
 {
+    trb_recording_unbind(api, h->callable->recorder, &h->rec);
     if (h->dep_graph != NULL)
         host_api_device_free(api, h->dep_graph);
     run_trace_free(api, &h->trace);
@@ -359,6 +395,7 @@ static int write_header(const HostApi *api, const RuntimeCallable *c, const Call
     w->dep_graph_dev = (uint64_t)(uintptr_t)h->dep_graph;
     w->kernel_count = c->kernel_count;
     memcpy(w->kernels, c->kernels, c->kernel_count * sizeof c->kernels[0]);
+    trb_recording_work(&h->rec, &c->plan, w);
     return host_api_copy_to_device(api, h->staging, &hdr, sizeof hdr);
 }
 
@@ -386,7 +423,10 @@ static int stage_run(const HostApi *api, RuntimeSlotScratch *s, TrbRunState *h, 
     h->orchestration_kind = c->copy.view.header.orchestration_kind;
     h->callable = c;
     h->device_bytes = required; /* the run's part of the retained buffer, which may be larger */
-    if ((rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = alloc_trace(api, cfg, h)) != PTO_OK ||
+    /* the tensors are placed: the run's geometry is known (replay or record, trb_recording.h) */
+    if ((rc = trb_recording_bind(api, c->recorder, &c->plan, &s->tensors, (uint32_t)args->scalar_count, &h->rec)) !=
+            PTO_OK ||
+        (rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = alloc_trace(api, cfg, h)) != PTO_OK ||
         (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK)
         free_run_memory(api, h);
     return rc;
@@ -533,17 +573,18 @@ int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
     /* each ring's peak: a bound on the bytes in use at once over all rings */
     for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
         h->device_bytes += peaks[r];
-    return PTO_OK;
+    /* the run succeeded: a recording the device completed is kept (and only then) */
+    return trb_recording_collect(api, h->callable->recorder, &h->scratch->tensors, &h->rec);
 }
 
 uint32_t runtime_run_graph_source(const RuntimeRun *run)
 {
-    (void)run; /* the device orchestration builds every run's graph */
-    return PTO_RUN_GRAPH_BUILT;
+    const TrbRunState *h = (const TrbRunState *)run->opaque;
+    return h->magic == TRB_RUN_MAGIC ? h->rec.graph_source : PTO_RUN_GRAPH_BUILT;
 }
 
 uint64_t runtime_run_device_bytes(const RuntimeRun *run)
 {
     const TrbRunState *h = (const TrbRunState *)run->opaque;
-    return h->magic == TRB_RUN_MAGIC ? h->device_bytes : 0;
+    return h->magic == TRB_RUN_MAGIC ? h->device_bytes + h->rec.device_bytes : 0;
 }

@@ -7,17 +7,20 @@ package org.ptorun;
  * orchestration library) is recorded at its first prepare and replayed by every later
  * prepare of the same callable with the same argument geometry — tensor count and sizes,
  * which arguments live in device memory and how those overlap, scalar count: that prepare
- * binds the arguments' addresses and scalar values and builds nothing. trb builds every
- * run's graph on the device.
+ * binds the arguments' addresses and scalar values and builds nothing. trb does the same
+ * in its device-side orchestration (docs/recorded-graphs.md, trb): the first run of a
+ * geometry records the graph as the device builds it, kept once the run succeeded; later
+ * runs replay it on the device instead of interpreting the program.
  */
 public enum GraphSource {
     /** The orchestration built the run's graph and it was not recorded (an orchestration
-     *  library's, a trb run's, a geometry whose recording a running run still held, a graph
-     *  too large to record, a run whose prepare failed). */
+     *  library's, a geometry whose recording a running run still held, a graph too large to
+     *  record or whose recording device memory could not hold, a run that failed). */
     BUILT,
     /** The orchestration built the run's graph and recorded it for later runs. */
     RECORDED,
-    /** Prepare bound the run's arguments to the callable's recorded graph. */
+    /** The run's arguments were bound to the callable's recorded graph (hbg: in prepare;
+     *  trb: the device replayed it). */
     REPLAYED;
 
     /** The library's {@code PTO_RUN_GRAPH_*} code; an unknown one reads as BUILT. */

@@ -116,6 +116,13 @@ class CloseRaceMatrixE2ETest {
         try (Harness h = new Harness(runtime, dir)) {
             for (Op op : PAIRS.get(resource)) {
                 SplittableRandom random = new SplittableRandom(Long.getLong("ptorun.closeRaceSeed", 11) ^ op.ordinal());
+                if (op == Op.COLLECTIVE) {
+                    // the allreduce program's first whole run records its graph, the callable's
+                    // until it is unregistered (docs/recorded-graphs.md): part of the baseline
+                    for (int i = 0; i < 50 && h.race(resource, op, random, closer) != Outcome.WHOLE; i++) {
+                        // a close that came first refused the run: nothing was recorded yet
+                    }
+                }
                 long baseline = h.committed();
                 Map<Outcome, Integer> seen = new EnumMap<>(Outcome.class);
                 for (int i = 0; i < racesOf(resource); i++) {

@@ -226,8 +226,8 @@ class TensorViewsE2ETest {
      * iteration, after the previous iteration's scope freed it: the run commits exactly the
      * device memory of the same tasks with one local allocated once (hbg sizes the local heap
      * by the program's peak; trb's scope ring is given 1 024 bytes, four iterations' locals,
-     * and streams 20 000 tasks through it). Each is measured while the only callable
-     * registered: on hbg a callable's recorded graph is committed with it.
+     * and streams 20 000 tasks through it). Each is measured alone, less what its
+     * registration holds ({@link #runMemoryWhilePrepared}).
      */
     @ParameterizedTest
     @MethodSource("variants")
@@ -246,21 +246,30 @@ class TensorViewsE2ETest {
         try (ChipWorker chip = open(variant)) {
             float[] once = start.clone();
             float[] scoped = start.clone();
-            // one registered at a time: an hbg callable's recorded graph (the same tasks, so the
-            // same image size) is committed with it until it is unregistered; its upload (the
-            // scoped program is two instructions longer) is taken out
-            ChipCallable one = accumulation(iterations, cols, true);
-            ChipCallable perScope = accumulation(iterations, cols, false);
-            chip.registerCallable(ID, one);
-            long hoisted = committedWhilePrepared(chip, ID, x, once, tight) - one.size();
-            chip.unregisterCallable(ID);
-            chip.registerCallable(ID + 1, perScope);
-            long perIteration = committedWhilePrepared(chip, ID + 1, x, scoped, tight) - perScope.size();
+            long hoisted = runMemoryWhilePrepared(chip, ID, accumulation(iterations, cols, true), x, once, tight);
+            long perIteration = runMemoryWhilePrepared(chip, ID + 1, accumulation(iterations, cols, false), x, scoped,
+                    tight);
             assertThat(perIteration).as("device memory of the prepared run, per-iteration locals vs one local")
                     .isEqualTo(hoisted);
             assertBitExact(once, expected);
             assertBitExact(scoped, expected);
         }
+    }
+
+    /**
+     * Registers the program alone and runs it once (its graph recorded, docs/recorded-graphs.md),
+     * then prepares a second run: the chip's committed device memory while that run is
+     * prepared, less what the registration holds (its upload and its recorded graph, freed
+     * at unregister, whose sizes follow the program's length, not its locals).
+     */
+    private static long runMemoryWhilePrepared(ChipWorker chip, int id, ChipCallable program, float[] x, float[] acc,
+            CallConfig config) {
+        chip.registerCallable(id, program);
+        chip.run(id, TaskArgs.of(Tensor.of(x), Tensor.of(acc.clone())), config);
+        long prepared = committedWhilePrepared(chip, id, x, acc, config);
+        long registered = chip.committedDeviceMemory();
+        chip.unregisterCallable(id);
+        return prepared - (registered - chip.committedDeviceMemory());
     }
 
     /** Prepares, reads the chip's committed device memory, launches and finalizes (results copied back). */

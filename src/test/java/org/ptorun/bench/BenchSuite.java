@@ -316,19 +316,19 @@ public final class BenchSuite {
         return m;
     }
 
-    /** P13 (docs/performance.md): the child JVM's medians of first and replayed prepares. */
+    /** P13 (docs/performance.md): the child JVM's medians of first and replayed prepares (trb: device orchestrations). */
     private void recordedGraphs() throws IOException, InterruptedException {
-        for (String variant : List.of("a2a3/sim/hbg", "a2a3/onboard/hbg")) {
+        for (String variant : List.of("a2a3/sim/hbg", "a2a3/onboard/hbg", "a2a3/sim/trb")) {
             List<String> command = javaCommand(List.of(), RecordedGraphPrepare.class.getName(), variant);
             Map<String, Long> m = keyValues(runChild("P13 on " + variant, command), "^first=[0-9]+ replay=[0-9]+$");
-            String what = variant + ": prepare of a " + RecordedGraphPrepare.TASKS + "-task program, later runs"
-                    + " (recorded graph replayed) vs its first run (built and recorded), medians";
+            boolean trb = variant.endsWith("/trb");
+            String what = variant + (trb ? ": device orchestration time (orchestrator CPU time) of a " : ": prepare of a ")
+                    + RecordedGraphPrepare.TASKS + "-task program, later runs (recorded graph replayed) vs its first"
+                    + " run (built and recorded), medians";
             rows.add(ratioRow("P13", what, Optional.ofNullable(m.get("replay")).map(Long::doubleValue),
                     Optional.ofNullable(m.get("first")).map(Long::doubleValue), "replay %.0f ns / first %.0f ns",
                     0.05, true));
         }
-        rows.add(new Row("P13", "a2a3/sim/trb: device orchestration time, recorded vs first", "not built yet", "-",
-                "<= 0.05 x", "not measured"));
     }
 
     private Map<String, Long> medianOfChildren(String mode, String variant) throws IOException, InterruptedException {

@@ -15,6 +15,7 @@ import org.ptorun.PipelineSlotLease;
 import org.ptorun.RunReport;
 import org.ptorun.TaskArgs;
 import org.ptorun.Tensor;
+import org.ptorun.TrbFigures;
 import org.ptorun.Variant;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Kernel;
@@ -31,6 +32,13 @@ import org.ptorun.callable.Program;
  * afresh), times its first prepare, runs it, then times {@value #REPLAYS} prepares of
  * later runs; the line printed holds the medians in ns: {@code first=… replay=…}, and the
  * graph sources seen. P13 = replay / first.
+ *
+ * <p>On trb (sim) the graph is built, recorded and replayed in the device-side orchestration,
+ * not in prepare: there the figures are the device orchestration times (the orchestrator
+ * thread's CPU time, {@link TrbFigures}) of the first run and of the replayed runs, with
+ * ring 0's window and dependency pool holding every task so that the orchestrator never
+ * waits for the kernels; the prepare medians follow on a line of their own
+ * ({@code prepareFirst=… prepareReplay=…}).
  */
 public final class RecordedGraphPrepare {
 
@@ -53,8 +61,14 @@ public final class RecordedGraphPrepare {
 
     public static void main(String[] args) {
         Variant variant = Variant.parse(args[0]);
+        boolean deviceOrchestration = variant.runtime() == Variant.RuntimeKind.TRB;
+        CallConfig config = deviceOrchestration
+                ? CallConfig.builder().ringTaskWindow(0, 2L * TASKS).ringDepPool(0, 2L * TASKS).build()
+                : CallConfig.DEFAULT;
         long[] first = new long[ROUNDS];
         long[] replay = new long[ROUNDS * REPLAYS];
+        long[] orchFirst = new long[ROUNDS];
+        long[] orchReplay = new long[ROUNDS * REPLAYS];
         GraphSource firstSource = null;
         GraphSource replaySource = null;
         try (ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0)) {
@@ -69,17 +83,20 @@ public final class RecordedGraphPrepare {
                 chip.registerCallable(ID, callable);
                 for (int k = 0; k <= REPLAYS; k++) {
                     long t0 = System.nanoTime();
-                    NativeRun run = chip.prepare(ID, taskArgs, CallConfig.DEFAULT, PipelineSlotLease.of(0, 1),
-                            runId, runId, null);
+                    NativeRun run = chip.prepare(ID, taskArgs, config, PipelineSlotLease.of(0, 1), runId, runId,
+                            null);
                     long prepare = System.nanoTime() - t0;
                     runId++;
                     chip.launch(run);
                     RunReport report = chip.finalizeRun(run);
+                    long orchestration = deviceOrchestration ? TrbFigures.lastOrchestrationNanos(chip, variant, 0) : 0;
                     if (k == 0) {
                         first[r] = prepare;
+                        orchFirst[r] = orchestration;
                         firstSource = report.graphSource();
                     } else {
                         replay[r * REPLAYS + k - 1] = prepare;
+                        orchReplay[r * REPLAYS + k - 1] = orchestration;
                         replaySource = report.graphSource();
                     }
                 }
@@ -88,7 +105,12 @@ public final class RecordedGraphPrepare {
             chip.free(x);
             chip.free(z);
         }
-        System.out.println("first=" + median(first) + " replay=" + median(replay));
+        if (deviceOrchestration) {
+            System.out.println("first=" + median(orchFirst) + " replay=" + median(orchReplay));
+            System.out.println("prepareFirst=" + median(first) + " prepareReplay=" + median(replay));
+        } else {
+            System.out.println("first=" + median(first) + " replay=" + median(replay));
+        }
         System.out.println("sources: first " + firstSource + ", later " + replaySource);
     }
 
