@@ -49,8 +49,8 @@ import org.slf4j.LoggerFactory;
  * ({@link CallConfig.Builder#captureFailuresTo}) is captured as a Worker captures it
  * (docs/replay.md): its inputs are copied when it is prepared, or when a blocking
  * {@code run} begins (the caller may reuse its arrays once the run is done), and if it
- * fails — at prepare, launch, poll or finalize; a {@link ChipBusyException} is no failure
- * — the capture is written, once, as {@code run-<runId>-<dispatchId>.ptocap} in that
+ * fails — at prepare, launch, poll or finalize; a {@link ChipBusyException} or
+ * {@link OverlapNotNowException} is no failure — the capture is written, once, as {@code run-<runId>-<dispatchId>.ptocap} in that
  * directory (with {@code -<runEpoch>} before the suffix when that file exists), before the
  * failure is thrown. A capture that cannot be taken or written is logged (WARN) and never
  * changes the run's outcome or exception; runs that {@link #close()} finalizes are not
@@ -328,7 +328,7 @@ public final class ChipWorker implements AutoCloseable {
             run = new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
             admitAndCall(run, callableId, args, config, acceptance, true, false);
         } catch (RuntimeException e) {
-            if (!(e instanceof ChipBusyException)) { // busy is no failure: the caller retries
+            if (!retryable(e)) {
                 captures.write(capture, runId, dispatchId, run == null ? 0 : run.runEpoch(), e);
             }
             throw e;
@@ -353,7 +353,7 @@ public final class ChipWorker implements AutoCloseable {
         try {
             launchBegun(run);
         } catch (RuntimeException e) {
-            if (!(e instanceof ChipBusyException)) { // refused before it started: it may launch again
+            if (!retryable(e)) {
                 captures.failed(run, e);
             }
             throw e;
@@ -567,7 +567,7 @@ public final class ChipWorker implements AutoCloseable {
                     : new NativeRun(lease.slotId(), lease.generation(), RunEpochs.next(), runId, dispatchId);
             report = admitAndCall(run, callableId, args, config, acceptance, lease != null, true);
         } catch (RuntimeException e) {
-            if (!(e instanceof ChipBusyException)) { // busy is no failure: the caller retries
+            if (!retryable(e)) {
                 captures.write(capture, runId, dispatchId, run == null ? 0 : run.runEpoch(), e);
             }
             throw e;
@@ -648,10 +648,19 @@ public final class ChipWorker implements AutoCloseable {
      * chip is no failure: the caller retries.
      */
     private RuntimeException refused(TaskArgs args, RuntimeException e) {
-        if (!(e instanceof ChipBusyException)) {
+        if (!retryable(e)) {
             device.breakDomainsNamedBy(args);
         }
         return e;
+    }
+
+    /**
+     * A "not now" — the chip busy, or (trb) a successor that does not fit beside the executing
+     * run — is no failure: nothing was taken and the caller tries again, so it is not captured
+     * and breaks nothing.
+     */
+    private static boolean retryable(RuntimeException e) {
+        return e instanceof ChipBusyException || e instanceof OverlapNotNowException;
     }
 
     /** The run was seen to end: its Completion event. */

@@ -173,6 +173,32 @@ class TrbOverlapE2ETest {
         assertBitExact(f2, ChipWorkerE2ETest.reference(p, q));
     }
 
+    @ParameterizedTest
+    @MethodSource("twoSlotTrb")
+    void aNotNowIsNoFailureItWritesNoCapture(Variant variant, @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        open(variant);
+        Gate gate = gate();
+        Held a = launchGated(gate, 0, 9);
+        float[] f = filled(N);
+        TaskArgs args = ChipWorkerE2ETest.chainArgs(random(N, 13), random(N, 14), f);
+        CallConfig captured = OTHER.toBuilder().captureFailuresTo(dir).build();
+        assertThat(catchThrowableOfType(
+                () -> chip.prepare(CHAIN, args, captured, PipelineSlotLease.of(1, 2), 500, 501, null),
+                OverlapNotNowException.class)).isNotNull();
+        try (var files = java.nio.file.Files.list(dir)) {
+            assertThat(files.toList()).as("\"not now\" is retried, not captured").isEmpty();
+        }
+        gate.open();
+        chip.finalizeRun(a.run());
+        NativeRun b = chip.prepare(CHAIN, args, captured, PipelineSlotLease.of(1, 3), 500, 501, null);
+        chip.launch(b);
+        chip.finalizeRun(b);
+        try (var files = java.nio.file.Files.list(dir)) {
+            assertThat(files.toList()).as("nor is the run that then succeeded").isEmpty();
+        }
+    }
+
     /**
      * A caller-driven Worker with every run gated, configs alternating in pairs: each run's
      * gate opens only once the Worker made every move it could while that run executes (so
