@@ -340,6 +340,18 @@ static int32_t wire_task(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint3
     return PTO_OK;
 }
 
+/* wire_task under the device's lock, then the participations it asks for. */
+static int32_t wire_and_schedule(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *k, uint32_t ring,
+                                 const PtoTaskParam *params, uint32_t n, uint32_t views)
+{
+    uint32_t ask;
+    pthread_mutex_lock(&d->lock);
+    int32_t rc = wire_task(d, t, k, ring, params, n, views, &ask);
+    pthread_mutex_unlock(&d->lock);
+    trb_sched_request(d, t, ask);
+    return rc;
+}
+
 static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
                        const After *after)
 {
@@ -377,12 +389,7 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
         else
             trb_map_record(&t->map, cls[i], lo, hi, view, writes, task_id, ref);
     }
-    uint32_t ask;
-    pthread_mutex_lock(&d->lock);
-    rc = wire_task(d, t, k, ring, params, n, views, &ask);
-    pthread_mutex_unlock(&d->lock);
-    trb_sched_request(d, t, ask);
-    return rc;
+    return wire_and_schedule(d, t, k, ring, params, n, views);
 }
 
 int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
@@ -410,12 +417,7 @@ int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *par
     t->dep_count = dep_count;
     if ((rc = record_dep_graph(t, t->submitted, func_id)) != PTO_OK)
         return rc;
-    uint32_t ask;
-    pthread_mutex_lock(&d->lock);
-    rc = wire_task(d, t, k, ring, params, n, views, &ask);
-    pthread_mutex_unlock(&d->lock);
-    trb_sched_request(d, t, ask);
-    return rc;
+    return wire_and_schedule(d, t, k, ring, params, n, views);
 }
 
 int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
