@@ -375,9 +375,10 @@ static int by_value(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* A 4096-task chain z += x: the replayed runs' device orchestration takes less
-   than the recording run's (the figures go to stderr; P13 measures it at scale). */
-TEST(trb_a_replay_orchestrates_faster_than_the_recording_run)
+/* A 4096-task chain z += x, recorded then replayed, right every time, each run's
+   device orchestration time reported (to stderr: no unit test compares timings;
+   P13 measures them, docs/performance.md). */
+TEST(trb_a_long_chain_replays_right_and_reports_its_orchestration_time)
 {
     enum { TASKS = 4096, FLOATS = 64, REPLAYS = 5 };
     Runner *r = trb_runner();
@@ -421,7 +422,6 @@ TEST(trb_a_replay_orchestrates_faster_than_the_recording_run)
     qsort(replay, REPLAYS, sizeof replay[0], by_value);
     fprintf(stderr, "  trb device orchestration of %d tasks: recording run %llu ns, replays (median) %llu ns\n", TASKS,
             (unsigned long long)first, (unsigned long long)replay[REPLAYS / 2]);
-    CHECK(replay[REPLAYS / 2] < first);
     free(a);
     trb_release(r, c);
     runner_destroy(r);

@@ -220,13 +220,14 @@ class GraphRecordingE2ETest {
     }
 
     /**
-     * trb replays in the device-side orchestration: the replayed runs' orchestration (the
-     * orchestrator's CPU time, the work block's figure) is below the recording run's, the
-     * rings holding every task so that the orchestrator never waits for the kernels.
+     * trb replays in the device-side orchestration: a 4 096-task chain, recorded then
+     * replayed, is right every time and reports its device orchestration time (the
+     * orchestrator's CPU time, the work block's figure; the rings hold every task so that the
+     * orchestrator never waits for the kernels) — the figure P13 compares.
      */
     @ParameterizedTest
     @MethodSource("simTrbVariants")
-    void onTrbTheReplayedDeviceOrchestrationIsFasterThanTheRecordingOne(Variant variant) {
+    void onTrbALongChainReplaysRightAndReportsItsDeviceOrchestrationTime(Variant variant) {
         int tasks = 4096;
         long bytes = 4L * TILE;
         ChipCallable chain = ChipCallable.builder().signature(IN, INOUT).child(ADD, Kernel.tileAdd())
@@ -254,10 +255,7 @@ class GraphRecordingE2ETest {
                 nanos[k] = TrbFigures.lastOrchestrationNanos(chip, variant, 0);
                 assertThat(nanos[k]).isPositive();
             }
-            long[] replays = java.util.Arrays.copyOfRange(nanos, 1, nanos.length);
-            java.util.Arrays.sort(replays);
-            assertThat(replays[replays.length / 2]).as("median replayed orchestration vs the recording run's, ns")
-                    .isLessThan(nanos[0]);
+            // how the times compare is P13's to measure (docs/performance.md), never a test's
         }
     }
 
