@@ -13,29 +13,6 @@
 #include "test_sim.h"
 #include "trb_fixture.h"
 
-static uint8_t *build(TestCallableBuilder *b)
-{
-    uint32_t size;
-    uint8_t *bytes = tcb_build(b, &size);
-    tcb_free(b);
-    return bytes;
-}
-
-static RuntimeCallable *program_callable(Runner *r, TestCallableBuilder *b)
-{
-    uint8_t *bytes = build(b);
-    RuntimeCallable *c = trb_register(r, bytes);
-    free(bytes);
-    return c;
-}
-
-static void fill(float *x, uint32_t n, uint32_t seed)
-{
-    srand(seed);
-    for (uint32_t i = 0; i < n; i++)
-        x[i] = (float)(rand() % 2001 - 1000) / 97.0f;
-}
-
 static int same_bits(const float *a, const float *b, uint32_t n)
 {
     return memcmp(a, b, (size_t)n * sizeof(float)) == 0;
@@ -79,7 +56,7 @@ static RuntimeCallable *chain_program(Runner *r, uint32_t n, uint32_t fault_byte
     tcb_submit(&b, FN_VADDS, t2, 3);
     tcb_submit(&b, FN_VMUL, t3, 3);
     tcb_submit(&b, FN_VADD, t4, 3);
-    return program_callable(r, &b);
+    return trb_register_built(r, &b);
 }
 
 static float *chain_args(ChipStorageTaskArgs *a, uint32_t n, uint32_t seed)
@@ -91,8 +68,8 @@ static float *chain_args(ChipStorageTaskArgs *a, uint32_t n, uint32_t seed)
             t[i * n + j] = -777.0f;
         a->tensors[i] = test_f32_tensor(t + i * n, n);
     }
-    fill(t, n, seed);
-    fill(t + n, n, seed + 100);
+    trb_fill(t, n, seed);
+    trb_fill(t + n, n, seed + 100);
     return t;
 }
 
@@ -208,14 +185,14 @@ static RuntimeCallable *tiled_program(Runner *r)
     PtoProgramParam none[1];
     tcb_submit(&b, FN_NOOP, none, 0);
     tcb_insn(&b, PTO_OP_END_LOOP);
-    return program_callable(r, &b);
+    return trb_register_built(r, &b);
 }
 
 static void run_tiled(Runner *r, RuntimeCallable *c, const CallConfig *cfg)
 {
     float *x = malloc(N * 4), *w = malloc(N * 4), *out = malloc(N * 4), *want = malloc(N * 4);
-    fill(x, N, 1);
-    fill(w, N, 2);
+    trb_fill(x, N, 1);
+    trb_fill(w, N, 2);
     for (uint32_t i = 0; i < N; i++) {
         want[i] = ((x[i] * w[i] + 1.0f) + x[i]) + x[i];
         out[i] = -5.0f;
@@ -282,7 +259,7 @@ static RuntimeCallable *gemm_program(Runner *r, uint32_t tiles)
     tcb_submit(&b, FN_TILE_ADD, acc, 2);
     tcb_insn(&b, PTO_OP_END_LOOP);
     tcb_insn(&b, PTO_OP_END_LOOP);
-    return program_callable(r, &b);
+    return trb_register_built(r, &b);
 }
 
 TEST(trb_tiled_batched_gemm_matches_the_reference)
@@ -295,8 +272,8 @@ TEST(trb_tiled_batched_gemm_matches_the_reference)
         CHECK(c != NULL);
         uint32_t na = BATCH * tiles * GM * GK, nb = BATCH * tiles * GK * GN, nc = BATCH * GM * GN;
         float *a = malloc(na * 4), *bm = malloc(nb * 4), *out = malloc(nc * 4), *want = calloc(nc, 4);
-        fill(a, na, 3);
-        fill(bm, nb, 4);
+        trb_fill(a, na, 3);
+        trb_fill(bm, nb, 4);
         for (uint32_t bt = 0; bt < BATCH; bt++)
             for (uint32_t t = 0; t < tiles; t++) {
                 const float *at = a + (bt * tiles + t) * GM * GK, *btile = bm + (bt * tiles + t) * GK * GN;
@@ -342,9 +319,9 @@ TEST(trb_row_softmax_matches_the_reference)
     PtoProgramParam sm[] = { tile_view(0, PTO_ARG_IN, block, 0), tile_view(1, PTO_ARG_OUT, block, 0), tcb_imm(COLS) };
     tcb_submit(&b, FN_SOFTMAX, sm, 3);
     tcb_insn(&b, PTO_OP_END_LOOP);
-    RuntimeCallable *c = program_callable(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     float a[ROWS * COLS], out[ROWS * COLS], want[ROWS * COLS];
-    fill(a, ROWS * COLS, 8);
+    trb_fill(a, ROWS * COLS, 8);
     for (uint32_t row = 0; row < ROWS; row++) {
         const float *x = a + row * COLS;
         float m = x[0];
@@ -382,7 +359,7 @@ TEST(trb_zero_task_programs_and_zero_byte_tensors_complete)
     tcb_init(&b);
     tcb_signature(&b, sig, 2);
     trb_children(&b);
-    RuntimeCallable *empty = program_callable(r, &b);
+    RuntimeCallable *empty = trb_register_built(r, &b);
     tcb_init(&b);
     tcb_signature(&b, sig, 2);
     trb_children(&b);
@@ -393,7 +370,7 @@ TEST(trb_zero_task_programs_and_zero_byte_tensors_complete)
     tcb_alloc(&b, 0, 0);
     PtoProgramParam q[] = { tcb_local(0, PTO_ARG_IN, 0, 0), tcb_tensor(1, PTO_ARG_OUT, 0, 0) };
     tcb_submit(&b, FN_VCOPY, q, 2);
-    RuntimeCallable *zero_views = program_callable(r, &b);
+    RuntimeCallable *zero_views = trb_register_built(r, &b);
     float a[1] = { 1.0f }, c[1] = { 2.0f };
     ChipStorageTaskArgs *args = test_args();
     args->tensor_count = 2;
@@ -424,7 +401,7 @@ TEST(trb_interpreter_refusals_on_the_device_name_the_instruction)
     tcb_submit(&b, FN_VFILL, ok, 2);
     PtoProgramParam far[] = { tcb_tensor(0, PTO_ARG_OUT, 4096, 64), tcb_f32(1.0f) };
     tcb_submit(&b, FN_VFILL, far, 2);
-    RuntimeCallable *c = program_callable(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     float x[64];
     ChipStorageTaskArgs *args = test_args();
     args->tensor_count = 1;
@@ -463,7 +440,7 @@ TEST(trb_program_requests_that_can_never_fit_are_capacity_errors)
     tcb_insn(&b, PTO_OP_END_LOOP);
     PtoProgramParam all[] = { tcb_tensor(0, PTO_ARG_IN, 0, 20), tcb_tensor(1, PTO_ARG_OUT, 0, 20) };
     tcb_submit(&b, FN_VCOPY, all, 2);
-    RuntimeCallable *fan_in = program_callable(r, &b);
+    RuntimeCallable *fan_in = trb_register_built(r, &b);
     /* a local larger than its ring's heap */
     tcb_init(&b);
     tcb_signature(&b, sig, 2);
@@ -474,7 +451,7 @@ TEST(trb_program_requests_that_can_never_fit_are_capacity_errors)
     PtoProgramParam use[] = { tcb_local(0, PTO_ARG_OUT, 0, 2048), tcb_f32(1.0f) };
     tcb_submit(&b, FN_VFILL, use, 2);
     tcb_insn(&b, PTO_OP_SCOPE_END);
-    RuntimeCallable *big = program_callable(r, &b);
+    RuntimeCallable *big = trb_register_built(r, &b);
 
     float x[8], y[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
     ChipStorageTaskArgs *args = test_args();
@@ -528,7 +505,7 @@ TEST(trb_writes_the_dependency_graph_at_finalize)
     tcb_submit(&b, FN_VADDS, t1, 3);
     tcb_submit(&b, FN_VADDS, t2, 3);
     tcb_submit(&b, FN_VADD, t3, 3);
-    RuntimeCallable *c = program_callable(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     float t[4][16];
     ChipStorageTaskArgs *args = test_args();
     args->tensor_count = 4;
@@ -584,7 +561,7 @@ TEST(trb_a_dependency_graph_run_refuses_more_tasks_than_the_graph_records_before
     tcb_submit(&b, FN_NOOP, none, 0);
     tcb_insn(&b, PTO_OP_END_LOOP);
     tcb_insn(&b, PTO_OP_END_LOOP);
-    RuntimeCallable *c = program_callable(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     ChipStorageTaskArgs *args = test_args();
     CallConfig cfg = test_config(20000);
     cfg.enable_dep_graph = 1;

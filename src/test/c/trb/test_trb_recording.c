@@ -55,23 +55,6 @@ static int run(Runner *r, const RuntimeCallable *c, uint32_t slot, const ChipSto
     return erc != PTO_OK ? erc : rc;
 }
 
-static RuntimeCallable *register_built(Runner *r, TestCallableBuilder *b)
-{
-    uint32_t size;
-    uint8_t *bytes = tcb_build(b, &size);
-    tcb_free(b);
-    RuntimeCallable *c = trb_register(r, bytes);
-    free(bytes);
-    return c;
-}
-
-static void fill(float *x, uint32_t n, uint32_t seed)
-{
-    srand(seed);
-    for (uint32_t i = 0; i < n; i++)
-        x[i] = (float)(rand() % 2001 - 1000) / 97.0f;
-}
-
 static uint64_t f32_bits(float f)
 {
     uint32_t bits;
@@ -122,7 +105,7 @@ static RuntimeCallable *mixed_program(Runner *r, uint32_t tile)
     PtoAffine after = { .base = 0 };
     tcb_submit_after(&b, FN_VADDS, back, 3, &after, 1);
     tcb_insn(&b, PTO_OP_SCOPE_END);
-    return register_built(r, &b);
+    return trb_register_built(r, &b);
 }
 
 /* Runs the mixed program over tensors of `n` floats (>= TILES * tile) with
@@ -131,8 +114,8 @@ static void run_mixed(Runner *r, const RuntimeCallable *c, uint32_t slot, uint32
                       float s, const CallConfig *cfg, uint32_t want_source)
 {
     float *x = malloc(n * 4), *w = malloc(n * 4), *out = malloc(n * 4), *want = malloc(n * 4);
-    fill(x, n, seed);
-    fill(w, n, seed + 1);
+    trb_fill(x, n, seed);
+    trb_fill(w, n, seed + 1);
     for (uint32_t i = 0; i < n; i++) {
         out[i] = -5.0f;
         want[i] = i < TILES * tile ? x[i] * w[i] + s : 0.0f; /* OUT: bytes no task writes come back zeroed */
@@ -286,8 +269,8 @@ TEST(trb_a_replayed_run_writes_the_dependency_graph_file_a_built_run_writes)
     cfg.enable_dep_graph = 1;
     snprintf(cfg.output_prefix, sizeof cfg.output_prefix, "%s", dir);
     float x[256], w[256], out[256];
-    fill(x, 256, 1);
-    fill(w, 256, 2);
+    trb_fill(x, 256, 1);
+    trb_fill(w, 256, 2);
     ChipStorageTaskArgs *a = test_args();
     a->tensor_count = 3;
     a->tensors[0] = test_f32_tensor(x, 256);
@@ -338,7 +321,7 @@ TEST(trb_a_replay_checks_the_producers_against_its_own_dependency_pool)
         tcb_insn(&b, PTO_OP_END_LOOP);
         PtoProgramParam all[] = { tcb_tensor(0, PTO_ARG_IN, 0, K * 4), tcb_tensor(1, PTO_ARG_OUT, 0, K * 4) };
         tcb_submit(&b, FN_VCOPY, all, 2);
-        c[v] = register_built(r, &b);
+        c[v] = trb_register_built(r, &b);
         REQUIRE(c[v] != NULL);
     }
     float x[K], y[K];
@@ -392,7 +375,7 @@ TEST(trb_a_long_chain_replays_right_and_reports_its_orchestration_time)
     PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_IN, 0, FLOATS * 4), tcb_tensor(1, PTO_ARG_INOUT, 0, FLOATS * 4) };
     tcb_submit(&b, FN_TILE_ADD, p, 2);
     tcb_insn(&b, PTO_OP_END_LOOP);
-    RuntimeCallable *c = register_built(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     REQUIRE(c != NULL);
     float x[FLOATS], z[FLOATS];
     for (int i = 0; i < FLOATS; i++)
@@ -449,7 +432,7 @@ TEST(trb_a_recording_the_device_lost_is_never_kept)
     PtoProgramParam all[] = { tcb_tensor(0, PTO_ARG_IN, 0, K * 4), tile_view(1, PTO_ARG_OUT, K * 4) };
     tcb_submit(&b, FN_VCOPY, all, 2);
     tcb_insn(&b, PTO_OP_END_LOOP);
-    RuntimeCallable *c = register_built(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     REQUIRE(c != NULL);
     float x[K], y[K * K];
     ChipStorageTaskArgs *a = test_args();
@@ -486,7 +469,7 @@ TEST(trb_a_run_that_fails_after_its_orchestration_keeps_no_recording)
     PtoProgramParam bad[] = { tcb_tensor(0, PTO_ARG_IN, 0, 8), tcb_tensor(1, PTO_ARG_IN, 0, 256),
                               tcb_tensor(2, PTO_ARG_OUT, 0, 256) }; /* a view too small: the kernel faults */
     tcb_submit(&b, FN_VMUL, bad, 3);
-    RuntimeCallable *c = register_built(r, &b);
+    RuntimeCallable *c = trb_register_built(r, &b);
     REQUIRE(c != NULL);
     float x[64] = { 0 }, w[64] = { 0 }, out[64];
     ChipStorageTaskArgs *a = test_args();

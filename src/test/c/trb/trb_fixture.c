@@ -97,6 +97,23 @@ RuntimeCallable *trb_register(Runner *r, const uint8_t *bytes)
     return c;
 }
 
+RuntimeCallable *trb_register_built(Runner *r, TestCallableBuilder *b)
+{
+    uint32_t size;
+    uint8_t *bytes = tcb_build(b, &size);
+    tcb_free(b);
+    RuntimeCallable *c = trb_register(r, bytes);
+    free(bytes);
+    return c;
+}
+
+void trb_fill(float *x, uint32_t n, uint32_t seed)
+{
+    srand(seed);
+    for (uint32_t i = 0; i < n; i++)
+        x[i] = (float)(rand() % 2001 - 1000) / 97.0f;
+}
+
 void trb_release(Runner *r, RuntimeCallable *c)
 {
     HostApi api = host_api_bind(r, 0, 0, &host_api_ops);

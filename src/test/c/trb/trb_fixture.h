@@ -32,4 +32,10 @@ const uint8_t *trb_test_kernels(uint32_t *size);
 RuntimeCallable *trb_register(Runner *r, const uint8_t *bytes);
 void trb_release(Runner *r, RuntimeCallable *c);
 
+/* Builds the callable `b` holds (freeing the builder) and registers it. */
+RuntimeCallable *trb_register_built(Runner *r, TestCallableBuilder *b);
+
+/* n reproducible values in about [-10, 10] (seeded). */
+void trb_fill(float *x, uint32_t n, uint32_t seed);
+
 #endif
