@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DEVICE_ABI_VERSION 6u
+#define PTO_DEVICE_ABI_VERSION 7u
 
 /* Both images export `uint32_t pto_device_abi_version(void)`; a platform refuses
  * an image whose version differs from the one it was built with. */
@@ -27,6 +27,11 @@ typedef uint32_t (*PtoDeviceAbiVersionFn)(void);
  * as the PtoKernelFn `pto_kernel_k`; the prefix keeps a kernel name from ever
  * resolving to an unrelated symbol of the image's dependencies. */
 #define PTO_KERNEL_SYMBOL_PREFIX "pto_kernel_"
+
+/* The kernel_addr of a task that runs nothing: a sub-graph invocation's entry
+ * and exit tasks (orch/subgraph.h), which only carry dependencies. It completes
+ * as soon as it is picked, on either executor. */
+#define PTO_KERNEL_ADDR_NONE ((uint64_t)1)
 
 /* ---- the AICPU entry ------------------------------------------------------
 

@@ -186,6 +186,10 @@ int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint6
                          const PtoTensorView *views, uint32_t nargs, uint32_t core_type, uint32_t core,
                          uint32_t block_dim, uint64_t task_id, uint32_t func_id, char *message)
 {
+    if (kernel_addr == PTO_KERNEL_ADDR_NONE) {
+        message[0] = '\0';
+        return PTO_KERNEL_OK;
+    }
     PtoTensorView made[PTO_MAX_TASK_PARAMS];
     if (views == NULL && nargs <= PTO_MAX_TASK_PARAMS) {
         for (uint32_t i = 0; i < nargs; i++)

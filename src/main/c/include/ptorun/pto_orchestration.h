@@ -41,6 +41,25 @@ typedef struct PtoTaskParam {
    Scopes nest at most 64 deep (docs/orchestration.md, "MANUAL scopes"). */
 typedef enum PtoScopeMode { PTO_SCOPE_AUTO = 0, PTO_SCOPE_MANUAL = 1 } PtoScopeMode;
 
+struct PtoOrchApi;
+
+/* A sub-graph's body (subgraph_submit): submits the sub-graph's tasks through
+   api/orch, with views inside the boundary views it is given or inside tensors
+   it allocates with alloc_tensor (the invocation's own). It runs once per
+   recording, not once per invocation, so it must depend on nothing but its
+   boundary: read_tensor, write_tensor, MANUAL scopes, submit_after and nested
+   subgraph_submit are refused inside it. */
+typedef int (*PtoSubgraphBody)(const struct PtoOrchApi *api, void *orch, void *ctx, const PtoTaskParam *boundary,
+                               uint32_t n);
+
+/* In a sub-graph body, PtoTaskParam.reserved may name the boundary parameter a
+   value stands for: PTO_SUBGRAPH_REF(k), k its index in the boundary. A scalar
+   with it takes boundary[k]'s value at every invocation; without it, the value
+   is a constant of the recording. A tensor view with it is a view of boundary
+   view k (it must lie inside it); without it, of the first boundary view that
+   holds it, or of the invocation's own tensors. */
+#define PTO_SUBGRAPH_REF(k) (1u + (uint32_t)(k))
+
 typedef struct PtoOrchApi {
     int (*submit)(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
     uint64_t (*alloc_tensor)(void *orch, uint64_t bytes);   /* intermediate, run-scoped; 0 on failure */
@@ -57,6 +76,17 @@ typedef struct PtoOrchApi {
        submit of this scope instance; anything else is PTO_ERR_INVALID_ARGUMENT. */
     int (*submit_after)(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
                         const uint32_t *after, uint32_t n_after);
+    /* Submits sub-graph `key` with this boundary (views and scalars) as one unit
+       (docs/orchestration.md, "Sub-graphs"): the first submission of a key in a
+       run calls body to record the sub-graph; later ones bind the boundary to
+       that recording without calling body. The invocation waits for what its
+       boundary views depend on, and later tasks touching them wait for all of
+       it; its tensors from alloc_tensor are its own. A boundary whose geometry
+       (count, directions, views' shapes, strides, dtypes and sizes, overlaps
+       between them) differs from the recording's is PTO_ERR_ORCHESTRATION naming
+       the parameter and both geometries. Not inside a MANUAL scope. */
+    int (*subgraph_submit)(void *orch, uint32_t key, PtoSubgraphBody body, void *ctx, const PtoTaskParam *boundary,
+                           uint32_t n);
 } PtoOrchApi;
 
 /* Receives the run's arguments with every tensor's addr rewritten to its device address. */
