@@ -5,150 +5,17 @@
  * runtimes write the same dependency graph. The orchestration library is
  * fixtures/fixture_scopes.c. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "arch/arch.h"
-#include "services/host_api.h"
 #include "util/last_error.h"
 #include "ptest.h"
-#include "test_callable.h"
+#include "scope_run.h"
 #include "test_sim.h"
 #ifdef PTO_RUNTIME_TRB
 #include "runtime/trb/trb_internal.h"
 #else
 #include "runtime/hbg/hbg_internal.h"
 #endif
-
-enum { XN = 64, YN = 128, JN = 64, TILE_FLOATS = 16 };
-
-typedef struct ScopeRun {
-    Runner *runner;
-    RuntimeCallable *callable;
-    float x[XN], y[YN], j[JN];
-    int32_t report[2];
-    ChipStorageTaskArgs *args;
-    CallConfig cfg;
-    char dir[64];
-} ScopeRun;
-
-static void scope_open(ScopeRun *s, const char *entry, uint64_t n, uint64_t which)
-{
-    memset(s, 0, sizeof *s);
-    const DeviceImages *images = test_images_of(PTO_ARCH_NAME);
-    s->runner = runner_create();
-    if (images == NULL || s->runner == NULL || runner_init(s->runner, 0, images) != PTO_OK)
-        fprintf(stderr, "scope_open: no sim runner: %s\n", pto_last_error());
-    uint32_t image_size;
-    const uint8_t *image = test_fixture("scopes", &image_size);
-    TestCallableBuilder b;
-    tcb_init(&b);
-    const uint8_t sig[] = { PTO_ARG_IN, PTO_ARG_INOUT, PTO_ARG_INOUT, PTO_ARG_SCALAR, PTO_ARG_SCALAR, PTO_ARG_SCALAR };
-    tcb_signature(&b, sig, sizeof sig);
-    tcb_child(&b, 1, PTO_CORE_AIV, "vcopy");
-    tcb_child(&b, 2, PTO_CORE_AIV, "tile_add");
-    tcb_child(&b, 3, PTO_CORE_AIV, "vadds");
-    tcb_child(&b, 4, PTO_CORE_AIC, "noop");
-    if (image != NULL)
-        tcb_orchestration_library(&b, image, image_size, entry);
-    uint32_t size;
-    uint8_t *bytes = tcb_build(&b, &size);
-    tcb_free(&b);
-    HostApi api = host_api_bind(s->runner, 0, 0, &host_api_ops);
-    if (runtime_register_callable(&api, bytes, &s->callable) != PTO_OK)
-        fprintf(stderr, "register %s: %s\n", entry, pto_last_error());
-    free(bytes);
-    for (int i = 0; i < XN; i++)
-        s->x[i] = (float)(i % 4);
-    s->args = test_args();
-    s->args->tensor_count = 3;
-    s->args->tensors[0] = test_f32_tensor(s->x, XN);
-    s->args->tensors[1] = test_f32_tensor(s->y, YN);
-    s->args->tensors[2] = test_f32_tensor(s->j, JN);
-    s->args->scalar_count = 3;
-    s->args->scalars[0] = n;
-    s->args->scalars[1] = which;
-    s->args->scalars[2] = (uint64_t)(uintptr_t)s->report;
-    s->report[0] = s->report[1] = 777;
-    s->cfg = test_config(60000);
-}
-
-/* Collects the dependency graph of the next run into a fresh directory. */
-static void scope_graph(ScopeRun *s)
-{
-    snprintf(s->dir, sizeof s->dir, "/tmp/ptorun_scopes_XXXXXX");
-    CHECK(mkdtemp(s->dir) != NULL);
-    s->cfg.enable_dep_graph = 1;
-    snprintf(s->cfg.output_prefix, sizeof s->cfg.output_prefix, "%s", s->dir);
-}
-
-static void tiny_rings(ScopeRun *s)
-{
-    for (int r = 0; r < PTO_TRB_RING_COUNT; r++) {
-        s->cfg.ring_task_window[r] = 4;
-        s->cfg.ring_heap[r] = 1024;
-        s->cfg.ring_dep_pool[r] = 4;
-    }
-}
-
-static int scope_run(ScopeRun *s)
-{
-    NativeRunDescriptor desc = { .run_id = 7, .run_epoch = 8 };
-    int rc = test_run_desc(s->runner, s->callable, 0, s->args, &s->cfg, &desc, NULL);
-    if (rc != PTO_OK)
-        fprintf(stderr, "scope run: %s\n", pto_last_error());
-    return rc;
-}
-
-/* The run's graph file equals `expected` (then removed with its directory). */
-static void check_graph(ScopeRun *s, const char *expected, int line)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/dep_graph_7_8.dot", s->dir);
-    FILE *f = fopen(path, "rb");
-    char text[8192] = "";
-    if (f != NULL) {
-        text[fread(text, 1, sizeof text - 1, f)] = '\0';
-        fclose(f);
-    }
-    unlink(path);
-    rmdir(s->dir);
-    if (strcmp(text, expected) != 0) {
-        fprintf(stderr, "graph:\n%s\nexpected:\n%s", text, expected);
-        ptest_record_failure(__FILE__, line, "the dependency graph is not the expected one");
-    }
-}
-
-static void scope_close(ScopeRun *s)
-{
-    HostApi api = host_api_bind(s->runner, 0, 0, &host_api_ops);
-    if (s->callable != NULL)
-        runtime_release_callable(&api, s->callable);
-    runner_destroy(s->runner);
-    free(s->args);
-}
-
-/* The local (hbg) / ring 1 (trb) heap high-water mark of slot 0's last run. */
-static uint64_t heap_peak(ScopeRun *s)
-{
-#ifdef PTO_RUNTIME_TRB
-    uint64_t peaks[PTO_TRB_RINGS] = { 0 };
-    HostApi api = host_api_bind(s->runner, 0, 0, &host_api_ops);
-    CHECK_EQ_INT(trb_read_heap_peaks(&api, peaks), PTO_OK);
-    return peaks[1];
-#else
-    return test_slot_scratch(s->runner, 0)->local_peak;
-#endif
-}
-
-static int tile_is(const float *t, const float *x, float times, float plus)
-{
-    for (int i = 0; i < TILE_FLOATS; i++)
-        if (t[i] != times * x[i] + plus)
-            return 0;
-    return 1;
-}
 
 /* fx_scopes_manual, task by task (ordinals in the MANUAL scope in brackets):
  *   t0 vcopy x0 -> y0
@@ -209,7 +76,7 @@ TEST(manual_scopes_chains_fan_in_nesting_and_loops_give_the_expected_graph)
 {
     for (int tiny = 0; tiny < 2; tiny++) {
         ScopeRun s;
-        scope_open(&s, "fx_scopes_manual", 0, 0);
+        scope_open_fixture(&s, "scopes", "fx_scopes_manual", 0, 0);
         scope_graph(&s);
         if (tiny)
             tiny_rings(&s); /* trb: producers finish and slots wrap while the scope is open */
@@ -242,7 +109,7 @@ static const char LOOP_GRAPH[] = "digraph ptorun_run {\n"
 TEST(a_scope_loop_with_scratch_gives_the_same_graph_on_both_runtimes)
 {
     ScopeRun s;
-    scope_open(&s, "fx_scopes_loop", 3, 1024);
+    scope_open_fixture(&s, "scopes", "fx_scopes_loop", 3, 1024);
     scope_graph(&s);
     tiny_rings(&s);
     CHECK_EQ_INT(scope_run(&s), PTO_OK);
@@ -266,7 +133,7 @@ static float loop_sum(uint64_t n)
 TEST(hbg_a_100_iteration_scope_loop_reuses_one_iterations_scratch_in_order)
 {
     ScopeRun s;
-    scope_open(&s, "fx_scopes_loop", 100, 64);
+    scope_open_fixture(&s, "scopes", "fx_scopes_loop", 100, 64);
     CHECK_EQ_INT(scope_run(&s), PTO_OK);
     CHECK(tile_is(s.y, s.x, 100.0f, loop_sum(100)));
     CHECK_EQ_INT(heap_peak(&s), 64);
@@ -294,7 +161,7 @@ TEST(hbg_a_100_iteration_scope_loop_reuses_one_iterations_scratch_in_order)
 TEST(a_10000_iteration_scope_loop_needs_one_iterations_heap)
 {
     ScopeRun s;
-    scope_open(&s, "fx_scopes_loop", 10000, 1024);
+    scope_open_fixture(&s, "scopes", "fx_scopes_loop", 10000, 1024);
     s.cfg.ring_heap[1] = 1024;
     CHECK_EQ_INT(scope_run(&s), PTO_OK);
     CHECK(tile_is(s.y, s.x, 10000.0f, loop_sum(10000)));
@@ -306,7 +173,7 @@ TEST(a_10000_iteration_scope_loop_needs_one_iterations_heap)
 TEST(a_long_manual_chain_streams_through_tiny_rings)
 {
     ScopeRun s;
-    scope_open(&s, "fx_scopes_chain", 1000, 0);
+    scope_open_fixture(&s, "scopes", "fx_scopes_chain", 1000, 0);
     tiny_rings(&s);
     CHECK_EQ_INT(scope_run(&s), PTO_OK);
     CHECK(tile_is(s.y, s.x, 1000.0f, 0.0f));
@@ -317,7 +184,7 @@ TEST(a_long_manual_chain_streams_through_tiny_rings)
 TEST(a_fan_in_beyond_the_dependency_pool_is_refused_on_trb)
 {
     ScopeRun s;
-    scope_open(&s, "fx_scopes_chain", 8, 1);
+    scope_open_fixture(&s, "scopes", "fx_scopes_chain", 8, 1);
     tiny_rings(&s);
 #ifdef PTO_RUNTIME_TRB
     CHECK_EQ_INT(scope_run(&s), PTO_ERR_ORCHESTRATION); /* the library returned the call's PTO_ERR_CAPACITY */
@@ -334,7 +201,7 @@ TEST(a_fan_in_beyond_the_dependency_pool_is_refused_on_trb)
 TEST(a_scope_keeping_more_than_its_heap_is_refused)
 {
     ScopeRun s;
-    scope_open(&s, "fx_scopes_refuse", 768 << 10, 10);
+    scope_open_fixture(&s, "scopes", "fx_scopes_refuse", 768 << 10, 10);
 #ifdef PTO_RUNTIME_TRB
     CHECK_EQ_INT(scope_run(&s), PTO_ERR_CAPACITY);
     CHECK_CONTAINS(pto_last_error(), "cannot fit ring 1's heap of 1048576 bytes beside the 786432 bytes its scope keeps");
@@ -365,7 +232,7 @@ TEST(misused_scopes_and_submit_after_are_refused_and_sticky)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ScopeRun s;
-        scope_open(&s, "fx_scopes_refuse", 0, (uint64_t)cases[i].which);
+        scope_open_fixture(&s, "scopes", "fx_scopes_refuse", 0, (uint64_t)cases[i].which);
         CHECK_EQ_INT(scope_run(&s), cases[i].code);
         CHECK_CONTAINS(pto_last_error(), cases[i].message);
         CHECK_CONTAINS(pto_last_error(), "returned 0 after a failed call");

@@ -49,8 +49,14 @@ static _Thread_local OrchSession *current;
 
 void *orch_session_open(OrchSession *s, void *run)
 {
+    return orch_session_open_kind(s, run, ORCH_SESSION_RUN);
+}
+
+void *orch_session_open_kind(OrchSession *s, void *run, uint32_t kind)
+{
     pthread_once(&seeded, seed);
     s->id = atomic_fetch_add_explicit(&next_session, 1, memory_order_relaxed);
+    s->kind = kind;
     s->run = run;
     s->outer = current;
     current = s;
@@ -66,9 +72,23 @@ void orch_session_close(OrchSession *s)
 
 void *orch_session_resolve(void *handle, const char *fn)
 {
+    return orch_session_resolve_kind(handle, ORCH_SESSION_RUN, fn);
+}
+
+void *orch_session_resolve_kind(void *handle, uint32_t kind, const char *fn)
+{
     uint64_t id = (uint64_t)(uintptr_t)handle;
-    if (current != NULL && id == current->id)
-        return current->run;
+    if (current != NULL && id == current->id) {
+        if (current->kind == kind)
+            return current->run;
+        pto_fail(PTO_ERR_INVALID_ARGUMENT,
+                 kind == ORCH_SESSION_RUN
+                     ? "%s: handle %#llx is a sub-graph body's; inside a body, call the api the body was given"
+                     : "%s: handle %#llx is the run's, not the sub-graph body's; a body calls the api it was given "
+                       "with the handle it was given",
+                 fn, (unsigned long long)id);
+        return NULL;
+    }
     /* opened a session, so seed() has run and first_session is set (once) */
     uint64_t minted = current != NULL ? atomic_load_explicit(&next_session, memory_order_relaxed) : 0;
     const char *what = current != NULL && id >= first_session && id < minted

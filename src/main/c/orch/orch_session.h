@@ -25,15 +25,25 @@
 
 #include <stdint.h>
 
+/* What a session's handle stands for: a run's orchestration (the runtimes'
+   PtoOrchApi) or a sub-graph body being recorded (orch/subgraph.h's own api).
+   Each api resolves only its own kind, so a body's handle given to the run's
+   api, or the reverse, is refused, never taken for the other's state. */
+enum { ORCH_SESSION_RUN = 0, ORCH_SESSION_SUBGRAPH_BODY = 1 };
+
 typedef struct OrchSession {
     uint64_t id;
-    void *run;                   /* the runtime's orchestration state */
+    uint32_t kind;               /* ORCH_SESSION_* */
+    void *run;                   /* the runtime's orchestration state (or the sub-graph recorder) */
     struct OrchSession *outer;   /* the thread's session around this one (an orchestration calling prepare) */
 } OrchSession;
 
 /* Opens `s` (the caller's, kept alive until orch_session_close) for `run` on
  * the calling thread and returns its handle. */
 void *orch_session_open(OrchSession *s, void *run);
+
+/* orch_session_open of another kind (ORCH_SESSION_*). */
+void *orch_session_open_kind(OrchSession *s, void *run, uint32_t kind);
 
 /* Closes `s`, the calling thread's innermost session: its handle is refused
  * from now on, everywhere. */
@@ -42,5 +52,10 @@ void orch_session_close(OrchSession *s);
 /* The run of `handle` when it is the calling thread's open session; otherwise
  * NULL with PTO_ERR_INVALID_ARGUMENT's message recorded, naming `fn`. */
 void *orch_session_resolve(void *handle, const char *fn);
+
+/* orch_session_resolve for a session of `kind`: one of another kind is refused
+   (PTO_ERR_INVALID_ARGUMENT naming `fn`). orch_session_resolve is this for
+   ORCH_SESSION_RUN. */
+void *orch_session_resolve_kind(void *handle, uint32_t kind, const char *fn);
 
 #endif

@@ -188,7 +188,7 @@ int32_t aicpu_run_kernel(uint64_t kernel_addr, const uint64_t *args, const uint6
 {
     if (kernel_addr == PTO_KERNEL_ADDR_NONE) {
         message[0] = '\0';
-        return PTO_KERNEL_OK;
+        return 0; /* PTO_KERNEL_OK */
     }
     PtoTensorView made[PTO_MAX_TASK_PARAMS];
     if (views == NULL && nargs <= PTO_MAX_TASK_PARAMS) {

@@ -271,8 +271,8 @@ static int record_access(HbgAccessList *list, uint64_t lo, uint64_t hi, uint32_t
     return PTO_OK;
 }
 
-/* Finds each tensor view's class and collects the task's producers. */
-static int collect_deps(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, int32_t *cls)
+/* Finds each tensor view's class and, when `infer`, collects the task's producers. */
+static int collect_deps(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32_t task, int32_t *cls, int infer)
 {
     int rc = PTO_OK;
     for (uint32_t i = 0; i < n && rc == PTO_OK; i++) {
@@ -295,6 +295,8 @@ static int collect_deps(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uin
         if ((cls[i] = find_class(g, lo, hi)) < 0)
             return pto_fail(PTO_ERR_ORCHESTRATION, "submit: param %u view [0x%llx, +%llu) is not inside one run tensor",
                             i, (unsigned long long)lo, (unsigned long long)p->bytes);
+        if (!infer)
+            continue;
         HbgAliasClass *c = &g->classes[cls[i]];
         int flat = p->view.ndims == 0;
         PtoTensorView v = flat ? tensor_view_flat(lo, p->bytes) : p->view;
@@ -385,8 +387,25 @@ static int add_reuse(HbgGraph *g, const PtoTaskParam *params, uint32_t n, uint32
     return rc;
 }
 
-int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
-                           const PtoTaskParam *params, uint32_t n, const HbgAfter *after)
+/* A sub-graph task's producers, by task index (orch/subgraph.h). */
+static int add_wired(HbgGraph *g, const uint64_t *preds, uint32_t n_preds, uint32_t task)
+{
+    for (uint32_t i = 0; i < n_preds; i++) {
+        if (preds[i] >= task)
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "subgraph_submit: producer %llu is not an earlier task than %u",
+                            (unsigned long long)preds[i], task);
+        int rc = add_dep(g, (uint32_t)preds[i], task);
+        if (rc != PTO_OK)
+            return rc;
+    }
+    return PTO_OK;
+}
+
+/* Every submission: dependencies inferred from the views (HBG_TASK_INFER) and
+   explicit ones (after: by ordinal in a MANUAL scope; wired: by task index),
+   accesses recorded for later tasks (HBG_TASK_RECORD). */
+static int add_task(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type, const PtoTaskParam *params,
+                    uint32_t n, const HbgAfter *after, const uint64_t *wired, uint32_t n_wired, uint32_t flags)
 {
     if (n > PTO_MAX_TASK_PARAMS)
         return pto_fail(PTO_ERR_CAPACITY, "submit: %u params, a task takes at most %u", n, PTO_MAX_TASK_PARAMS);
@@ -405,8 +424,12 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
     int32_t cls[PTO_MAX_TASK_PARAMS];
     g->dep_mark[t] = 0;
     g->dep_count = 0;
-    if ((rc = collect_deps(g, params, n, t, cls)) != PTO_OK ||
-        (after != NULL && (rc = add_explicit(g, after, t)) != PTO_OK))
+    for (uint32_t i = 0; i < n; i++)
+        cls[i] = -1; /* a task neither inferring nor recording touches no class */
+    if (((flags & (HBG_TASK_INFER | HBG_TASK_RECORD)) != 0 &&
+         (rc = collect_deps(g, params, n, t, cls, (flags & HBG_TASK_INFER) != 0)) != PTO_OK) ||
+        (after != NULL && (rc = add_explicit(g, after, t)) != PTO_OK) ||
+        (rc = add_wired(g, wired, n_wired, t)) != PTO_OK)
         return rc;
     sort_deps(g);
     uint32_t dependencies = g->dep_count;
@@ -414,9 +437,9 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
     uint32_t view_base = g->view_count;
     for (uint32_t i = 0; keep_views && i < n; i++)
         g->views[view_base + i] = tensor_view_kernel_entry(&params[i]);
-    if ((rc = add_reuse(g, params, n, t, cls)) != PTO_OK ||
+    if (((flags & HBG_TASK_INFER) && (rc = add_reuse(g, params, n, t, cls)) != PTO_OK) ||
         (rc = RESERVE(g->edges, g->edge_cap, 2 * ((uint64_t)g->edge_count + g->dep_count))) != PTO_OK ||
-        (rc = record_task(g, params, n, t, cls, view_base)) != PTO_OK)
+        ((flags & HBG_TASK_RECORD) && (rc = record_task(g, params, n, t, cls, view_base)) != PTO_OK))
         return rc;
     if (keep_views)
         g->view_count += n;
@@ -447,6 +470,19 @@ int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, 
     g->arg_count += n;
     g->task_count++;
     return PTO_OK;
+}
+
+int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                           const PtoTaskParam *params, uint32_t n, const HbgAfter *after)
+{
+    return add_task(g, kernel_addr, func_id, core_type, params, n, after, NULL, 0, HBG_TASK_INFER | HBG_TASK_RECORD);
+}
+
+int hbg_graph_submit_wired(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                           const PtoTaskParam *params, uint32_t n, const uint64_t *preds, uint32_t n_preds,
+                           uint32_t flags)
+{
+    return add_task(g, kernel_addr, func_id, core_type, params, n, NULL, preds, n_preds, flags);
 }
 
 int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,

@@ -118,6 +118,18 @@ int hbg_graph_submit(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32
 int hbg_graph_submit_after(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
                            const PtoTaskParam *params, uint32_t n, const HbgAfter *after);
 
+/* A sub-graph invocation's task (orch/subgraph.h): its producers `preds`,
+ * earlier task indices, each once; its dependencies inferred from its views
+ * when flags has HBG_TASK_INFER, its accesses recorded for later tasks' when it
+ * has HBG_TASK_RECORD (the values of SUBGRAPH_TASK_*). A task with neither
+ * touches no alias class: its views must lie inside run tensors already
+ * (a sub-graph's lie inside its boundary or its own block). */
+#define HBG_TASK_INFER 1u
+#define HBG_TASK_RECORD 2u
+int hbg_graph_submit_wired(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_t core_type,
+                           const PtoTaskParam *params, uint32_t n, const uint64_t *preds, uint32_t n_preds,
+                           uint32_t flags);
+
 /* The outermost MANUAL scope opens: the tasks submitted until it ends infer no
  * dependency on each other (only on earlier tasks). Its end records their
  * accesses for the tasks after it: a write of the scope drops the earlier

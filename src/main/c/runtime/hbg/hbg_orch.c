@@ -27,6 +27,7 @@
 #include "util/last_error.h"
 #include "orch/orch_session.h"
 #include "orch/program_orchestration.h"
+#include "orch/subgraph.h"
 #include "runtime/hbg/hbg_internal.h"
 
 /* Scopes nest at most this deep, as on trb (PTO_TRB_MAX_SCOPE_DEPTH). */
@@ -44,6 +45,7 @@ typedef struct HbgOrch {
     uint32_t scope_depth;
     uint32_t manual_depth;    /* the depth of the outermost open MANUAL scope, 0 none */
     HbgScope scopes[HBG_MAX_SCOPE_DEPTH]; /* scopes[d - 1]: the open scope at depth d */
+    SubgraphTable subgraphs;                  /* the run's sub-graph recordings (orch/subgraph.h) */
     int failed;                               /* the first failed submit / alloc / scope call */
     char failure[PTO_ERROR_MESSAGE_BYTES];    /* ... and its message */
 } HbgOrch;
@@ -231,6 +233,53 @@ static int orch_write_tensor(void *orch, uint64_t dev_addr, const void *src, uin
     return rc;
 }
 
+_Static_assert(HBG_TASK_INFER == SUBGRAPH_TASK_INFER && HBG_TASK_RECORD == SUBGRAPH_TASK_RECORD, "task flags");
+
+/* A sub-graph invocation's task (SubgraphSubmitFn): its handle is its index in
+   the graph; the entry and exit run nothing. */
+static int subgraph_task(void *run, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint64_t *preds,
+                         uint32_t n_preds, uint32_t flags, const uint32_t *origins, uint64_t *handle)
+{
+    HbgOrch *o = run;
+    HbgGraph *g = &o->scratch->graph;
+    uint64_t addr = PTO_KERNEL_ADDR_NONE;
+    uint32_t core_type = PTO_CORE_AIV;
+    if (func_id != SUBGRAPH_BOUNDARY_FUNC) {
+        int rc;
+        const CallableKernel *k = task_kernel(o, "subgraph_submit", func_id, params, n, &rc);
+        if (k == NULL)
+            return rc;
+        addr = k->addr;
+        core_type = k->core_type;
+    }
+    *handle = g->task_count;
+    const uint32_t *outer = g->origins;
+    g->origins = origins;
+    int rc = hbg_graph_submit_wired(g, addr, func_id, core_type, params, n, preds, n_preds, flags);
+    g->origins = outer;
+    return rc;
+}
+
+static const PtoOrchApi hbg_orch_api;
+
+static int orch_subgraph_submit(void *orch, uint32_t key, PtoSubgraphBody body, void *ctx,
+                                const PtoTaskParam *boundary, uint32_t n)
+{
+    int rc;
+    HbgOrch *o = changing(orch, "subgraph_submit", &rc);
+    if (o == NULL)
+        return rc;
+    if (o->manual_depth != 0)
+        return note(o, pto_fail(PTO_ERR_ORCHESTRATION, "subgraph_submit (key %u): not inside a MANUAL scope", key));
+    /* the interpreter named the boundary's origins before this call, as before a submit */
+    uint32_t origins[PTO_MAX_TASK_PARAMS];
+    const uint32_t *named = o->scratch->graph.origins;
+    if (named != NULL && n <= PTO_MAX_TASK_PARAMS)
+        memcpy(origins, named, (size_t)n * sizeof *origins);
+    return note(o, subgraph_invoke(&o->subgraphs, subgraph_task, o, &hbg_orch_api, orch, key, body, ctx, boundary, n,
+                                   named != NULL ? origins : NULL));
+}
+
 static const PtoOrchApi hbg_orch_api = {
     .submit = orch_submit,
     .alloc_tensor = orch_alloc_tensor,
@@ -240,6 +289,7 @@ static const PtoOrchApi hbg_orch_api = {
     .write_tensor = orch_write_tensor,
     .scope_begin_mode = orch_scope_begin_mode,
     .submit_after = orch_submit_after,
+    .subgraph_submit = orch_subgraph_submit,
 };
 
 /* Calls a library's entry and judges what it left behind. */
@@ -283,5 +333,6 @@ int hbg_orchestrate(const RuntimeCallable *c, RuntimeSlotScratch *scratch)
         scratch->graph.origins = NULL;
     }
     orch_session_close(&session); /* before o leaves scope: the handle never outlives it */
+    subgraph_table_clear(&o.subgraphs);
     return rc;
 }
