@@ -20,41 +20,41 @@ TEST(subgraph_layers_give_the_values_of_their_tasks)
     scope_close(&s);
 }
 
-/* fx_subgraph_layers, invocation by invocation (e entry, x exit, both f4294967295):
+/* fx_subgraph_layers, invocation by invocation (e entry, x exit: "subgraph"):
  *   four layers chained through y0: e, vadds a -> t, tile_add t -> c, x;
  *   the tile_add waits for its vadds (t), each exit for its entry and its sink
  *   (the tile_add), each entry for the exit before it (y0);
  *   three layers on y1, y2, y3: nothing in common with the chain or each other
  *   (x0 is read only; the bytes their tensors share are ordered outside the graph) */
 static const char LAYERS_GRAPH[] = "digraph ptorun_run {\n"
-                                   "  t0 [label=\"0 f4294967295\"];\n"
+                                   "  t0 [label=\"0 subgraph\"];\n"
                                    "  t1 [label=\"1 f3\"];\n"
                                    "  t2 [label=\"2 f2\"];\n"
-                                   "  t3 [label=\"3 f4294967295\"];\n"
-                                   "  t4 [label=\"4 f4294967295\"];\n"
+                                   "  t3 [label=\"3 subgraph\"];\n"
+                                   "  t4 [label=\"4 subgraph\"];\n"
                                    "  t5 [label=\"5 f3\"];\n"
                                    "  t6 [label=\"6 f2\"];\n"
-                                   "  t7 [label=\"7 f4294967295\"];\n"
-                                   "  t8 [label=\"8 f4294967295\"];\n"
+                                   "  t7 [label=\"7 subgraph\"];\n"
+                                   "  t8 [label=\"8 subgraph\"];\n"
                                    "  t9 [label=\"9 f3\"];\n"
                                    "  t10 [label=\"10 f2\"];\n"
-                                   "  t11 [label=\"11 f4294967295\"];\n"
-                                   "  t12 [label=\"12 f4294967295\"];\n"
+                                   "  t11 [label=\"11 subgraph\"];\n"
+                                   "  t12 [label=\"12 subgraph\"];\n"
                                    "  t13 [label=\"13 f3\"];\n"
                                    "  t14 [label=\"14 f2\"];\n"
-                                   "  t15 [label=\"15 f4294967295\"];\n"
-                                   "  t16 [label=\"16 f4294967295\"];\n"
+                                   "  t15 [label=\"15 subgraph\"];\n"
+                                   "  t16 [label=\"16 subgraph\"];\n"
                                    "  t17 [label=\"17 f3\"];\n"
                                    "  t18 [label=\"18 f2\"];\n"
-                                   "  t19 [label=\"19 f4294967295\"];\n"
-                                   "  t20 [label=\"20 f4294967295\"];\n"
+                                   "  t19 [label=\"19 subgraph\"];\n"
+                                   "  t20 [label=\"20 subgraph\"];\n"
                                    "  t21 [label=\"21 f3\"];\n"
                                    "  t22 [label=\"22 f2\"];\n"
-                                   "  t23 [label=\"23 f4294967295\"];\n"
-                                   "  t24 [label=\"24 f4294967295\"];\n"
+                                   "  t23 [label=\"23 subgraph\"];\n"
+                                   "  t24 [label=\"24 subgraph\"];\n"
                                    "  t25 [label=\"25 f3\"];\n"
                                    "  t26 [label=\"26 f2\"];\n"
-                                   "  t27 [label=\"27 f4294967295\"];\n"
+                                   "  t27 [label=\"27 subgraph\"];\n"
                                    "  t0 -> t1;\n"
                                    "  t1 -> t2;\n"
                                    "  t0 -> t3;\n"

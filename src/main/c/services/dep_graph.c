@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "orch/subgraph.h"
 #include "util/last_error.h"
 
 int dep_graph_path(char *out, size_t size, const char *output_prefix, const NativeRunDescriptor *desc)
@@ -71,8 +72,12 @@ static int sorted_edges(uint32_t task_count, const uint32_t *producer, const uin
 static int write_dot(FILE *f, uint32_t task_count, const uint32_t *func_ids, const uint64_t *edges, uint32_t count)
 {
     fputs("digraph ptorun_run {\n", f);
-    for (uint32_t t = 0; t < task_count; t++)
-        fprintf(f, "  t%u [label=\"%u f%u\"];\n", t, t, func_ids[t]);
+    for (uint32_t t = 0; t < task_count; t++) {
+        if (func_ids[t] == SUBGRAPH_BOUNDARY_FUNC) /* a sub-graph invocation's entry or exit */
+            fprintf(f, "  t%u [label=\"%u subgraph\"];\n", t, t);
+        else
+            fprintf(f, "  t%u [label=\"%u f%u\"];\n", t, t, func_ids[t]);
+    }
     for (uint32_t i = 0; i < count; i++) {
         if (i > 0 && edges[i] == edges[i - 1])
             continue;
