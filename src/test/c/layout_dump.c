@@ -186,6 +186,7 @@ int main(void)
     OFF(NativeRunReport, output_file_count);
     OFF(NativeRunReport, graph_source);
     OFF(NativeRunReport, output_files);
+    OFF(NativeRunReport, orchestration_ns);
     SIZE(ChipStorageTaskArgs);
     OFF(ChipStorageTaskArgs, tensors);
     OFF(ChipStorageTaskArgs, scalars);

@@ -184,6 +184,7 @@ static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig 
     run->report.peak_device_memory = 0;
     run->report.output_file_count = 0;
     run->report.graph_source = PTO_RUN_GRAPH_BUILT;
+    run->report.orchestration_ns = 0;
     run->runtime.report = &run->report;
     memset(&run->exec, 0, sizeof run->exec);
     atomic_init(&run->phase, NATIVE_RUN_PREPARED);
@@ -579,6 +580,7 @@ int native_run_finalize(void *ctx, void *storage)
     run_failed(run->owner, &run->comm, rc);
     run->report.peak_device_memory = runtime_run_device_bytes(&run->runtime);
     run->report.graph_source = runtime_run_graph_source(&run->runtime);
+    run->report.orchestration_ns = runtime_run_orchestration_ns(&run->runtime);
     runtime_unbind(&run->runtime, &run->host_api);
     tear_down(run); /* the report stays: the caller reads it after this return */
     return rc;

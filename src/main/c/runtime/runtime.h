@@ -107,6 +107,10 @@ uint64_t runtime_run_device_bytes(const RuntimeRun *run);
  * (runtime/trb/trb_recording.h): RECORDED once collect kept the recording. */
 uint32_t runtime_run_graph_source(const RuntimeRun *run);
 
+/* NativeRunReport.orchestration_ns of a collected run: the CPU time its
+ * orchestration took (hbg: in bind; trb: on the device); 0 when none ran. */
+uint64_t runtime_run_orchestration_ns(const RuntimeRun *run);
+
 /* launch, wait, blocking run, collect: reads a launched run's device status and
  * names its failure (returned, with its message), freeing nothing, so a kernel
  * fault reads the same whichever phase reports it. */

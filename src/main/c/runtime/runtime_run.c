@@ -91,7 +91,7 @@ int runtime_collect_results(RuntimeRun *run, const HostApi *api, int execution_r
     if (rc == PTO_OK)
         rc = run_tensors_copy_back(api, out.tensors);
     if (rc == PTO_OK)
-        rc = runtime_collect_locals_peak(run, api);
+        rc = runtime_collect_device_figures(run, api);
     if (rc == PTO_OK)
         rc = runtime_write_dep_graph(run, api);
     if (rc == PTO_OK && out.trace != NULL)

@@ -68,10 +68,12 @@ int runtime_run_outputs(RuntimeRun *run, const HostApi *api, RunOutputs *out);
    0), recording the file in run->report. */
 int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api);
 
-/* Reads what a successful run's device reports of its locals' peak, for
-   runtime_run_device_bytes (trb: the ring heaps' peaks, and it keeps the graph
-   recording the device completed, trb_recording.h; hbg knows it from its
-   host-side orchestration: 0 without a device read). */
-int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api);
+/* Reads what a successful run's device reports beyond its outputs: its locals'
+   peak, for runtime_run_device_bytes, and its orchestration time, for
+   runtime_run_orchestration_ns (trb: the ring heaps' peaks and the device
+   orchestrator's CPU time, and it keeps the graph recording the device
+   completed, trb_recording.h; hbg knows both from its host-side orchestration:
+   no device read). */
+int runtime_collect_device_figures(RuntimeRun *run, const HostApi *api);
 
 #endif

@@ -458,6 +458,12 @@ uint32_t runtime_run_graph_source(const RuntimeRun *run)
     return PTO_RUN_GRAPH_BUILT;
 }
 
+uint64_t runtime_run_orchestration_ns(const RuntimeRun *run)
+{
+    (void)run; /* nor orchestrates */
+    return 0;
+}
+
 uint64_t runtime_run_device_bytes(const RuntimeRun *run)
 {
     (void)run;

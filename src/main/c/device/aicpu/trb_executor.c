@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/cpu_time.h"
 #include "util/last_error.h"
 #include "orch/orch_session.h"
 #include "orch/program_orchestration.h"
@@ -272,12 +273,9 @@ int32_t trb_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHoo
         int loaded;
         /* the orchestrator's own CPU time (PtoTrbWork.orchestration_ns): not the time it was
            parked or descheduled while kernels ran */
-        struct timespec start, end;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+        uint64_t start = pto_thread_cpu_ns();
         int ret = orchestrate(t, &loaded);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
-        t->work->orchestration_ns =
-            (uint64_t)(end.tv_sec - start.tv_sec) * 1000000000u + (uint64_t)end.tv_nsec - (uint64_t)start.tv_nsec;
+        t->work->orchestration_ns = pto_thread_cpu_ns() - start;
         pthread_mutex_lock(&d->lock);
         finish_orchestration(d, t, ret, loaded);
     }

@@ -228,6 +228,10 @@ typedef struct NativeRunReport {
                                           (docs/recorded-graphs.md) */
     char output_files[PTO_RUN_REPORT_MAX_FILES][PTO_RUN_REPORT_PATH_BYTES]; /* the files written,
                                           NUL-terminated, in the order written: dep graph, then trace */
+    uint64_t orchestration_ns;         /* CPU time of the thread that ran the run's orchestration,
+                                          from its start to its return: hbg the host's in prepare
+                                          (0 when prepare replayed a recorded graph), trb the device
+                                          orchestrator's; 0 when none ran */
 } NativeRunReport;
 
 typedef struct __attribute__((aligned(64))) ChipStorageTaskArgs {
@@ -291,13 +295,14 @@ PTO_ASSERT_LAYOUT(ChipTensor, shapes, 44);
 PTO_ASSERT_LAYOUT(ChipTensor, reserved64, 64);
 PTO_ASSERT_LAYOUT(ChipTensor, strides, 72);
 PTO_ASSERT_LAYOUT(ChipTensor, reserved, 92);
-_Static_assert(sizeof(NativeRunReport) == 2200, "NativeRunReport size");
+_Static_assert(sizeof(NativeRunReport) == 2208, "NativeRunReport size");
 _Static_assert(_Alignof(NativeRunReport) == 8, "NativeRunReport align");
 PTO_ASSERT_LAYOUT(NativeRunReport, execution_end_ns, 0);
 PTO_ASSERT_LAYOUT(NativeRunReport, peak_device_memory, 8);
 PTO_ASSERT_LAYOUT(NativeRunReport, output_file_count, 16);
 PTO_ASSERT_LAYOUT(NativeRunReport, graph_source, 20);
 PTO_ASSERT_LAYOUT(NativeRunReport, output_files, 24);
+PTO_ASSERT_LAYOUT(NativeRunReport, orchestration_ns, 2200);
 _Static_assert(sizeof(ChipStorageTaskArgs) == 33856, "ChipStorageTaskArgs size");
 _Static_assert(_Alignof(ChipStorageTaskArgs) == 64, "ChipStorageTaskArgs align");
 PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, tensors, 0);

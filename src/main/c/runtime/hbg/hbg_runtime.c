@@ -22,6 +22,7 @@
 #include "services/call_config.h"
 #include "format/chip_callable.h"
 #include "services/dep_graph.h"
+#include "util/cpu_time.h"
 #include "util/last_error.h"
 #include "services/run_trace.h"
 #include "services/run_args.h"
@@ -52,6 +53,7 @@ typedef struct HbgRun {
     NativeRunDescriptor desc; /* the run's identity (zero when bind was given none) */
     const HbgRecording *recording; /* the recorded graph the run holds, NULL when it has its own image */
     uint32_t graph_source;    /* PTO_RUN_GRAPH_* */
+    uint64_t orchestration_ns; /* the orchestration's CPU time in bind, 0 when it replayed */
 } HbgRun;
 _Static_assert(sizeof(HbgRun) <= PTO_RUNTIME_RUN_BYTES, "HbgRun fits RuntimeRun");
 
@@ -418,8 +420,11 @@ static int build_graph(const HostApi *api, HbgRun *h, RuntimeSlotScratch *s, con
 
     /* the orchestration sees the run through the bridge only while it runs */
     uint8_t *heap_view = NULL;
-    if ((rc = open_bridge(api, s, heap, heap_bytes, &heap_view)) == PTO_OK)
+    if ((rc = open_bridge(api, s, heap, heap_bytes, &heap_view)) == PTO_OK) {
+        uint64_t start = pto_thread_cpu_ns();
         rc = hbg_orchestrate(c, s);
+        h->orchestration_ns = pto_thread_cpu_ns() - start;
+    }
     close_bridge(api, s, heap, heap_view);
     if (rc == PTO_OK && c->recorder != NULL)
         rc = replay_or_record(api, h, s, c, args, 1);
@@ -561,7 +566,7 @@ int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api)
     return h->dep_graph ? write_dep_graph(h, run->report) : PTO_OK;
 }
 
-int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
+int runtime_collect_device_figures(RuntimeRun *run, const HostApi *api)
 {
     (void)run, (void)api; /* the host ran the orchestration: bind knew its locals' peak */
     return PTO_OK;
@@ -571,6 +576,12 @@ uint32_t runtime_run_graph_source(const RuntimeRun *run)
 {
     const HbgRun *h = (const HbgRun *)run->opaque;
     return h->magic == HBG_RUN_MAGIC ? h->graph_source : PTO_RUN_GRAPH_BUILT;
+}
+
+uint64_t runtime_run_orchestration_ns(const RuntimeRun *run)
+{
+    const HbgRun *h = (const HbgRun *)run->opaque;
+    return h->magic == HBG_RUN_MAGIC ? h->orchestration_ns : 0;
 }
 
 uint64_t runtime_run_device_bytes(const RuntimeRun *run)

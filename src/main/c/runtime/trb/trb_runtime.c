@@ -88,6 +88,7 @@ typedef struct TrbRunState {
     uint64_t device_bytes;    /* its staging, dependency-graph and trace bytes; collect adds the locals' peak */
     NativeRunDescriptor desc; /* a copy: names the dependency-graph file */
     TrbRecordingRun rec;      /* a program's recorded graph (trb_recording.h) */
+    uint64_t orchestration_ns; /* the device orchestrator's CPU time (PtoTrbWork), read at collect */
 } TrbRunState;
 _Static_assert(sizeof(TrbRunState) <= PTO_RUNTIME_RUN_BYTES, "TrbRunState fits RuntimeRun");
 
@@ -561,13 +562,17 @@ int runtime_write_dep_graph(RuntimeRun *run, const HostApi *api)
     return h->dep_graph != NULL ? write_dep_graph(api, h, run->report) : PTO_OK;
 }
 
-int runtime_collect_locals_peak(RuntimeRun *run, const HostApi *api)
+int runtime_collect_device_figures(RuntimeRun *run, const HostApi *api)
 {
     TrbRunState *h = trb_run(run);
     uint64_t peaks[PTO_TRB_RINGS];
     int rc = host_api_copy_from_device(api, peaks,
                                        h->staging + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, heap_peak),
                                        sizeof peaks);
+    if (rc == PTO_OK)
+        rc = host_api_copy_from_device(api, &h->orchestration_ns,
+                                       h->staging + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns),
+                                       sizeof h->orchestration_ns);
     if (rc != PTO_OK)
         return rc;
     /* each ring's peak: a bound on the bytes in use at once over all rings */
@@ -581,6 +586,12 @@ uint32_t runtime_run_graph_source(const RuntimeRun *run)
 {
     const TrbRunState *h = (const TrbRunState *)run->opaque;
     return h->magic == TRB_RUN_MAGIC ? h->rec.graph_source : PTO_RUN_GRAPH_BUILT;
+}
+
+uint64_t runtime_run_orchestration_ns(const RuntimeRun *run)
+{
+    const TrbRunState *h = (const TrbRunState *)run->opaque;
+    return h->magic == TRB_RUN_MAGIC ? h->orchestration_ns : 0;
 }
 
 uint64_t runtime_run_device_bytes(const RuntimeRun *run)

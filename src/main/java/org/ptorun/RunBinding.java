@@ -229,7 +229,8 @@ final class RunBinding implements TaskArgs.TensorPlacement {
             files = List.of(paths);
         }
         return new RunReport(run, executionEnd, peak, files,
-                GraphSource.of(r.getInt(at + Layouts.NativeRunReport.GRAPH_SOURCE)));
+                GraphSource.of(r.getInt(at + Layouts.NativeRunReport.GRAPH_SOURCE)),
+                r.getLong(at + Layouts.NativeRunReport.ORCHESTRATION_NS));
     }
 
     /** After a successful launched run: staged arrays the signature writes get their bytes back. */

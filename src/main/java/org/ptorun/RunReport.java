@@ -27,9 +27,13 @@ import java.util.Objects;
  *        without a diagnostic
  * @param graphSource how prepare got the run's task graph: built by the orchestration,
  *        built and recorded, or a recording replayed (hbg programs; docs/recorded-graphs.md)
+ * @param orchestrationNanos CPU time of the thread that ran the run's orchestration (the
+ *        program's interpretation or the orchestration library, building the task graph):
+ *        on hbg the host's, in prepare, 0 when prepare replayed a recorded graph; on trb the
+ *        device orchestrator's, known after a successful run (0 otherwise)
  */
 public record RunReport(NativeRun run, long executionEnd, long peakDeviceMemory, List<Path> outputFiles,
-        GraphSource graphSource) {
+        GraphSource graphSource, long orchestrationNanos) {
 
     public RunReport {
         Objects.requireNonNull(run, "run");
@@ -37,9 +41,9 @@ public record RunReport(NativeRun run, long executionEnd, long peakDeviceMemory,
         Objects.requireNonNull(graphSource, "graphSource");
     }
 
-    /** A report of a run whose graph was built (no recording involved). */
+    /** A report of a run whose graph was built (no recording involved), its orchestration time unknown. */
     public RunReport(NativeRun run, long executionEnd, long peakDeviceMemory, List<Path> outputFiles) {
-        this(run, executionEnd, peakDeviceMemory, outputFiles, GraphSource.BUILT);
+        this(run, executionEnd, peakDeviceMemory, outputFiles, GraphSource.BUILT, 0);
     }
 
     /** True when the device executed the run ({@link #executionEnd()} is a time). */

@@ -211,6 +211,12 @@ class GraphRecordingE2ETest {
                 RunReport report = chip.run(ID, TaskArgs.of(Tensor.of(x), Tensor.of(y)).scalarF32(k), configs[k]);
                 assertThat(report.graphSource()).as("run %d", k).isEqualTo(want[k]);
                 assertThat(y).containsExactly(reference(x, new float[y.length], k, tiles));
+                // an orchestration ran: the program interpreted, or (trb) the recording walked on the device
+                if (want[k] == GraphSource.RECORDED || variant.runtime() == Variant.RuntimeKind.TRB) {
+                    assertThat(report.orchestrationNanos()).as("run %d", k).isPositive();
+                } else {
+                    assertThat(report.orchestrationNanos()).as("hbg prepare bound a recording: run %d", k).isZero();
+                }
             }
         }
     }

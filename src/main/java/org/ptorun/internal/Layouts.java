@@ -39,13 +39,14 @@ public final class Layouts {
 
     /** What the library reports of a run, in its storage; read after finalize returned. */
     public static final class NativeRunReport {
-        public static final int SIZE = 2200;
+        public static final int SIZE = 2208;
         public static final int ALIGN = 8;
         public static final int EXECUTION_END_NS = 0;
         public static final int PEAK_DEVICE_MEMORY = 8;
         public static final int OUTPUT_FILE_COUNT = 16;
         public static final int GRAPH_SOURCE = 20;
         public static final int OUTPUT_FILES = 24;
+        public static final int ORCHESTRATION_NS = 2200;
         /** Entries of output_files. */
         public static final int MAX_FILES = NativeConstants.PTO_RUN_REPORT_MAX_FILES;
         /** Bytes of one entry of output_files, including its NUL. */
