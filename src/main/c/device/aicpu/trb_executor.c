@@ -189,6 +189,7 @@ static int orchestrate(TrbRun *t, int *loaded)
     else
         ret = fn(&trb_orch_api, handle, t->args);
     orch_session_close(&session);
+    subgraph_table_clear(&t->subgraphs); /* the run's recorded sub-graphs end with its orchestration */
     return ret;
 }
 

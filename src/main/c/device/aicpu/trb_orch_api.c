@@ -5,8 +5,10 @@
  * touch them have finished. Called on the orchestrator's thread only, through
  * a handle that is a session of the orchestration call (orch/orch_session.h).
  * Scopes are AUTO or MANUAL (the tensor map keeps a MANUAL scope's accesses
- * apart until it ends, trb_tensor_map.h). A failed submit, submit_after,
- * alloc_tensor or scope call is sticky.
+ * apart until it ends, trb_tensor_map.h). subgraph_submit is the generic
+ * sub-graph layer's (orch/subgraph.h) over trb_subgraph_task (trb_submit.c).
+ * A failed submit, submit_after, alloc_tensor, scope or subgraph_submit call
+ * is sticky.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -262,6 +264,27 @@ static int api_write_tensor(void *orch, uint64_t dev_addr, const void *src, uint
     return access_tensor(orch, "write_tensor", dev_addr, n, 1, (void *)(uintptr_t)dev_addr, src);
 }
 
+/* ---- subgraph_submit ---------------------------------------------------------------------- */
+
+static int api_subgraph_submit(void *orch, uint32_t key, PtoSubgraphBody body, void *ctx,
+                               const PtoTaskParam *boundary, uint32_t n)
+{
+    int32_t rc;
+    TrbRun *t = trb_api_begin(orch, "subgraph_submit", &rc);
+    if (t == NULL)
+        return rc;
+    if (t->manual_depth != 0)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "subgraph_submit: not inside a MANUAL scope");
+    /* before the invocation's own alloc_tensor and scopes: a run with sub-graphs
+       is not recorded whole (its tasks carry no origins) */
+    trb_record_lose(t);
+    rc = subgraph_invoke(&t->subgraphs, trb_subgraph_task, t, &trb_orch_api, orch, key, body, ctx, boundary, n,
+                         NULL /* trb records no whole run with sub-graphs */);
+    if (rc != PTO_OK && t->api_error == 0) /* the layer's own refusal or the body's: sticky too */
+        return trb_api_fail(t, rc, "%s", pto_last_error());
+    return rc;
+}
+
 const PtoOrchApi trb_orch_api = {
     .submit = trb_api_submit,
     .alloc_tensor = api_alloc_tensor,
@@ -271,4 +294,5 @@ const PtoOrchApi trb_orch_api = {
     .write_tensor = api_write_tensor,
     .scope_begin_mode = api_scope_begin_mode,
     .submit_after = trb_api_submit_after,
+    .subgraph_submit = api_subgraph_submit,
 };

@@ -1,7 +1,7 @@
 /*
  * The trb executor's orchestration API (PtoOrchApi on the device):
  * trb_orch_api.c (the table, alloc_tensor, scopes, read/write_tensor) and
- * trb_submit.c (submit), with the helpers every call shares. Called on the
+ * trb_submit.c (submit, submit_after and a sub-graph's tasks), with the helpers every call shares. Called on the
  * orchestrator's thread, unlocked; a call takes aicpu_device.lock where it
  * touches scheduler state.
  */
@@ -34,6 +34,14 @@ TrbRun *trb_api_begin(void *orch, const char *fn, int32_t *rc);
    `after`: it was a submit_after (messages name the call). */
 int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
                             const uint64_t *deps, uint32_t dep_count);
+
+/* The runtime's submit for a sub-graph invocation's tasks (a SubgraphSubmitFn,
+   orch/subgraph.h; run: the TrbRun): the one path of submit, with the
+   producers the flags and `preds` say and the accesses recorded or not;
+   SUBGRAPH_BOUNDARY_FUNC is a task that runs nothing (PTO_KERNEL_ADDR_NONE,
+   AIV). *handle: its task id. The run's whole-run recording is lost. */
+int trb_subgraph_task(void *run, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint64_t *preds,
+                      uint32_t n_preds, uint32_t flags, const uint32_t *origins, uint64_t *handle);
 
 int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n);
 int trb_api_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint32_t *after,

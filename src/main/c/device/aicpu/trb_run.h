@@ -20,6 +20,7 @@
 #include "device/aicpu/trb_rings.h"
 #include "device/aicpu/trb_tensor_map.h"
 #include "device/pto_trb_abi.h"
+#include "orch/subgraph.h"
 #include "ptorun/chip_callable.h"
 
 typedef struct TrbRun {
@@ -53,6 +54,7 @@ typedef struct TrbRun {
     int32_t api_error;        /* the first failing api call's code, 0 none */
     int kept;                 /* a lone ready task was kept for this thread (trb_scheduler.h) */
     uint64_t kept_ref;
+    SubgraphTable subgraphs;  /* the run's recorded sub-graphs, cleared when its orchestration ends */
 
     /* a program's recorded graph, the orchestrator's own (trb_recording.h) */
     uint32_t record_mode;     /* PTO_TRB_RECORD_* */

@@ -6,10 +6,12 @@
  * running, and the scheduler queues it (trb_scheduler.h). Inside a MANUAL
  * scope the task's accesses are recorded apart (trb_tensor_map.h), so no task
  * of the scope infers a dependency on another; submit_after adds the declared
- * ones. A full tensor map,
- * window or dependency pool blocks the orchestrator until tasks finish; a
- * task with more producers than its ring's pool can ever hold fails with
- * PTO_ERR_CAPACITY.
+ * ones. A sub-graph invocation's tasks (trb_subgraph_task, orch/subgraph.h)
+ * take the same path: they infer their producers and record their accesses
+ * only as their flags say, and add the producers the layer names. A full
+ * tensor map, window or dependency pool blocks the orchestrator until tasks
+ * finish; a task with more producers than its ring's pool can ever hold fails
+ * with PTO_ERR_CAPACITY.
  */
 #include <string.h>
 
@@ -17,6 +19,7 @@
 #include "device/aicpu/trb_recording.h"
 #include "device/aicpu/trb_scheduler.h"
 #include "ptorun/pto_runtime_c_api.h"
+#include "util/last_error.h"
 #include "util/sorted_search.h"
 #include "util/tensor_view.h"
 
@@ -42,9 +45,11 @@ typedef struct MapNeed {
     uint32_t entries, views;
 } MapNeed;
 
-/* Each tensor view's class (-1 for scalars and empty views). */
-static int32_t classify_params(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int32_t *cls,
-                               MapNeed *need)
+/* Checks each param; each tensor view's class when the task infers or records
+   its accesses (flags: SUBGRAPH_TASK_*), else -1 (and for scalars and empty
+   views); the map room its recorded accesses need. */
+static int32_t classify_params(TrbRun *t, const char *fn, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                               uint32_t flags, int32_t *cls, MapNeed *need)
 {
     need->entries = need->views = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -53,23 +58,26 @@ static int32_t classify_params(TrbRun *t, uint32_t func_id, const PtoTaskParam *
         if (p->direction == PTO_ARG_SCALAR)
             continue;
         if (!is_tensor(p->direction))
-            return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit (func_id %u): param %u has invalid direction %u",
+            return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s (func_id %u): param %u has invalid direction %u", fn,
                                 func_id, i, p->direction);
         uint64_t lo = p->value, hi = p->value + p->bytes;
         if (hi < lo)
             return trb_api_fail(t, PTO_ERR_ORCHESTRATION,
-                                "submit (func_id %u): param %u view [0x%llx, +%llu) wraps around", func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
+                                "%s (func_id %u): param %u view [0x%llx, +%llu) wraps around", fn, func_id, i,
+                                (unsigned long long)lo, (unsigned long long)p->bytes);
         const char *bad = tensor_view_param_check(p);
         if (bad != NULL)
-            return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "submit (func_id %u): param %u strided view at 0x%llx: %s",
+            return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s (func_id %u): param %u strided view at 0x%llx: %s", fn,
                                 func_id, i, (unsigned long long)lo, bad);
-        if (p->bytes == 0)
-            continue; /* touches nothing, depends on nothing */
+        if (p->bytes == 0 || (flags & (SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD)) == 0)
+            continue; /* touches nothing, depends on nothing; or the map never sees it */
         if ((cls[i] = trb_map_class(&t->map, lo, hi)) < 0)
             return trb_api_fail(t, PTO_ERR_ORCHESTRATION,
-                                "submit (func_id %u): param %u view [0x%llx, +%llu) is not inside one run tensor or "
+                                "%s (func_id %u): param %u view [0x%llx, +%llu) is not inside one run tensor or "
                                 "ring heap",
-                                func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
+                                fn, func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes);
+        if ((flags & SUBGRAPH_TASK_RECORD) == 0)
+            continue; /* inferred from, not recorded: no room needed */
         need->entries++;
         need->views += p->view.ndims != 0;
     }
@@ -92,16 +100,16 @@ static int map_has_room(TrbRun *t, const void *arg)
 /* Room for a task's accesses in the tensor map: entries of finished tasks are
    dropped when it is full (not while a dependency graph is collected: its
    edges to finished tasks must stay exact). */
-static int32_t ensure_map_room(AicpuDevice *d, TrbRun *t, const MapNeed *need, uint32_t func_id)
+static int32_t ensure_map_room(AicpuDevice *d, TrbRun *t, const MapNeed *need, const char *fn, uint32_t func_id)
 {
     if (map_fits(&t->map, need))
         return PTO_OK;
     trb_record_lose(t); /* reclaiming forgets producers: a recording would not be exact */
     if (t->graph != NULL)
         return trb_api_fail(t, PTO_ERR_CAPACITY,
-                            "submit (func_id %u): the tensor map's %u entries (%u strided views) are full and a "
+                            "%s (func_id %u): the tensor map's %u entries (%u strided views) are full and a "
                             "dependency graph is being collected, which keeps every entry",
-                            func_id, t->map.capacity, t->map.view_capacity);
+                            fn, func_id, t->map.capacity, t->map.view_capacity);
     return trb_orch_await(d, t, map_has_room, need);
 }
 
@@ -176,13 +184,18 @@ static int add_dep(void *ctx, const PtoTrbAccess *a)
     return 0;
 }
 
-/* The explicit predecessors of a submit_after: ordinals of the innermost
-   (MANUAL) scope's tasks, whose first task is `base`. */
-typedef struct After {
-    uint64_t base;
-    const uint32_t *ordinals;
-    uint32_t count;
-} After;
+/* How a task finds its producers and keeps its accesses: submit and
+   submit_after infer and record (SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD);
+   a sub-graph's task as its flags say, with its explicit producers. */
+typedef struct Wiring {
+    uint32_t flags;           /* SUBGRAPH_TASK_* */
+    int is_after;             /* a submit_after (the whole-run recording says so) */
+    const uint32_t *after;    /* submit_after: ordinals of the innermost (MANUAL) scope's tasks */
+    uint32_t n_after;
+    uint64_t after_base;      /* that scope's first task */
+    const uint64_t *preds;    /* a sub-graph's task: earlier task ids */
+    uint32_t n_preds;
+} Wiring;
 
 /* The ref of an earlier task: each ring's slots hold its last `window` tasks
    in task-id order (only this thread writes them); a task no slot holds any
@@ -205,24 +218,39 @@ static uint64_t ref_of_task(TrbRun *t, uint64_t task_id)
     return TRB_REF_FINISHED;
 }
 
-/* After the inferred producers (all earlier than the scope: never the same
-   task), each ordinal once. */
-static int32_t add_explicit(DepCollector *c, const After *after, uint64_t task_id)
+static int add_task(DepCollector *c, uint64_t producer)
+{
+    PtoTrbAccess a = { .task_id = producer, .task = ref_of_task(c->t, producer) };
+    return add_dep(c, &a);
+}
+
+/* After the inferred producers: a submit_after's ordinals (its inferred
+   producers are all earlier than the scope: never the same task), each once;
+   a sub-graph task's earlier task ids (one inferred too counts once). */
+static int32_t add_explicit(DepCollector *c, const Wiring *w, uint64_t task_id)
 {
     TrbRun *t = c->t;
-    uint64_t earlier = task_id - after->base;
-    for (uint32_t i = 0; i < after->count; i++) {
-        uint32_t o = after->ordinals[i];
+    uint64_t earlier = task_id - w->after_base;
+    for (uint32_t i = 0; i < w->n_after; i++) {
+        uint32_t o = w->after[i];
         if (o >= earlier)
             return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT,
                                 "submit_after: after[%u] = %u is not an earlier submit of this scope (it has %llu)", i,
                                 o, (unsigned long long)earlier);
-        uint64_t producer = after->base + o;
+        uint64_t producer = w->after_base + o;
         for (uint32_t d = 0; d < t->dep_count; d++)
             if (t->deps[2 * d] == producer)
                 return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT, "submit_after: after[%u] = %u is listed twice", i, o);
-        PtoTrbAccess a = { .task_id = producer, .task = ref_of_task(t, producer) };
-        int rc = add_dep(c, &a);
+        int rc = add_task(c, producer);
+        if (rc != 0)
+            return rc;
+    }
+    for (uint32_t i = 0; i < w->n_preds; i++) {
+        if (w->preds[i] >= task_id)
+            return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT,
+                                "%s (func_id %u): producer %u is task %llu, not an earlier task (this is task %llu)",
+                                c->fn, c->func_id, i, (unsigned long long)w->preds[i], (unsigned long long)task_id);
+        int rc = add_task(c, w->preds[i]);
         if (rc != 0)
             return rc;
     }
@@ -230,12 +258,12 @@ static int32_t add_explicit(DepCollector *c, const After *after, uint64_t task_i
 }
 
 static int32_t collect_deps(TrbRun *t, const char *fn, uint32_t func_id, uint32_t ring, const PtoTaskParam *params,
-                            uint32_t n, const int32_t *cls, const After *after)
+                            uint32_t n, const int32_t *cls, const Wiring *w)
 {
     uint64_t limit = t->rings[ring].node_count;
     DepCollector c = { t, limit < t->deps_capacity ? limit : t->deps_capacity, func_id, ring, fn };
     t->dep_count = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && (w->flags & SUBGRAPH_TASK_INFER); i++) {
         if (cls[i] < 0)
             continue;
         int rc = trb_map_conflicts(&t->map, cls[i], params[i].value, params[i].value + params[i].bytes,
@@ -244,17 +272,17 @@ static int32_t collect_deps(TrbRun *t, const char *fn, uint32_t func_id, uint32_
         if (rc != 0)
             return rc;
     }
-    return after != NULL ? add_explicit(&c, after, t->submitted) : PTO_OK;
+    return add_explicit(&c, w, t->submitted);
 }
 
-static int32_t record_dep_graph(TrbRun *t, uint64_t task_id, uint32_t func_id)
+static int32_t record_dep_graph(TrbRun *t, const char *fn, uint64_t task_id, uint32_t func_id)
 {
     PtoTrbDepGraph *g = t->graph;
     if (g == NULL)
         return PTO_OK;
     if (task_id >= g->task_capacity || g->edge_count + t->dep_count > g->edge_capacity)
         return trb_api_fail(t, PTO_ERR_CAPACITY,
-                            "submit (func_id %u): the dependency graph holds at most %llu tasks and %llu edges",
+                            "%s (func_id %u): the dependency graph holds at most %llu tasks and %llu edges", fn,
                             func_id, (unsigned long long)g->task_capacity, (unsigned long long)g->edge_capacity);
     t->graph_func_ids[task_id] = func_id;
     for (uint32_t i = 0; i < t->dep_count; i++) {
@@ -352,14 +380,17 @@ static int32_t wire_and_schedule(AicpuDevice *d, TrbRun *t, const PtoTrbKernel *
     return rc;
 }
 
-static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
-                       const After *after)
+/* The one path of a built task (submit, submit_after, a sub-graph's task):
+   its views checked and classified, room in the tensor map (for what it
+   records), its ring's window and view pool; its producers collected; the
+   dependency-graph file, the whole-run recording and the tensor map told;
+   then wired and scheduled. */
+static int submit_task(TrbRun *t, const char *fn, const PtoTrbKernel *k, const PtoTaskParam *params, uint32_t n,
+                       const Wiring *w)
 {
     int32_t rc;
     AicpuDevice *d = &aicpu_device;
-    const PtoTrbKernel *k = find_kernel(t, func_id);
-    if (k == NULL)
-        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id);
+    uint32_t func_id = k->func_id;
     if (n > PTO_MAX_TASK_PARAMS)
         return trb_api_fail(t, PTO_ERR_CAPACITY, "%s (func_id %u): %u params, a task takes at most %u", fn, func_id, n,
                             PTO_MAX_TASK_PARAMS);
@@ -370,15 +401,15 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
     uint32_t ring = trb_ring_of_depth(t->depth);
     uint64_t task_id = t->submitted;
     uint32_t views = 0;
-    if ((rc = classify_params(t, func_id, params, n, cls, &need)) != PTO_OK ||
-        (rc = ensure_map_room(d, t, &need, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
+    if ((rc = classify_params(t, fn, func_id, params, n, w->flags, cls, &need)) != PTO_OK ||
+        (rc = ensure_map_room(d, t, &need, fn, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
         (rc = ensure_views(d, t, ring, views = kept_views(params, n))) != PTO_OK ||
-        (rc = collect_deps(t, fn, func_id, ring, params, n, cls, after)) != PTO_OK ||
-        (rc = record_dep_graph(t, task_id, func_id)) != PTO_OK)
+        (rc = collect_deps(t, fn, func_id, ring, params, n, cls, w)) != PTO_OK ||
+        (rc = record_dep_graph(t, fn, task_id, func_id)) != PTO_OK)
         return rc;
     uint64_t ref = trb_task_ref(t->rings[ring].next_local, ring);
-    trb_record_task(t, task_id, ref, func_id, params, n, after != NULL);
-    for (uint32_t i = 0; i < n; i++) {
+    trb_record_task(t, task_id, ref, func_id, params, n, w->is_after);
+    for (uint32_t i = 0; i < n && (w->flags & SUBGRAPH_TASK_RECORD); i++) {
         if (cls[i] < 0)
             continue;
         uint64_t lo = params[i].value, hi = lo + params[i].bytes;
@@ -390,6 +421,49 @@ static int submit_task(TrbRun *t, const char *fn, uint32_t func_id, const PtoTas
             trb_map_record(&t->map, cls[i], lo, hi, view, writes, task_id, ref);
     }
     return wire_and_schedule(d, t, k, ring, params, n, views);
+}
+
+/* submit and submit_after: a child of the callable, dependencies inferred and accesses recorded. */
+static int submit_child(TrbRun *t, const char *fn, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                        const Wiring *w)
+{
+    const PtoTrbKernel *k = find_kernel(t, func_id);
+    if (k == NULL)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id);
+    return submit_task(t, fn, k, params, n, w);
+}
+
+/* A sub-graph invocation's entry and exit: a task that runs nothing. */
+static const PtoTrbKernel boundary_kernel = {
+    .addr = PTO_KERNEL_ADDR_NONE,
+    .func_id = SUBGRAPH_BOUNDARY_FUNC,
+    .core_type = PTO_CORE_AIV,
+};
+
+int trb_subgraph_task(void *run, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint64_t *preds,
+                      uint32_t n_preds, uint32_t flags, const uint32_t *origins, uint64_t *handle)
+{
+    (void)origins; /* a run with sub-graphs is not recorded whole */
+    TrbRun *t = run;
+    AicpuDevice *d = &aicpu_device;
+    const char *fn = "subgraph_submit";
+    trb_sched_release_kept(d, t); /* the orchestration goes on (trb_api_run) */
+    trb_record_lose(t);
+    if (t->api_error != 0)
+        return pto_fail(t->api_error, "%s: refused, an earlier call of this orchestration failed: %s", fn,
+                        t->work->message);
+    if (preds == NULL && n_preds > 0)
+        return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT, "%s (func_id %u): NULL producers with %u of them", fn,
+                            func_id, n_preds);
+    const PtoTrbKernel *k = func_id == SUBGRAPH_BOUNDARY_FUNC ? &boundary_kernel : find_kernel(t, func_id);
+    if (k == NULL)
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id);
+    uint64_t task_id = t->submitted;
+    Wiring w = { .flags = flags, .preds = preds, .n_preds = n_preds };
+    int rc = submit_task(t, fn, k, params, n, &w);
+    if (rc == PTO_OK && handle != NULL)
+        *handle = task_id;
+    return rc;
 }
 
 int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
@@ -415,7 +489,7 @@ int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *par
         return rc;
     memcpy(t->deps, deps, (size_t)dep_count * 2 * sizeof(uint64_t));
     t->dep_count = dep_count;
-    if ((rc = record_dep_graph(t, t->submitted, func_id)) != PTO_OK)
+    if ((rc = record_dep_graph(t, fn, t->submitted, func_id)) != PTO_OK)
         return rc;
     return wire_and_schedule(d, t, k, ring, params, n, views);
 }
@@ -424,7 +498,8 @@ int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uin
 {
     int32_t rc;
     TrbRun *t = trb_api_begin(orch, "submit", &rc);
-    return t == NULL ? rc : submit_task(t, "submit", func_id, params, n, NULL);
+    Wiring w = { .flags = SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD };
+    return t == NULL ? rc : submit_child(t, "submit", func_id, params, n, &w);
 }
 
 int trb_api_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint32_t *after,
@@ -445,6 +520,10 @@ int trb_api_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *param
         return trb_api_fail(t, PTO_ERR_INVALID_ARGUMENT,
                             "submit_after: n_after %u exceeds the %llu earlier submits of this scope", n_after,
                             (unsigned long long)earlier);
-    After a = { t->scope_first[t->depth], after, n_after };
-    return submit_task(t, "submit_after", func_id, params, n, &a);
+    Wiring w = { .flags = SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD,
+                 .is_after = 1,
+                 .after = after,
+                 .n_after = n_after,
+                 .after_base = t->scope_first[t->depth] };
+    return submit_child(t, "submit_after", func_id, params, n, &w);
 }
