@@ -159,6 +159,7 @@ TEST(bodies_breaking_the_rules_are_refused_precisely)
         { 5, PTO_ERR_ORCHESTRATION, "scope_begin_mode 1: a body opens AUTO scopes only" },
         { 6, PTO_ERR_ORCHESTRATION, "submit (func_id 1) param 1 writes boundary param 0, which is IN" },
         { 7, PTO_ERR_ORCHESTRATION, "subgraph_submit is not available in a sub-graph body" },
+        { 8, PTO_OK, "subgraph_submit: func_id 99 is not a child of the callable" },
         { 10, PTO_ERR_ORCHESTRATION, "subgraph_submit (key 1): not inside a MANUAL scope" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -127,3 +127,104 @@ PTO_EXPORT int use_stashed_handle(const PtoOrchApi *api, void *orch, const ChipS
     int rc = api->write_tensor(orch, args->tensors[3].addr, codes, sizeof codes);
     return rc != 0 ? rc : submit_accumulate(api, orch, x, z);
 }
+
+/* ---- decode-shaped orchestrations: P14 and the sub-graph end-to-end tests ----------
+ *
+ * decode_inline / decode_subgraph (h INOUT f32 [M x DECODE_D], w IN f32 [layers x
+ * DECODE_D x DECODE_D], tile-major: layer l's tile t is the DECODE_D x DECODE_TN block at
+ * (l * tiles + t) * DECODE_D * DECODE_TN floats). Children: 2 gemm_tile (AIC), 3
+ * softmax_rows, 4 tile_add, 5 vfill. Each layer, over its own tensor y (M x DECODE_D,
+ * tile-major, from alloc_tensor), for every column tile t:
+ *   vfill y_t = 0; gemm_tile y_t += h * w_l,t; softmax_rows y_t (rows of DECODE_TN);
+ *   tile_add h_t += y_t   (h_t: the t-th M x DECODE_TN block of h's bytes)
+ * so a layer's tile_adds wait for all its gemms (they read h), and the next layer's gemms
+ * for all its tile_adds. decode_inline submits every task; decode_subgraph records the
+ * layer once (key 1; boundary: h, the layer's weights) and submits it per layer. Both give
+ * the same bytes. */
+#define DECODE_D 128u
+#define DECODE_TN 16u
+enum { DECODE_GEMM = 2, DECODE_SOFTMAX = 3, DECODE_TILE_ADD = 4, DECODE_VFILL = 5 };
+
+static PtoTaskParam decode_view(uint32_t direction, uint64_t addr, uint64_t bytes)
+{
+    return (PtoTaskParam){ .direction = direction, .value = addr, .bytes = bytes };
+}
+
+static PtoTaskParam decode_scalar(uint64_t v)
+{
+    return (PtoTaskParam){ .direction = PTO_ARG_SCALAR, .value = v };
+}
+
+/* One layer over h [rows x D] with weights w (D x D, tile-major) and y its own. */
+static int decode_layer(const PtoOrchApi *api, void *orch, uint64_t h, uint64_t rows, uint64_t w, uint64_t y)
+{
+    uint64_t tile = rows * DECODE_TN * 4, wtile = (uint64_t)DECODE_D * DECODE_TN * 4;
+    int rc = 0;
+    for (uint32_t t = 0; t < DECODE_D / DECODE_TN && rc == 0; t++) {
+        PtoTaskParam fill[2] = { decode_view(PTO_ARG_OUT, y + t * tile, tile), decode_scalar(0) };
+        PtoTaskParam gemm[6] = { decode_view(PTO_ARG_IN, h, rows * DECODE_D * 4),
+                                 decode_view(PTO_ARG_IN, w + t * wtile, wtile),
+                                 decode_view(PTO_ARG_INOUT, y + t * tile, tile), decode_scalar(rows),
+                                 decode_scalar(DECODE_D), decode_scalar(DECODE_TN) };
+        PtoTaskParam soft[3] = { decode_view(PTO_ARG_IN, y + t * tile, tile),
+                                 decode_view(PTO_ARG_OUT, y + t * tile, tile), decode_scalar(DECODE_TN) };
+        if ((rc = api->submit(orch, DECODE_VFILL, fill, 2)) == 0 && (rc = api->submit(orch, DECODE_GEMM, gemm, 6)) == 0)
+            rc = api->submit(orch, DECODE_SOFTMAX, soft, 3);
+    }
+    for (uint32_t t = 0; t < DECODE_D / DECODE_TN && rc == 0; t++) {
+        PtoTaskParam add[2] = { decode_view(PTO_ARG_IN, y + t * tile, tile), decode_view(PTO_ARG_INOUT, h + t * tile, tile) };
+        rc = api->submit(orch, DECODE_TILE_ADD, add, 2);
+    }
+    return rc;
+}
+
+/* The layers' count and h's rows, or non-zero when the arguments do not fit. */
+static int decode_shape(const ChipStorageTaskArgs *args, uint64_t *layers, uint64_t *rows)
+{
+    uint64_t per_layer = (uint64_t)DECODE_D * DECODE_D * 4, per_row = (uint64_t)DECODE_D * 4;
+    if (args->tensor_count != 2 || args->tensors[0].size == 0 || args->tensors[0].size % per_row != 0 ||
+        args->tensors[1].size % per_layer != 0)
+        return ORCH_ERR_ARGS;
+    *rows = args->tensors[0].size / per_row;
+    *layers = args->tensors[1].size / per_layer;
+    return 0;
+}
+
+PTO_EXPORT int decode_inline(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    uint64_t layers, rows;
+    int rc = decode_shape(args, &layers, &rows);
+    for (uint64_t l = 0; l < layers && rc == 0; l++) {
+        rc = api->scope_begin(orch); /* y is the layer's own, as a sub-graph's tensors are */
+        uint64_t y = rc == 0 ? api->alloc_tensor(orch, rows * DECODE_D * 4) : 0;
+        if (rc == 0 && y == 0)
+            return -1;
+        if (rc == 0)
+            rc = decode_layer(api, orch, args->tensors[0].addr, rows, args->tensors[1].addr + l * DECODE_D * DECODE_D * 4, y);
+        if (rc == 0)
+            rc = api->scope_end(orch);
+    }
+    return rc;
+}
+
+/* The recorded layer: boundary [0] h INOUT, [1] the layer's weights IN. */
+static int decode_layer_body(const PtoOrchApi *api, void *orch, void *ctx, const PtoTaskParam *b, uint32_t n)
+{
+    (void)ctx, (void)n;
+    uint64_t rows = b[0].bytes / (DECODE_D * 4);
+    uint64_t y = api->alloc_tensor(orch, rows * DECODE_D * 4);
+    return y == 0 ? -1 : decode_layer(api, orch, b[0].value, rows, b[1].value, y);
+}
+
+PTO_EXPORT int decode_subgraph(const PtoOrchApi *api, void *orch, const ChipStorageTaskArgs *args)
+{
+    uint64_t layers, rows;
+    int rc = decode_shape(args, &layers, &rows);
+    for (uint64_t l = 0; l < layers && rc == 0; l++) {
+        PtoTaskParam b[2] = { decode_view(PTO_ARG_INOUT, args->tensors[0].addr, args->tensors[0].size),
+                              decode_view(PTO_ARG_IN, args->tensors[1].addr + l * DECODE_D * DECODE_D * 4,
+                                          (uint64_t)DECODE_D * DECODE_D * 4) };
+        rc = api->subgraph_submit(orch, 1, decode_layer_body, NULL, b, 2);
+    }
+    return rc;
+}

@@ -274,7 +274,7 @@ static int api_subgraph_submit(void *orch, uint32_t key, PtoSubgraphBody body, v
     if (t == NULL)
         return rc;
     if (t->manual_depth != 0)
-        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "subgraph_submit: not inside a MANUAL scope");
+        return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "subgraph_submit (key %u): not inside a MANUAL scope", key);
     /* before the invocation's own alloc_tensor and scopes: a run with sub-graphs
        is not recorded whole (its tasks carry no origins) */
     trb_record_lose(t);

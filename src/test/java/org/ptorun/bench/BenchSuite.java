@@ -43,7 +43,7 @@ public final class BenchSuite {
 
     private static final String PACKAGE = BenchSuite.class.getPackageName() + ".";
     private static final List<String> PARTS = List.of("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10",
-            "P11", "P12", "P13");
+            "P11", "P12", "P13", "P14");
     private static final long SOAK_RUNS = Long.getLong("bench.soakRuns", 1_000_000L);
     /** Child JVMs per P10 measurement; the figure is their median. */
     private static final int FRESH_JVMS = Integer.getInteger("bench.freshJvms", 7);
@@ -106,6 +106,9 @@ public final class BenchSuite {
         }
         if (parts.contains("P13")) {
             recordedGraphs();
+        }
+        if (parts.contains("P14")) {
+            decodeSubgraphs();
         }
         report();
         String header = String.format(Locale.ROOT, "ptorun benchmark suite, %s; %d CPUs; load average %s before, %s"
@@ -328,6 +331,20 @@ public final class BenchSuite {
             rows.add(ratioRow("P13", what, Optional.ofNullable(m.get("replay")).map(Long::doubleValue),
                     Optional.ofNullable(m.get("first")).map(Long::doubleValue), "replay %.0f ns / first %.0f ns",
                     0.05, true));
+        }
+    }
+
+    /** P14 (docs/performance.md): the child JVM's medians of a decode run's orchestration time, task by task vs one recorded layer. */
+    private void decodeSubgraphs() throws IOException, InterruptedException {
+        for (String variant : List.of("a2a3/sim/hbg", "a2a3/onboard/hbg", "a2a3/sim/trb")) {
+            List<String> command = javaCommand(List.of(), DecodeSubgraphPrepare.class.getName(), variant);
+            Map<String, Long> m = keyValues(runChild("P14 on " + variant, command), "^inline=[0-9]+ subgraph=[0-9]+$");
+            String what = variant + (variant.endsWith("/trb") ? ": device" : ": host") + " orchestration time of a "
+                    + DecodeSubgraphPrepare.LAYERS + "-layer decode, every task submitted vs one layer recorded and"
+                    + " submitted per layer (sub-graph), medians, outputs bit-identical";
+            rows.add(ratioRow("P14", what, Optional.ofNullable(m.get("inline")).map(Long::doubleValue),
+                    Optional.ofNullable(m.get("subgraph")).map(Long::doubleValue), "inline %.0f ns / sub-graph %.0f ns",
+                    5.0, false));
         }
     }
 
