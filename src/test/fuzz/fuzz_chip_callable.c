@@ -302,11 +302,13 @@ static void run_program(const ChipCallableView *v)
     /* what registration cannot know: a run's predecessor ordinals, the views it could not prove */
     FUZZ_CHECK(rc == PTO_OK || (rc == PTO_ERR_CAPACITY && orch.budget_hit) ||
                    (rc == PTO_ERR_INVALID_ARGUMENT && orch.after_refused) ||
-                   (rc == PTO_ERR_BAD_CALLABLE && v->views_unproved > 0),
+                   (rc == PTO_ERR_BAD_CALLABLE && v->views_unproved > 0) ||
+                   (rc == PTO_ERR_ORCHESTRATION && orch.subgraph_refused),
                "registration accepted the program, the interpreter returned %d: %s", rc, pto_last_error());
     FUZZ_CHECK(rc != PTO_OK || orch.scope_depth == 0, "the run ended with %u scopes open", orch.scope_depth);
     FUZZ_CHECK(orch.submitted <= v->submit_count || (v->opcodes_used & (1u << PTO_OP_LOOP)) != 0,
                "%llu tasks from %u SUBMITs without a loop", (unsigned long long)orch.submitted, v->submit_count);
+    fuzz_orch_finish(&orch);
     free(args);
 }
 

@@ -17,6 +17,11 @@ void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCall
     o->alloc_limit = alloc_limit;
 }
 
+void fuzz_orch_finish(FuzzOrch *o)
+{
+    subgraph_table_clear(&o->subgraphs);
+}
+
 /* [value, value + bytes) inside r; computed without wrap-around. */
 static int inside(const FuzzRange *r, uint64_t value, uint64_t bytes)
 {
@@ -75,13 +80,14 @@ static uint64_t origin_base(const FuzzOrch *o, const PtoTaskParam *p, uint32_t o
 }
 
 /* Folds the task with its params relative to their origins (fuzz_orch.h). */
-static void fold_relocated(FuzzOrch *o, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+static void fold_relocated(FuzzOrch *o, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                           const uint32_t *origins)
 {
     uint64_t h = mix(o->relocated_hash, ((uint64_t)func_id << 32) | n);
     for (uint32_t i = 0; i < n; i++) {
         const PtoTaskParam *p = &params[i];
-        uint64_t base = origin_base(o, p, o->origins[i], i);
-        h = mix(h, ((uint64_t)o->origins[i] << 8) | p->direction);
+        uint64_t base = origin_base(o, p, origins[i], i);
+        h = mix(h, ((uint64_t)origins[i] << 8) | p->direction);
         h = mix(h, p->value - base);
         h = mix(h, p->bytes);
         h = mix(h, ((uint64_t)p->view.dtype << 32) | p->view.ndims);
@@ -91,9 +97,9 @@ static void fold_relocated(FuzzOrch *o, uint32_t func_id, const PtoTaskParam *pa
     o->relocated_hash = h;
 }
 
-static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+/* A task as the runtime gets it, `origins` its params' (NULL: none to check). */
+static int check_task(FuzzOrch *o, uint32_t func_id, const PtoTaskParam *params, uint32_t n, const uint32_t *origins)
 {
-    FuzzOrch *o = orch;
     FUZZ_CHECK(n <= PTO_MAX_TASK_PARAMS, "submit with %u params", n);
     FUZZ_CHECK(n == 0 || params != NULL, "submit with %u params and a NULL array", n);
     if (o->view != NULL)
@@ -112,8 +118,8 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
                        "param %u (func_id %u) view [0x%llx, +%llu) lies in no argument tensor and no local", i,
                        func_id, (unsigned long long)p->value, (unsigned long long)p->bytes);
     }
-    if (o->origins != NULL)
-        fold_relocated(o, func_id, params, n);
+    if (origins != NULL)
+        fold_relocated(o, func_id, params, n, origins);
     if (o->submitted == o->submit_budget) {
         o->budget_hit = 1;
         return pto_fail(PTO_ERR_CAPACITY, "fuzz: submit budget of %llu tasks reached",
@@ -121,6 +127,58 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
     }
     o->submitted++;
     return PTO_OK;
+}
+
+static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
+{
+    FuzzOrch *o = orch;
+    return check_task(o, func_id, params, n, o->origins);
+}
+
+/* The sub-graph layer's tasks (SubgraphSubmitFn): boundary tasks or children,
+   producers earlier tasks of the same invocation, each once. */
+static int fuzz_subgraph_task(void *run, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                              const uint64_t *preds, uint32_t n_preds, uint32_t flags, const uint32_t *origins,
+                              uint64_t *handle)
+{
+    FuzzOrch *o = run;
+    FUZZ_CHECK((flags & ~(SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD)) == 0, "sub-graph task flags %u", flags);
+    FUZZ_CHECK(func_id != SUBGRAPH_BOUNDARY_FUNC || flags != 0, "a boundary task neither inferring nor recording%s", "");
+    FUZZ_CHECK(func_id == SUBGRAPH_BOUNDARY_FUNC || flags == 0, "a sub-graph task (func_id %u) with flags %u", func_id,
+               flags);
+    FUZZ_CHECK(n_preds == 0 || preds != NULL, "%u producers and a NULL array", n_preds);
+    for (uint32_t i = 0; i < n_preds; i++) {
+        FUZZ_CHECK(preds[i] >= o->invocation_first && preds[i] < o->submitted,
+                   "producer %llu is no earlier task of the invocation (its first is %llu, next %llu)",
+                   (unsigned long long)preds[i], (unsigned long long)o->invocation_first,
+                   (unsigned long long)o->submitted);
+        for (uint32_t j = 0; j < i; j++)
+            FUZZ_CHECK(preds[j] != preds[i], "producer %llu named twice", (unsigned long long)preds[i]);
+    }
+    FUZZ_CHECK(n_preds > 0 || flags != 0, "a sub-graph task (func_id %u) after nothing", func_id);
+    *handle = o->submitted;
+    const ChipCallableView *view = o->view;
+    if (func_id == SUBGRAPH_BOUNDARY_FUNC)
+        o->view = NULL; /* not a child: nothing to look up */
+    int rc = check_task(o, func_id, params, n, origins);
+    o->view = view;
+    return rc;
+}
+
+static int fake_subgraph_submit(void *orch, uint32_t key, PtoSubgraphBody body, void *ctx,
+                                const PtoTaskParam *boundary, uint32_t n)
+{
+    FuzzOrch *o = orch;
+    FUZZ_CHECK(o->scope_depth == 0 || !o->scope_manual[o->scope_depth], "subgraph_submit in a MANUAL scope%s", "");
+    uint32_t origins[PTO_MAX_TASK_PARAMS];
+    if (o->origins != NULL && n <= PTO_MAX_TASK_PARAMS)
+        memcpy(origins, o->origins, (size_t)n * sizeof *origins);
+    o->invocation_first = o->submitted;
+    int rc = subgraph_invoke(&o->subgraphs, fuzz_subgraph_task, o, &fuzz_orch_api, orch, key, body, ctx, boundary, n,
+                             o->origins != NULL ? origins : NULL);
+    if (rc == PTO_ERR_ORCHESTRATION)
+        o->subgraph_refused = 1;
+    return rc;
 }
 
 static uint64_t fake_alloc_tensor(void *orch, uint64_t bytes)
@@ -209,4 +267,5 @@ const PtoOrchApi fuzz_orch_api = {
     .write_tensor = fake_write_tensor,
     .scope_begin_mode = fake_scope_begin_mode,
     .submit_after = fake_submit_after,
+    .subgraph_submit = fake_subgraph_submit,
 };

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "format/chip_callable.h"
+#include "orch/subgraph.h"
 #include "ptorun/pto_orchestration.h"
 
 /* Where the fake hands out local tensors: far above any argument tensor the
@@ -48,6 +49,12 @@ typedef struct FuzzOrch {
     uint32_t scope_locals[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
     uint64_t scope_first[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
     uint8_t scope_manual[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    /* sub-graphs: subgraph_submit runs the real sub-graph layer (orch/subgraph.h)
+       over this fake; its tasks are checked like submits and counted in
+       `submitted` (their handles), and each must name earlier tasks only */
+    SubgraphTable subgraphs;
+    uint64_t invocation_first;        /* the first task of the invocation being submitted */
+    int subgraph_refused;             /* subgraph_submit failed with PTO_ERR_ORCHESTRATION */
 } FuzzOrch;
 
 /* With `origins` set, submit also checks each param's origin
@@ -64,5 +71,8 @@ extern const PtoOrchApi fuzz_orch_api;
 /* Ready for one interpreter run. */
 void fuzz_orch_init(FuzzOrch *o, const ChipStorageTaskArgs *args, const ChipCallableView *view,
                     uint64_t submit_budget, uint64_t alloc_limit);
+
+/* After the run: frees its sub-graph recordings. */
+void fuzz_orch_finish(FuzzOrch *o);
 
 #endif

@@ -75,10 +75,14 @@ static Outcome run_once(const ChipStorageTaskArgs *args, const uint8_t *program,
                    "INVALID_ARGUMENT for %d scalars: %s", args->scalar_count, msg);
         break;
     case PTO_ERR_OUT_OF_MEMORY:
-        FUZZ_CHECK(orch.alloc_refused && strstr(msg, "ALLOC_TENSOR") != NULL, "OUT_OF_MEMORY: %s", msg);
+        FUZZ_CHECK(orch.alloc_refused && (strstr(msg, "ALLOC_TENSOR") != NULL || strstr(msg, "subgraph_submit") != NULL),
+                   "OUT_OF_MEMORY: %s", msg);
         break;
     case PTO_ERR_CAPACITY:
         FUZZ_CHECK(orch.budget_hit, "CAPACITY without the budget reached: %s", msg);
+        break;
+    case PTO_ERR_ORCHESTRATION: /* a sub-graph's boundary of another geometry than its recording's */
+        FUZZ_CHECK(orch.subgraph_refused && strstr(msg, "subgraph_submit") != NULL, "ORCHESTRATION: %s", msg);
         break;
     default:
         FUZZ_CHECK(0, "unexpected code %d: %s", rc, msg);
@@ -86,6 +90,7 @@ static Outcome run_once(const ChipStorageTaskArgs *args, const uint8_t *program,
     if (args->scalar_count > PTO_MAX_SCALAR_ARGS)
         FUZZ_CHECK(rc == PTO_ERR_INVALID_ARGUMENT, "%d scalars accepted with %d", args->scalar_count, rc);
     fuzz_expect(rc == PTO_OK, "pto_program_orchestrate", msg);
+    fuzz_orch_finish(&orch);
     return (Outcome){ rc, orch.submitted, orch.local_count, orch.relocated_hash };
 }
 
