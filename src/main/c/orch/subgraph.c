@@ -311,6 +311,18 @@ static int infer(Recorder *r, uint32_t task, const PtoTaskParam *params, uint32_
     return rc;
 }
 
+/* Producers in ascending order: bound to handles, which ascend with the tasks,
+   they reach the runtime sorted, as it keeps them. */
+static void sort_preds(uint32_t *p, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t v = p[i], j = i;
+        for (; j > 0 && p[j - 1] > v; j--)
+            p[j] = p[j - 1];
+        p[j] = v;
+    }
+}
+
 static int body_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
 {
     int rc;
@@ -341,6 +353,7 @@ static int body_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
     if ((rc = infer(r, t, params, n)) != PTO_OK)
         return note(r, rc);
     rec->tasks[t].pred_count = rec->pred_count - rec->tasks[t].pred_first;
+    sort_preds(&rec->preds[rec->tasks[t].pred_first], rec->tasks[t].pred_count);
     rec->param_count += n;
     rec->task_count++;
     return PTO_OK;

@@ -148,7 +148,8 @@ public final class BenchSuite {
         }
         // figures the benchmarks write themselves: never report a previous run's
         for (String file : List.of("trivial-a2a3_sim_hbg.properties", "trivial-a2a3_sim_trb.properties",
-                "p3-split.properties", "p9-a2a3_sim_hbg.properties", "p9-a2a3_sim_trb.properties",
+                PipelinedOrchestrationBench.splitFile("a2a3/sim/hbg"), PipelinedOrchestrationBench.splitFile("a2a3/sim/trb"),
+                "p9-a2a3_sim_hbg.properties", "p9-a2a3_sim_trb.properties",
                 "p12.properties")) {
             Files.deleteIfExists(dir.resolve(file));
         }
@@ -438,16 +439,22 @@ public final class BenchSuite {
             }
         }
         if (parts.contains("P3")) {
-            String v = "variant=a2a3/sim/hbg";
-            Properties split = properties("p3-split.properties");
-            String overlap = split.isEmpty() ? "" : String.format(Locale.ROOT,
-                    " (depth 1: prepare %s ms, launch to complete %s ms)", split.getProperty("prepareMs"),
-                    split.getProperty("executionMs"));
-            rows.add(ratioRow("P3", "a2a3/sim/hbg: runs/s, host orchestration of a chain of "
-                            + PipelinedOrchestrationBench.TASKS + " tasks, ChipWorker depth 2 vs 1",
-                    score("PipelinedOrchestrationBench.runs", "depth=2", v),
-                    score("PipelinedOrchestrationBench.runs", "depth=1", v),
-                    "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));
+            for (String variant : List.of("a2a3/sim/hbg", "a2a3/sim/trb")) {
+                String v = "variant=" + variant;
+                Properties split = properties(PipelinedOrchestrationBench.splitFile(variant));
+                String overlap = split.isEmpty() ? "" : String.format(Locale.ROOT,
+                        " (depth 1: prepare %s ms, launch to complete %s ms)", split.getProperty("prepareMs"),
+                        split.getProperty("executionMs"));
+                String what = variant.endsWith("/hbg")
+                        ? variant + ": runs/s, host orchestration of a chain of " + PipelinedOrchestrationBench.TASKS
+                                + " tasks, ChipWorker depth 2 vs 1"
+                        : variant + ": runs/s, prepare staging " + PipelinedOrchestrationBench.TRB_FLOATS
+                                + " floats, execution " + PipelinedOrchestrationBench.TRB_PASSES + " passes of "
+                                + PipelinedOrchestrationBench.TRB_TILES + " tiles, ChipWorker depth 2 vs 1";
+                rows.add(ratioRow("P3", what, score("PipelinedOrchestrationBench.runs", "depth=2", v),
+                        score("PipelinedOrchestrationBench.runs", "depth=1", v),
+                        "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));
+            }
         }
         if (parts.contains("P4")) {
             for (String v : trivialVariants) {

@@ -29,6 +29,8 @@ import org.openjdk.jmh.runner.IterationType;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
 import org.ptorun.DType;
+import org.ptorun.callable.Affine;
+import org.ptorun.callable.Program;
 import org.ptorun.DeviceBuffer;
 import org.ptorun.HostRuntime;
 import org.ptorun.NativeRun;
@@ -58,7 +60,15 @@ import org.ptorun.callable.Kernel;
  * count is a one-element int array the orchestration reads. One operation is one run;
  * an invocation makes {@value #BATCH} runs. P3 = depth 2 / depth 1. The depth-1 fork
  * writes its mean prepare and launch-to-complete times to
- * {@code <ptorun.benchDir>/p3-split.properties}, so the report states both halves.
+ * {@code <ptorun.benchDir>/p3-split-<variant>.properties}, so the report states both halves.
+ *
+ * <p><b>On trb</b> (a2a3, which prepares a run while another executes) the orchestration
+ * runs on the device at launch, so a chain would leave the host nothing to hide. The host
+ * half of a trb run is its prepare — staging the arguments — so its workload is one whose
+ * staging costs about as much as its execution: x, {@value #TRB_FLOATS} floats staged from
+ * a Java array at every prepare, added {@value #TRB_PASSES} times into a device buffer z in
+ * {@value #TRB_TILES} tiles per pass (tile_add z_t += x_t: each pass after the one
+ * before). Each slot has its own z, so the runs share nothing but x's array.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -74,7 +84,11 @@ public class PipelinedOrchestrationBench {
     private static final int CALLABLE_ID = 1;
     private static final int VADD = 0;
 
-    @Param({"a2a3/sim/hbg"})
+    static final int TRB_FLOATS = 1 << 20;
+    static final int TRB_TILES = 4;
+    static final int TRB_PASSES = 3;
+
+    @Param({"a2a3/sim/hbg", "a2a3/sim/trb"})
     public String variant;
 
     @Param({"1", "2"})
@@ -82,7 +96,7 @@ public class PipelinedOrchestrationBench {
 
     private ChipWorker chip;
     private final DeviceBuffer[] buffers = new DeviceBuffer[2];
-    private TaskArgs args;
+    private final TaskArgs[] args = new TaskArgs[2];
     private final PipelineSlotLease[] leases = {PipelineSlotLease.of(0, 1), PipelineSlotLease.of(1, 1)};
     private long runId;
     private boolean measuring;
@@ -98,11 +112,38 @@ public class PipelinedOrchestrationBench {
                 .build();
     }
 
+    /** trb's workload: x (IN, staged), z (INOUT, a device buffer); z += x, {@value #TRB_PASSES} passes of tiles. */
+    static ChipCallable stagedPasses() {
+        long tile = 4L * TRB_FLOATS / TRB_TILES;
+        return ChipCallable.builder()
+                .signature(IN, INOUT)
+                .child(VADD, Kernel.tileAdd())
+                .program(Program.builder()
+                        .loop(TRB_PASSES, (q, pass) -> q.loop(TRB_TILES, (p, t) -> p.submit(VADD,
+                                org.ptorun.callable.Param.tensor(0, IN, t.times(tile), Affine.of(tile)),
+                                org.ptorun.callable.Param.tensor(1, INOUT, t.times(tile), Affine.of(tile)))))
+                        .build())
+                .build();
+    }
+
     @Setup(Level.Trial)
     public void open() {
-        chip = ChipWorker.open(HostRuntime.load(Variant.parse(variant)), 0);
+        Variant v = Variant.parse(variant);
+        chip = ChipWorker.open(HostRuntime.load(v), 0);
         if (depth == 2 && !chip.supportsOverlap()) {
             throw new IllegalStateException(variant + " cannot prepare a run while another executes");
+        }
+        if (v.runtime() == Variant.RuntimeKind.TRB) {
+            chip.registerCallable(CALLABLE_ID, stagedPasses());
+            float[] x = new float[TRB_FLOATS];
+            for (int i = 0; i < TRB_FLOATS; i++) {
+                x[i] = 1f / (1 + (i & 15));
+            }
+            for (int t = 0; t < 2; t++) {
+                buffers[t] = chip.malloc(4L * TRB_FLOATS);
+                args[t] = TaskArgs.of(Tensor.of(x), Tensor.of(buffers[t], DType.F32));
+            }
+            return;
         }
         chip.registerCallable(CALLABLE_ID, repeatVadd());
         float[] init = new float[FLOATS];
@@ -118,7 +159,8 @@ public class PipelinedOrchestrationBench {
         }
         // One TaskArgs for every run: prepare writes it off-heap, and the runs share the
         // device buffers (x is read, every run adds to the same z in launch order).
-        args = TaskArgs.of(tensors);
+        args[0] = TaskArgs.of(tensors);
+        args[1] = args[0];
     }
 
     @Setup(Level.Iteration)
@@ -142,15 +184,20 @@ public class PipelinedOrchestrationBench {
         System.out.println("depth 1 " + variant + ": " + p);
         String dir = System.getProperty("ptorun.benchDir");
         if (dir != null) {
-            try (Writer out = Files.newBufferedWriter(Path.of(dir, "p3-split.properties"))) {
+            try (Writer out = Files.newBufferedWriter(Path.of(dir, splitFile(variant)))) {
                 p.store(out, "PipelinedOrchestrationBench depth 1: mean prepare and launch-to-complete");
             }
         }
     }
 
+    /** Where the depth-1 fork of {@code variant} writes its halves. */
+    static String splitFile(String variant) {
+        return "p3-split-" + variant.replace('/', '_') + ".properties";
+    }
+
     private NativeRun prepare(int slot) {
         long id = ++runId;
-        return chip.prepare(CALLABLE_ID, args, CallConfig.DEFAULT, leases[slot], id, id, null);
+        return chip.prepare(CALLABLE_ID, args[slot], CallConfig.DEFAULT, leases[slot], id, id, null);
     }
 
     @Benchmark
