@@ -87,14 +87,12 @@ public final class Program {
     public static final class Subgraph {
         private final int id;
         private final List<Direction> boundary;
-        private final int tensorCount;
         private final Program body;
         private final Builder owner;
 
-        private Subgraph(int id, List<Direction> boundary, int tensorCount, Program body, Builder owner) {
+        private Subgraph(int id, List<Direction> boundary, Program body, Builder owner) {
             this.id = id;
             this.boundary = boundary;
-            this.tensorCount = tensorCount;
             this.body = body;
             this.owner = owner;
         }
@@ -528,7 +526,8 @@ public final class Program {
          * @throws IllegalArgumentException for an id outside 0..63 or defined before, a boundary
          *     of no or more than 32 parameters, a tensor after a scalar, or whatever the body
          *     does wrong (its messages name "sub-graph id instruction n")
-         * @throws IllegalStateException inside a loop or scope, or in a sub-graph's body
+         * @throws IllegalStateException inside a loop or scope, in a sub-graph's body, or when
+         *     {@code body} wrote to this builder instead of the one it is given
          */
         public Subgraph subgraph(int id, List<Direction> boundary, Consumer<Builder> body) {
             Objects.requireNonNull(boundary, "boundary");
@@ -568,12 +567,14 @@ public final class Program {
             Builder b = new Builder(dirs, tensors, id);
             body.accept(b);
             Program program = b.build();
-            Subgraph sg = new Subgraph(id, dirs, tensors, program, this);
+            if (encoded.size() != insn) {
+                throw new IllegalStateException("the body of sub-graph " + id + " appended instructions to the program"
+                        + " defining it; write the body on the builder the body is given");
+            }
+            Subgraph sg = new Subgraph(id, dirs, program, this);
             subgraphs.put(id, sg);
             submits.addAll(program.submits());
             encoded.add(encodeSubgraph(id, dirs, program.rawBytes()));
-            // the instruction index was taken before the body ran: nothing else was appended meanwhile
-            assert encoded.size() == insn + 1;
             return sg;
         }
 

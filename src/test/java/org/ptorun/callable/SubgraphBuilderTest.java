@@ -197,6 +197,9 @@ class SubgraphBuilderTest {
                 .hasMessageContaining("reads boundary scalar 1 but the sub-graph's boundary has 1 scalars");
         assertThatThrownBy(() -> b.subgraph(1, List.of(IN), body -> body.beginLoop(2)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unbalanced program");
+        assertThatThrownBy(() -> b.subgraph(1, List.of(IN), body -> b.submit(2, Param.tensor(0, IN, 0, 8))))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the body of sub-graph 1 appended instructions to the program defining it");
         // the failed definitions took no id: 1 is still free
         assertThat(b.subgraph(List.of(IN), body -> { }).id()).isEqualTo(1);
     }
