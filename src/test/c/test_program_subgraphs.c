@@ -549,9 +549,9 @@ TEST(interpreter_names_the_subgraph_when_its_body_is_refused)
     sg_init(&r);
     int rc = sg_run(&b, &r, &sg_api, args, NULL);
     CHECK_EQ_INT(rc, PTO_ERR_BAD_CALLABLE);
-    CHECK_CONTAINS(pto_last_error(), "sub-graph 0 (SUBGRAPH at program instruction 0) body: program instruction 1 "
-                                     "(SUBMIT func_id 1) param 0: view [0, 0 + 64) lies outside boundary tensor 0 of "
-                                     "32 bytes");
+    CHECK_CONTAINS(pto_last_error(), "program instruction 0 (SUBGRAPH 0) body: program instruction 1 (SUBMIT "
+                                     "func_id 1) param 0: view [0, 0 + 64) lies outside boundary tensor 0 of 32 "
+                                     "bytes");
     free(args);
     rec_free(&r.base);
     tcb_free(&b);

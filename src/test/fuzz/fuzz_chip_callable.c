@@ -334,8 +334,8 @@ static void run_program(const ChipCallableView *v)
     FUZZ_CHECK(rc == PTO_OK || (rc == PTO_ERR_CAPACITY && orch.budget_hit) ||
                    (rc == PTO_ERR_INVALID_ARGUMENT && orch.after_refused) ||
                    (rc == PTO_ERR_BAD_CALLABLE && v->views_unproved > 0) ||
-                   /* fuzz_orch_api has no subgraph_submit */
-                   (rc == PTO_ERR_ORCHESTRATION && (v->opcodes_used & (1u << PTO_OP_INVOKE)) != 0),
+                   /* a body's views against the boundary views of an invocation: the run's to check */
+                   (rc == PTO_ERR_BAD_CALLABLE && strstr(pto_last_error(), ") body: ") != NULL),
                "registration accepted the program, the interpreter returned %d: %s", rc, pto_last_error());
     FUZZ_CHECK(rc != PTO_OK || orch.scope_depth == 0, "the run ended with %u scopes open", orch.scope_depth);
     FUZZ_CHECK(orch.submitted <= v->submit_count || (v->opcodes_used & ((1u << PTO_OP_LOOP) | (1u << PTO_OP_INVOKE))) != 0,

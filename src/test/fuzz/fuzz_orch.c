@@ -74,12 +74,49 @@ static uint64_t origin_base(const FuzzOrch *o, const PtoTaskParam *p, uint32_t o
     return 0;
 }
 
+/* A body's param (o->boundary set): one marked PTO_SUBGRAPH_REF(k) is boundary
+   parameter k's value, or a view inside its view; folded relative to it, an
+   unmarked view relative to the local holding it, an unmarked scalar as it is. */
+static void fold_body_param(FuzzOrch *o, const PtoTaskParam *p, uint32_t i, uint64_t *h)
+{
+    uint64_t base = 0;
+    if (p->reserved != 0) {
+        uint32_t k = p->reserved - 1;
+        FUZZ_CHECK(k < o->boundary_n, "body param %u: reserved %u past the %u-parameter boundary", i, p->reserved,
+                   o->boundary_n);
+        const PtoTaskParam *b = &o->boundary[k];
+        FUZZ_CHECK((b->direction == PTO_ARG_SCALAR) == (p->direction == PTO_ARG_SCALAR),
+                   "body param %u: direction %u marked as boundary parameter %u of direction %u", i, p->direction, k,
+                   b->direction);
+        if (p->direction == PTO_ARG_SCALAR) {
+            FUZZ_CHECK(p->value == b->value, "body param %u: not the value of boundary scalar %u", i, k);
+        } else {
+            FuzzRange r = { b->value, b->bytes };
+            FUZZ_CHECK(inside(&r, p->value, p->bytes), "body param %u: a view outside boundary view %u", i, k);
+        }
+        base = b->value;
+    } else if (p->direction != PTO_ARG_SCALAR) {
+        uint32_t k = 0;
+        while (k < o->local_count && !inside(&o->locals[k], p->value, p->bytes))
+            k++;
+        FUZZ_CHECK(k < o->local_count, "body param %u: an unmarked view outside every live local", i);
+        base = k < o->local_count ? o->locals[k].addr : 0;
+    }
+    *h = mix(*h, ((uint64_t)p->reserved << 8) | p->direction);
+    *h = mix(*h, p->value - base);
+    *h = mix(*h, p->bytes);
+}
+
 /* Folds the task with its params relative to their origins (fuzz_orch.h). */
 static void fold_relocated(FuzzOrch *o, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
 {
     uint64_t h = mix(o->relocated_hash, ((uint64_t)func_id << 32) | n);
     for (uint32_t i = 0; i < n; i++) {
         const PtoTaskParam *p = &params[i];
+        if (o->boundary != NULL) {
+            fold_body_param(o, p, i, &h);
+            continue;
+        }
         uint64_t base = origin_base(o, p, o->origins[i], i);
         h = mix(h, ((uint64_t)o->origins[i] << 8) | p->direction);
         h = mix(h, p->value - base);
@@ -101,7 +138,7 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
     for (uint32_t i = 0; i < n; i++) {
         const PtoTaskParam *p = &params[i];
         FUZZ_CHECK(p->direction <= PTO_ARG_INOUT, "param %u has direction %u", i, p->direction);
-        FUZZ_CHECK(p->reserved == 0, "param %u reserved %u", i, p->reserved);
+        FUZZ_CHECK(p->reserved == 0 || o->boundary != NULL, "param %u reserved %u", i, p->reserved);
         if (p->direction == PTO_ARG_SCALAR) {
             FUZZ_CHECK(p->bytes == 0, "scalar param %u carries %llu bytes", i, (unsigned long long)p->bytes);
             continue;
@@ -112,7 +149,7 @@ static int fake_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
                        "param %u (func_id %u) view [0x%llx, +%llu) lies in no argument tensor and no local", i,
                        func_id, (unsigned long long)p->value, (unsigned long long)p->bytes);
     }
-    if (o->origins != NULL)
+    if (o->origins != NULL || o->boundary != NULL)
         fold_relocated(o, func_id, params, n);
     if (o->submitted == o->submit_budget) {
         o->budget_hit = 1;
@@ -186,6 +223,57 @@ static int fake_submit_after(void *orch, uint32_t func_id, const PtoTaskParam *p
     return fake_submit(orch, func_id, params, n);
 }
 
+/* As the sub-graph layer, but calling the body at every submission. The body
+   runs in scopes and locals of its own (the layer's session); its locals are
+   freed when the invocation ends. */
+static int fake_subgraph_submit(void *orch, uint32_t key, PtoSubgraphBody body, void *ctx,
+                                const PtoTaskParam *boundary, uint32_t n)
+{
+    FuzzOrch *o = orch;
+    FUZZ_CHECK(o->boundary == NULL, "subgraph_submit inside a body%s", "");
+    FUZZ_CHECK(body != NULL && n >= 1 && n <= PTO_MAX_TASK_PARAMS && boundary != NULL, "subgraph_submit of %u", n);
+    FUZZ_CHECK(o->scope_depth == 0 || !o->scope_manual[o->scope_depth], "subgraph_submit in a MANUAL scope%s", "");
+    int scalar_seen = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const PtoTaskParam *p = &boundary[i];
+        FUZZ_CHECK(p->direction <= PTO_ARG_INOUT && p->reserved == 0, "boundary %u: direction %u reserved %u", i,
+                   p->direction, p->reserved);
+        FUZZ_CHECK(p->direction == PTO_ARG_SCALAR || !scalar_seen, "boundary %u: a tensor after a scalar", i);
+        scalar_seen |= p->direction == PTO_ARG_SCALAR;
+        if (p->direction == PTO_ARG_SCALAR) {
+            FUZZ_CHECK(p->bytes == 0, "boundary scalar %u carries %llu bytes", i, (unsigned long long)p->bytes);
+            continue;
+        }
+        const char *bad = tensor_view_param_check(p);
+        FUZZ_CHECK(bad == NULL, "boundary %u (sub-graph %u): a malformed view: %s", i, key, bad);
+        FUZZ_CHECK(view_is_known(o, p->value, p->bytes), "boundary %u (sub-graph %u) lies in no tensor", i, key);
+    }
+    if (o->origins != NULL)
+        fold_relocated(o, 0xFFFF0000u | key, boundary, n);
+    o->invocations++;
+    /* the body's own scopes and locals */
+    uint32_t depth = o->scope_depth, locals = o->local_count;
+    uint32_t saved_locals[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    uint64_t saved_first[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    uint8_t saved_manual[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    memcpy(saved_locals, o->scope_locals, sizeof saved_locals);
+    memcpy(saved_first, o->scope_first, sizeof saved_first);
+    memcpy(saved_manual, o->scope_manual, sizeof saved_manual);
+    o->scope_depth = 0;
+    o->boundary = boundary;
+    o->boundary_n = n;
+    int rc = body(&fuzz_orch_api, orch, ctx, boundary, n);
+    FUZZ_CHECK(rc != PTO_OK || o->scope_depth == 0, "a body returned with %u scopes open", o->scope_depth);
+    o->boundary = NULL;
+    o->boundary_n = 0;
+    o->scope_depth = depth;
+    o->local_count = locals;
+    memcpy(o->scope_locals, saved_locals, sizeof saved_locals);
+    memcpy(o->scope_first, saved_first, sizeof saved_first);
+    memcpy(o->scope_manual, saved_manual, sizeof saved_manual);
+    return rc;
+}
+
 static int fake_read_tensor(void *orch, uint64_t dev_addr, void *dst, uint64_t n)
 {
     (void)orch, (void)dev_addr, (void)dst, (void)n;
@@ -209,4 +297,5 @@ const PtoOrchApi fuzz_orch_api = {
     .write_tensor = fake_write_tensor,
     .scope_begin_mode = fake_scope_begin_mode,
     .submit_after = fake_submit_after,
+    .subgraph_submit = fake_subgraph_submit,
 };

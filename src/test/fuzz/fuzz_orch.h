@@ -5,7 +5,11 @@
  * inside a local the interpreter allocated through it, scalars carry no bytes,
  * directions are known, scopes never close more than they opened, and (with a
  * decoded callable) every func_id is a child of it. read_tensor/write_tensor
- * abort: the interpreter never calls them.
+ * abort: the interpreter never calls them. subgraph_submit checks the boundary
+ * like a submit's params and calls the body at every submission (not only the
+ * first, as the sub-graph layer does: more of the body interpreted), with
+ * scopes and locals of its own; the body's params marked PTO_SUBGRAPH_REF(k)
+ * must be boundary parameter k's value or lie inside its view.
  *
  * Work is bounded: submit returns PTO_ERR_CAPACITY once `submit_budget` tasks
  * were accepted (the interpreter must hand that code back unchanged), and an
@@ -48,6 +52,10 @@ typedef struct FuzzOrch {
     uint32_t scope_locals[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
     uint64_t scope_first[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
     uint8_t scope_manual[PTO_PROGRAM_MAX_SCOPE_DEPTH + 1];
+    /* inside a sub-graph body: its boundary; NULL outside */
+    const PtoTaskParam *boundary;
+    uint32_t boundary_n;
+    uint64_t invocations;             /* subgraph_submit calls */
 } FuzzOrch;
 
 /* With `origins` set, submit also checks each param's origin

@@ -440,7 +440,7 @@ static __attribute__((noinline)) int body_refused(int rc, uint32_t id, uint32_t 
     char why[PTO_ERROR_MESSAGE_BYTES];
     strncpy(why, pto_last_error(), sizeof why - 1);
     why[sizeof why - 1] = '\0';
-    return pto_fail(rc, "sub-graph %u (SUBGRAPH at program instruction %u) body: %s", id, index, why);
+    return pto_fail(rc, "program instruction %u (SUBGRAPH %u) body: %s", index, id, why);
 }
 
 /* SUBGRAPH: notes where sub-graph id is; executing it does nothing else. */

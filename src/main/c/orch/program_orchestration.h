@@ -27,7 +27,7 @@
  *                boundary[i].bytes), SCALAR_ARG j is boundary scalar j, and
  *                each such param carries reserved = PTO_SUBGRAPH_REF(i) (a
  *                scalar: PTO_SUBGRAPH_REF(tensors + j)); no origins. Its
- *                refusals are prefixed with the sub-graph. An INVOKE counts as
+ *                refusals are prefixed "program instruction n (SUBGRAPH id) body:". An INVOKE counts as
  *                submitted work for the loop rule below.
  *
  * The program must have passed registration's validation (chip_callable.h
