@@ -40,6 +40,10 @@ static void dump_callable_format(void)
     CCONST(PTO_OP_SCOPE_END);
     CCONST(PTO_OP_SCOPE_BEGIN_MANUAL);
     CCONST(PTO_PROGRAM_MAX_AFTER);
+    CCONST(PTO_OP_SUBGRAPH);
+    CCONST(PTO_OP_INVOKE);
+    CCONST(PTO_PROGRAM_MAX_SUBGRAPHS);
+    CCONST(PTO_SUBGRAPH_LOCAL_ALIGN);
     CCONST(PTO_PARAM_ARG_TENSOR);
     CCONST(PTO_PARAM_LOCAL_TENSOR);
     CCONST(PTO_PARAM_SCALAR_IMM);
@@ -90,6 +94,15 @@ static void dump_callable_format(void)
     COFF(PtoSubmitInsn, func_id);
     COFF(PtoSubmitInsn, after_count);
     COFF(PtoSubmitInsn, reserved);
+    CSIZE(PtoSubgraphInsn);
+    COFF(PtoSubgraphInsn, head);
+    COFF(PtoSubgraphInsn, subgraph_id);
+    COFF(PtoSubgraphInsn, boundary_count);
+    COFF(PtoSubgraphInsn, reserved);
+    CSIZE(PtoInvokeInsn);
+    COFF(PtoInvokeInsn, head);
+    COFF(PtoInvokeInsn, subgraph_id);
+    COFF(PtoInvokeInsn, reserved);
     CSIZE(PtoAllocInsn);
     COFF(PtoAllocInsn, head);
     COFF(PtoAllocInsn, local_id);

@@ -147,6 +147,30 @@ void tcb_raw(TestCallableBuilder *b, const void *bytes, uint32_t n)
     b->instruction_count++;
 }
 
+void tcb_subgraph(TestCallableBuilder *b, uint32_t id, const uint8_t *dirs, uint32_t n, const TestCallableBuilder *body)
+{
+    uint32_t at = chip_program_subgraph_body_offset(n);
+    PtoSubgraphInsn s = { .head = { PTO_OP_SUBGRAPH, 0,
+                                    at + (uint32_t)sizeof(PtoProgramHeader) + body->program_bytes },
+                          .subgraph_id = id, .boundary_count = (uint16_t)n };
+    uint8_t padded[PTO_MAX_TASK_PARAMS + 8] = { 0 };
+    memcpy(padded, dirs, n);
+    PtoProgramHeader h = { PTO_PROGRAM_MAGIC, body->instruction_count, body->local_count, 0 };
+    append(b, &s, sizeof s);
+    append(b, padded, at - (uint32_t)sizeof s);
+    append(b, &h, sizeof h);
+    append(b, body->program, body->program_bytes);
+    b->instruction_count++;
+}
+
+void tcb_invoke(TestCallableBuilder *b, uint32_t id, const PtoProgramParam *params, uint32_t n)
+{
+    PtoInvokeInsn s = { .head = { PTO_OP_INVOKE, (uint16_t)n, chip_program_invoke_size(n) }, .subgraph_id = id };
+    append(b, &s, sizeof s);
+    append(b, params, n * (uint32_t)sizeof(PtoProgramParam));
+    b->instruction_count++;
+}
+
 uint8_t *tcb_build(const TestCallableBuilder *b, uint32_t *size)
 {
     uint32_t sig_off = sizeof(ChipCallableHeader);

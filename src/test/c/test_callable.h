@@ -66,6 +66,11 @@ void tcb_insn(TestCallableBuilder *b, uint16_t opcode);                 /* head-
 void tcb_loop(TestCallableBuilder *b, uint64_t count);
 void tcb_alloc(TestCallableBuilder *b, uint32_t local_id, uint64_t bytes);
 void tcb_raw(TestCallableBuilder *b, const void *bytes, uint32_t n);     /* anything, counted as one instruction */
+/* SUBGRAPH id: the boundary directions dirs[0..n) and, as its body, the program
+   `body` holds (its instructions and local_count; the rest of `body` is unused). */
+void tcb_subgraph(TestCallableBuilder *b, uint32_t id, const uint8_t *dirs, uint32_t n, const TestCallableBuilder *body);
+/* INVOKE id with these params. */
+void tcb_invoke(TestCallableBuilder *b, uint32_t id, const PtoProgramParam *params, uint32_t n);
 
 /* The callable bytes (malloc'd, free() them) and their size. */
 uint8_t *tcb_build(const TestCallableBuilder *b, uint32_t *size);

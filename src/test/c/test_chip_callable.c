@@ -199,7 +199,7 @@ static void insn_past_program(uint8_t *c, uint32_t n)
 static void unknown_opcode(uint8_t *c, uint32_t n)
 {
     (void)n;
-    ((PtoInsnHead *)(tcb_program(c) + FIRST_SUBMIT))->opcode = 9;
+    ((PtoInsnHead *)(tcb_program(c) + FIRST_SUBMIT))->opcode = 10;
 }
 static void submit_unknown_func(uint8_t *c, uint32_t n)
 {
@@ -285,7 +285,7 @@ static const Defect defects[] = {
     { "instruction size not a multiple of 8", insn_size_odd, "has size 12" },
     { "instruction size 0", insn_size_zero, "has size 0" },
     { "instruction past the program", insn_past_program, "runs past the program's" },
-    { "unknown opcode", unknown_opcode, "instruction 0 has unknown opcode 9" },
+    { "unknown opcode", unknown_opcode, "instruction 0 has unknown opcode 10" },
     { "SUBMIT of an unknown func_id", submit_unknown_func, "submits func_id 7, which is not a child" },
     { "SUBMIT param count", submit_too_many_params, "has 33 params, the limit is 32" },
     { "SUBMIT size", submit_size_mismatch, "2 params and 0 predecessors need" },

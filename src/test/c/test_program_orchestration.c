@@ -312,7 +312,7 @@ static void never_closed(TestCallableBuilder *b)
 
 static void unknown_opcode(TestCallableBuilder *b)
 {
-    PtoInsnHead h = { 9, 0, 8 };
+    PtoInsnHead h = { 10, 0, 8 };
     tcb_raw(b, &h, sizeof h);
 }
 
@@ -396,7 +396,7 @@ TEST(program_refuses_every_run_time_defect_naming_the_instruction)
     check_refusal(unbalanced_end_loop, args, 0, PTO_ERR_BAD_CALLABLE,
                   "program instruction 1 (END_LOOP) does not close an open LOOP", 0);
     check_refusal(never_closed, args, 0, PTO_ERR_BAD_CALLABLE, "program ends with 1 LOOP / SCOPE_BEGIN construct(s) still open", 1);
-    check_refusal(unknown_opcode, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 has unknown opcode 9", 0);
+    check_refusal(unknown_opcode, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 has unknown opcode 10", 0);
     check_refusal(oversized_instruction, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 (4096 bytes at byte 16) runs past", 0);
     check_refusal(too_many_params, args, 0, PTO_ERR_BAD_CALLABLE, "program instruction 0 (SUBMIT) has 33 params, the limit is 32", 0);
     check_refusal(scalar_with_tensor_direction, args, 0, PTO_ERR_BAD_CALLABLE, "direction 1 does not fit parameter kind 2", 0);

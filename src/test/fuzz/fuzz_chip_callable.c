@@ -197,6 +197,8 @@ static void expect_param(const ChipCallableView *v, const PtoProgramParam *p, ui
     }
 }
 
+static void expect_text(const ChipCallableView *v, uint32_t *submits, uint32_t *opcodes);
+
 static void expect_program(const ChipCallableView *v)
 {
     const ChipCallableHeader *h = &v->header;
@@ -208,21 +210,31 @@ static void expect_program(const ChipCallableView *v)
     FUZZ_CHECK(v->program_size >= sizeof(PtoProgramHeader), "program of %u bytes", v->program_size);
     FUZZ_CHECK(memcmp(&v->program_header, v->program, sizeof v->program_header) == 0, "program header copy differs%s",
                "");
+    uint32_t submits = 0, opcodes = 0;
+    expect_text(v, &submits, &opcodes);
+    FUZZ_CHECK(submits == v->submit_count && opcodes == v->opcodes_used, "%u SUBMITs, opcodes 0x%x; view says %u, 0x%x",
+               submits, opcodes, v->submit_count, v->opcodes_used);
+}
+
+/* A decoded program's text, or a sub-graph's body: every instruction inside it,
+   SUBMITs and opcodes counted (bodies included). */
+static void expect_text(const ChipCallableView *v, uint32_t *submits, uint32_t *opcodes)
+{
     FUZZ_CHECK(v->program_header.magic == PTO_PROGRAM_MAGIC && v->program_header.reserved == 0 &&
                    v->program_header.local_count <= PTO_PROGRAM_MAX_LOCALS,
                "program header magic 0x%x locals %u", v->program_header.magic, v->program_header.local_count);
 
     PtoProgramCursor cursor = { 0, 0 };
     PtoProgramInsn in;
-    uint32_t count = 0, submits = 0, opcodes = 0, end = sizeof(PtoProgramHeader);
+    uint32_t count = 0, end = sizeof(PtoProgramHeader);
     while (chip_program_next(v, &cursor, &in)) {
         FUZZ_CHECK(in.offset == end, "insn %u at %u, the previous ended at %u", count, in.offset, end);
         FUZZ_CHECK(in.head.size_bytes >= sizeof(PtoInsnHead) && in.head.size_bytes % 8 == 0 &&
                        (uint64_t)in.offset + in.head.size_bytes <= v->program_size,
                    "insn %u [%u, +%u) in a %u-byte program", count, in.offset, in.head.size_bytes, v->program_size);
-        FUZZ_CHECK(in.head.opcode >= PTO_OP_SUBMIT && in.head.opcode <= PTO_OP_SCOPE_BEGIN_MANUAL, "insn %u opcode %u",
-                   count, in.head.opcode);
-        opcodes |= 1u << in.head.opcode;
+        FUZZ_CHECK(in.head.opcode >= PTO_OP_SUBMIT && in.head.opcode <= PTO_OP_INVOKE, "insn %u opcode %u", count,
+                   in.head.opcode);
+        *opcodes |= 1u << in.head.opcode;
         if (in.head.opcode == PTO_OP_SUBMIT) {
             FUZZ_CHECK(in.head.param_count <= PTO_MAX_TASK_PARAMS && in.u.submit.after_count <= PTO_PROGRAM_MAX_AFTER &&
                            in.head.size_bytes == chip_program_submit_size(in.head.param_count, in.u.submit.after_count),
@@ -235,7 +247,28 @@ static void expect_program(const ChipCallableView *v)
                 chip_program_param(v, &in, i, &p);
                 expect_param(v, &p, count, i);
             }
-            submits++;
+            (*submits)++;
+        } else if (in.head.opcode == PTO_OP_SUBGRAPH) {
+            ChipCallableView body;
+            FUZZ_CHECK(in.u.subgraph.subgraph_id < PTO_PROGRAM_MAX_SUBGRAPHS && in.u.subgraph.boundary_count >= 1 &&
+                           in.u.subgraph.boundary_count <= PTO_MAX_TASK_PARAMS &&
+                           in.head.size_bytes >= chip_program_subgraph_body_offset(in.u.subgraph.boundary_count) +
+                                                     sizeof(PtoProgramHeader),
+                       "SUBGRAPH %u: id %u, %u boundary params in %u bytes", count, in.u.subgraph.subgraph_id,
+                       in.u.subgraph.boundary_count, in.head.size_bytes);
+            chip_program_subgraph_body(v, &in, &body);
+            FUZZ_CHECK(body.tensor_count + body.scalar_count == in.u.subgraph.boundary_count, "SUBGRAPH %u boundary",
+                       count);
+            expect_text(&body, submits, opcodes);
+        } else if (in.head.opcode == PTO_OP_INVOKE) {
+            FUZZ_CHECK(in.head.param_count >= 1 && in.head.param_count <= PTO_MAX_TASK_PARAMS &&
+                           in.head.size_bytes == chip_program_invoke_size(in.head.param_count),
+                       "INVOKE %u: %u params in %u bytes", count, in.head.param_count, in.head.size_bytes);
+            for (uint32_t i = 0; i < in.head.param_count; i++) {
+                PtoProgramParam p;
+                chip_program_param(v, &in, i, &p);
+                expect_param(v, &p, count, i);
+            }
         } else if (in.head.opcode == PTO_OP_ALLOC_TENSOR) {
             FUZZ_CHECK(in.u.alloc.local_id < v->program_header.local_count, "ALLOC %u of local %u", count,
                        in.u.alloc.local_id);
@@ -246,8 +279,6 @@ static void expect_program(const ChipCallableView *v)
     FUZZ_CHECK(count == v->program_header.instruction_count, "walked %u of %u instructions", count,
                v->program_header.instruction_count);
     FUZZ_CHECK(end == v->program_size, "the walk ends at %u of %u bytes", end, v->program_size);
-    FUZZ_CHECK(submits == v->submit_count && opcodes == v->opcodes_used, "%u SUBMITs, opcodes 0x%x; view says %u, 0x%x",
-               submits, opcodes, v->submit_count, v->opcodes_used);
 }
 
 static void expect_library(const ChipCallableView *v)
@@ -303,10 +334,12 @@ static void run_program(const ChipCallableView *v)
     FUZZ_CHECK(rc == PTO_OK || (rc == PTO_ERR_CAPACITY && orch.budget_hit) ||
                    (rc == PTO_ERR_INVALID_ARGUMENT && orch.after_refused) ||
                    (rc == PTO_ERR_BAD_CALLABLE && v->views_unproved > 0) ||
-                   (rc == PTO_ERR_ORCHESTRATION && orch.subgraph_refused),
+                   (rc == PTO_ERR_ORCHESTRATION && orch.subgraph_refused) ||
+                   /* a body's views against the boundary views of an invocation: the run's to check */
+                   (rc == PTO_ERR_BAD_CALLABLE && strstr(pto_last_error(), ") body: ") != NULL),
                "registration accepted the program, the interpreter returned %d: %s", rc, pto_last_error());
     FUZZ_CHECK(rc != PTO_OK || orch.scope_depth == 0, "the run ended with %u scopes open", orch.scope_depth);
-    FUZZ_CHECK(orch.submitted <= v->submit_count || (v->opcodes_used & (1u << PTO_OP_LOOP)) != 0,
+    FUZZ_CHECK(orch.submitted <= v->submit_count || (v->opcodes_used & ((1u << PTO_OP_LOOP) | (1u << PTO_OP_INVOKE))) != 0,
                "%llu tasks from %u SUBMITs without a loop", (unsigned long long)orch.submitted, v->submit_count);
     fuzz_orch_finish(&orch);
     free(args);

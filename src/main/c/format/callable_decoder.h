@@ -18,6 +18,7 @@ typedef struct CallableDecoder {
     char *msg;
     size_t msg_size;
     ChipCallableView *view;
+    uint32_t body;                /* decoding the body of sub-graph body - 1; 0: the program itself */
 } CallableDecoder;
 
 /* Writes the refusal into d->msg; returns PTO_ERR_BAD_CALLABLE. */

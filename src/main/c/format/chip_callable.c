@@ -53,6 +53,8 @@ const char *pto_opcode_name(uint32_t opcode)
     case PTO_OP_SCOPE_BEGIN: return "SCOPE_BEGIN";
     case PTO_OP_SCOPE_BEGIN_MANUAL: return "SCOPE_BEGIN_MANUAL";
     case PTO_OP_SCOPE_END: return "SCOPE_END";
+    case PTO_OP_SUBGRAPH: return "SUBGRAPH";
+    case PTO_OP_INVOKE: return "INVOKE";
     default: return "unknown";
     }
 }

@@ -33,7 +33,7 @@ typedef struct ChipCallableView {
     uint32_t program_size;
     PtoProgramHeader program_header;
     uint32_t opcodes_used;        /* bit (1u << opcode) for every opcode the program uses */
-    uint32_t submit_count;        /* SUBMIT instructions in the program text */
+    uint32_t submit_count;        /* SUBMIT instructions in the program text, sub-graph bodies included */
     uint32_t views_unproved;      /* strided views of SUBMITs run over 65 536 times that registration could
                                      not prove for every iteration: the interpreter checks each */
     /* func_ids in ascending order and the child each belongs to */
@@ -86,13 +86,15 @@ typedef struct PtoProgramInsn {
         PtoSubmitInsn submit;
         PtoAllocInsn alloc;
         PtoLoopInsn loop;
+        PtoSubgraphInsn subgraph;
+        PtoInvokeInsn invoke;
     } u;
 } PtoProgramInsn;
 
 /* Copies the next instruction out; 0 after the last. */
 int chip_program_next(const ChipCallableView *view, PtoProgramCursor *cursor, PtoProgramInsn *insn);
 
-/* Parameter i (< param_count) of a SUBMIT returned by chip_program_next. */
+/* Parameter i (< param_count) of a SUBMIT or an INVOKE returned by chip_program_next. */
 void chip_program_param(const ChipCallableView *view, const PtoProgramInsn *insn, uint32_t i,
                         PtoProgramParam *out);
 
@@ -105,9 +107,32 @@ static inline uint32_t chip_program_submit_size(uint32_t param_count, uint32_t a
     return (uint32_t)(sizeof(PtoSubmitInsn) + param_count * sizeof(PtoProgramParam) + after_count * sizeof(PtoAffine));
 }
 
+/* Where a SUBGRAPH's boundary directions start: after its fixed part. */
+#define CHIP_SUBGRAPH_DIRECTIONS_OFFSET ((uint32_t)sizeof(PtoSubgraphInsn))
+
+/* The bytes of a SUBGRAPH before its body: the fixed part and the boundary
+   directions padded to a multiple of 8. */
+static inline uint32_t chip_program_subgraph_body_offset(uint32_t boundary_count)
+{
+    return (uint32_t)sizeof(PtoSubgraphInsn) + ((boundary_count + 7u) & ~7u);
+}
+
+/* The bytes of an INVOKE of param_count parameters. */
+static inline uint32_t chip_program_invoke_size(uint32_t param_count)
+{
+    return (uint32_t)(sizeof(PtoInvokeInsn) + param_count * sizeof(PtoProgramParam));
+}
+
+/* The body of a SUBGRAPH returned by chip_program_next (of a decoded program)
+ * as a view of its own: `*body` is `view` with the program replaced by the
+ * body, the signature by the boundary directions (tensor_count / scalar_count
+ * from them), and the program statistics zeroed; walk it like any program. */
+void chip_program_subgraph_body(const ChipCallableView *view, const PtoProgramInsn *insn, ChipCallableView *body);
+
 /* The tasks a decoded program submits in a run that succeeds: each SUBMIT
  * times the trip counts of its enclosing loops (a loop of count 0 adds
- * nothing), summed; UINT64_MAX when that does not fit 64 bits. Trip counts
+ * nothing), and each INVOKE the same way as its sub-graph's body's tasks + 2
+ * (the invocation's entry and exit tasks, orch/subgraph.h), summed; UINT64_MAX when that does not fit 64 bits. Trip counts
  * are constants and a program has no branches, so this is exact, and a
  * runtime with a task limit can refuse a program before its first task. */
 uint64_t chip_program_task_count(const ChipCallableView *view);
@@ -116,7 +141,10 @@ uint64_t chip_program_task_count(const ChipCallableView *view);
    ALLOC_TENSOR rounded up to `align` (a power of two): a scope's end frees what
    was allocated inside it, and an ALLOC_TENSOR in a loop allocates again only
    after the scope around it ended, so a loop over a scope with per-iteration
-   locals needs one iteration's bytes. UINT64_MAX when that overflows. */
+   locals needs one iteration's bytes. An INVOKE holds, while it runs, its
+   sub-graph's block: the body's own peak at PTO_SUBGRAPH_LOCAL_ALIGN rounded
+   up to `align` (none when the body allocates nothing), freed at its end.
+   UINT64_MAX when that overflows. */
 uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align);
 
 const char *pto_opcode_name(uint32_t opcode);

@@ -3,6 +3,13 @@
  * locals, parameters and strided views, each proved over the loops' ranges,
  * and for views every iteration it can enumerate. The callable part is
  * chip_callable.c; both write their refusal into the same CallableDecoder.
+ *
+ * Sub-graphs: a SUBGRAPH's body is decoded by the same code as a program of
+ * its own whose signature is the boundary (ARG_TENSOR i: boundary tensor i,
+ * SCALAR_ARG j: boundary scalar j), plus the body's rules (no SUBGRAPH,
+ * INVOKE, SCOPE_BEGIN_MANUAL or predecessors); its refusal is prefixed with
+ * the SUBGRAPH instruction. An INVOKE's params are checked like a SUBMIT's,
+ * and their directions against the sub-graph's boundary.
  */
 #include <stdint.h>
 #include <string.h>
@@ -29,6 +36,7 @@ typedef struct ProgramWalk {
     uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
     /* the SCOPE_BEGIN (instruction index) whose end frees the local; NO_SCOPE: the run's end */
     uint32_t local_scope[PTO_PROGRAM_MAX_LOCALS];
+    uint32_t subgraph_at[PTO_PROGRAM_MAX_SUBGRAPHS]; /* id -> program offset of its SUBGRAPH; 0: not defined */
 } ProgramWalk;
 
 #define NO_SCOPE UINT32_MAX
@@ -260,8 +268,9 @@ static int check_param(CallableDecoder *d, const ProgramWalk *w, const PtoProgra
             return decoder_fail(d, "instruction %u param %u: a tensor view needs direction IN, OUT or INOUT, not %s (%u)",
                         insn, i, decoder_direction_name(p->direction), p->direction);
         if (p->kind == PTO_PARAM_ARG_TENSOR && p->index >= v->tensor_count)
-            return decoder_fail(d, "instruction %u param %u names argument tensor %u but the signature has %u tensor(s)",
-                        insn, i, p->index, v->tensor_count);
+            return decoder_fail(d, "instruction %u param %u names %s tensor %u but the %s has %u tensor(s)", insn, i,
+                        d->body ? "boundary" : "argument", p->index, d->body ? "boundary" : "signature",
+                        v->tensor_count);
         if (p->kind == PTO_PARAM_LOCAL_TENSOR) {
             if (p->index >= v->program_header.local_count)
                 return decoder_fail(d, "instruction %u param %u names local tensor %u but local_count is %u", insn, i,
@@ -283,8 +292,9 @@ static int check_param(CallableDecoder *d, const ProgramWalk *w, const PtoProgra
                             insn, i, p->index, w->local_scope[p->index]);
         }
         if (p->kind == PTO_PARAM_ARG_TENSOR && p->direction != PTO_ARG_IN && v->signature[p->index] == PTO_ARG_IN)
-            return decoder_fail(d, "instruction %u param %u (%s) writes argument tensor %u, which the signature declares IN",
-                        insn, i, decoder_direction_name(p->direction), p->index);
+            return decoder_fail(d, "instruction %u param %u (%s) writes %s tensor %u, which the %s declares IN", insn, i,
+                        decoder_direction_name(p->direction), d->body ? "boundary" : "argument", p->index,
+                        d->body ? "sub-graph's boundary" : "signature");
         if (p->ndims != 0)
             return check_strided_view(d, w, p, insn, i);
         if ((rc = check_affine(d, &p->offset, loops, insn, i, "the view offset")) != PTO_OK ||
@@ -298,8 +308,9 @@ static int check_param(CallableDecoder *d, const ProgramWalk *w, const PtoProgra
             return decoder_fail(d, "instruction %u param %u: a scalar needs direction SCALAR, not %s (%u)", insn, i,
                         decoder_direction_name(p->direction), p->direction);
         if (p->kind == PTO_PARAM_SCALAR_ARG && p->index >= v->scalar_count)
-            return decoder_fail(d, "instruction %u param %u names argument scalar %u but the signature has %u scalar(s)",
-                        insn, i, p->index, v->scalar_count);
+            return decoder_fail(d, "instruction %u param %u names %s scalar %u but the %s has %u scalar(s)", insn, i,
+                        d->body ? "boundary" : "argument", p->index, d->body ? "boundary" : "signature",
+                        v->scalar_count);
         if (p->kind == PTO_PARAM_SCALAR_AFFINE) {
             int64_t lo, hi;
             if ((rc = check_affine(d, &p->offset, loops, insn, i, "the scalar value")) != PTO_OK)
@@ -329,6 +340,9 @@ static int check_submit(CallableDecoder *d, const ProgramWalk *w, const PtoProgr
                     in->head.size_bytes, in->head.param_count, s->after_count, want);
     if (s->reserved != 0)
         return decoder_fail(d, "instruction %u (SUBMIT) reserved field is %u, must be 0", index, s->reserved);
+    if (s->after_count > 0 && d->body)
+        return decoder_fail(d, "instruction %u (SUBMIT) names %u predecessors: a sub-graph body's dependencies are all "
+                       "inferred (it has no MANUAL scope)", index, s->after_count);
     if (s->after_count > 0) {
         int scope = innermost_scope(&w->nest);
         if (scope < 0 || !w->nest.manual[scope])
@@ -413,6 +427,118 @@ static void note_alloc(ProgramWalk *w, const PtoAllocInsn *a, uint32_t index)
     w->local_scope[a->local_id] = scope >= 0 ? n->insn[scope] : NO_SCOPE;
 }
 
+static int decode_text(CallableDecoder *d);
+
+/* The construct that makes this point not the top level, or -1 at top level. */
+static int enclosing(const Nesting *n)
+{
+    return n->depth > 0 ? (int)n->depth - 1 : -1;
+}
+
+/* SUBGRAPH: the boundary, then the body decoded as a program of its own. */
+static int check_subgraph(CallableDecoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
+{
+    const ChipCallableView *v = d->view;
+    const PtoSubgraphInsn *s = &in->u.subgraph;
+    if (d->body)
+        return decoder_fail(d, "instruction %u (SUBGRAPH %u): a sub-graph body cannot define a sub-graph", index,
+                    s->subgraph_id);
+    if (in->head.param_count != 0)
+        return decoder_fail(d, "instruction %u (SUBGRAPH) has param_count %u, must be 0", index, in->head.param_count);
+    if (in->head.size_bytes < sizeof *s)
+        return decoder_fail(d, "instruction %u (SUBGRAPH) is %u bytes, less than its %zu-byte head", index,
+                    in->head.size_bytes, sizeof *s);
+    if (s->reserved != 0)
+        return decoder_fail(d, "instruction %u (SUBGRAPH) reserved field is %u, must be 0", index, s->reserved);
+    if (s->subgraph_id >= PTO_PROGRAM_MAX_SUBGRAPHS)
+        return decoder_fail(d, "instruction %u (SUBGRAPH) defines sub-graph %u; ids are below %u", index, s->subgraph_id,
+                    PTO_PROGRAM_MAX_SUBGRAPHS);
+    int open = enclosing(&w->nest);
+    if (open >= 0)
+        return decoder_fail(d, "instruction %u (SUBGRAPH %u) is inside the %s opened at instruction %u: a sub-graph is "
+                       "defined at top level", index, s->subgraph_id, pto_opcode_name(w->nest.opcode[open]),
+                    w->nest.insn[open]);
+    if (w->subgraph_at[s->subgraph_id] != 0)
+        return decoder_fail(d, "instruction %u (SUBGRAPH) defines sub-graph %u a second time", index, s->subgraph_id);
+    if (s->boundary_count == 0 || s->boundary_count > PTO_MAX_TASK_PARAMS)
+        return decoder_fail(d, "instruction %u (SUBGRAPH %u) has %u boundary parameters; a sub-graph has 1..%u", index,
+                    s->subgraph_id, s->boundary_count, PTO_MAX_TASK_PARAMS);
+    uint32_t at = chip_program_subgraph_body_offset(s->boundary_count);
+    if (in->head.size_bytes < at + sizeof(PtoProgramHeader))
+        return decoder_fail(d, "instruction %u (SUBGRAPH %u) is %u bytes; its %u boundary directions and a body's "
+                       "%zu-byte program header need %zu", index, s->subgraph_id, in->head.size_bytes,
+                    s->boundary_count, sizeof(PtoProgramHeader), at + sizeof(PtoProgramHeader));
+    const uint8_t *dirs = v->program + in->offset + CHIP_SUBGRAPH_DIRECTIONS_OFFSET;
+    int scalar_seen = 0;
+    for (uint32_t k = 0; k < s->boundary_count; k++) {
+        if (dirs[k] > PTO_ARG_INOUT)
+            return decoder_fail(d, "instruction %u (SUBGRAPH %u) boundary parameter %u has direction %u, not SCALAR, "
+                           "IN, OUT or INOUT", index, s->subgraph_id, k, dirs[k]);
+        if (dirs[k] != PTO_ARG_SCALAR && scalar_seen)
+            return decoder_fail(d, "instruction %u (SUBGRAPH %u) boundary parameter %u is a tensor after a scalar: the "
+                           "boundary's tensors come first", index, s->subgraph_id, k);
+        scalar_seen |= dirs[k] == PTO_ARG_SCALAR;
+    }
+    for (uint32_t k = s->boundary_count; k < at - CHIP_SUBGRAPH_DIRECTIONS_OFFSET; k++)
+        if (dirs[k] != 0)
+            return decoder_fail(d, "instruction %u (SUBGRAPH %u) padding byte %u after its boundary directions is %u, "
+                           "must be 0", index, s->subgraph_id, k, dirs[k]);
+
+    ChipCallableView body;
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    chip_program_subgraph_body(v, in, &body);
+    CallableDecoder sub = { .bytes = d->bytes, .total = d->total, .msg = msg, .msg_size = sizeof msg, .view = &body,
+                            .body = s->subgraph_id + 1 };
+    if (decode_text(&sub) != PTO_OK)
+        return decoder_fail(d, "instruction %u (SUBGRAPH %u) body: %s", index, s->subgraph_id, msg);
+    d->view->opcodes_used |= body.opcodes_used;
+    d->view->submit_count += body.submit_count;
+    d->view->views_unproved += body.views_unproved;
+    w->subgraph_at[s->subgraph_id] = in->offset;
+    return PTO_OK;
+}
+
+/* INVOKE: a defined sub-graph, params like a SUBMIT's whose directions are its boundary's. */
+static int check_invoke(CallableDecoder *d, const ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
+{
+    const ChipCallableView *v = d->view;
+    uint32_t id = in->u.invoke.subgraph_id, n = in->head.param_count;
+    if (d->body)
+        return decoder_fail(d, "instruction %u (INVOKE %u): a sub-graph body cannot invoke a sub-graph", index, id);
+    if (n > PTO_MAX_TASK_PARAMS)
+        return decoder_fail(d, "instruction %u (INVOKE) has %u params, the limit is %u", index, n, PTO_MAX_TASK_PARAMS);
+    if (in->head.size_bytes != chip_program_invoke_size(n))
+        return decoder_fail(d, "instruction %u (INVOKE) is %u bytes; %u params need %u", index, in->head.size_bytes, n,
+                    chip_program_invoke_size(n));
+    if (in->u.invoke.reserved != 0)
+        return decoder_fail(d, "instruction %u (INVOKE) reserved field is %u, must be 0", index, in->u.invoke.reserved);
+    if (id >= PTO_PROGRAM_MAX_SUBGRAPHS || w->subgraph_at[id] == 0)
+        return decoder_fail(d, "instruction %u (INVOKE) invokes sub-graph %u, which no earlier SUBGRAPH defines", index,
+                    id);
+    for (uint32_t k = w->nest.depth; k-- > 0;)
+        if (w->nest.opcode[k] == PTO_OP_SCOPE_BEGIN && w->nest.manual[k])
+            return decoder_fail(d, "instruction %u (INVOKE %u) is inside the MANUAL scope opened at instruction %u: a "
+                           "sub-graph is not invoked inside a MANUAL scope", index, id, w->nest.insn[k]);
+    PtoSubgraphInsn def;
+    memcpy(&def, v->program + w->subgraph_at[id], sizeof def);
+    if (n != def.boundary_count)
+        return decoder_fail(d, "instruction %u (INVOKE %u) passes %u params; the sub-graph's boundary has %u", index, id,
+                    n, def.boundary_count);
+    const uint8_t *dirs = v->program + w->subgraph_at[id] + CHIP_SUBGRAPH_DIRECTIONS_OFFSET;
+    for (uint32_t i = 0; i < n; i++) {
+        PtoProgramParam p;
+        chip_program_param(v, in, i, &p);
+        if (p.direction != dirs[i])
+            return decoder_fail(d, "instruction %u (INVOKE %u) param %u is %s; the sub-graph's boundary parameter %u "
+                           "is %s", index, id, i, decoder_direction_name(p.direction), i,
+                        decoder_direction_name(dirs[i]));
+        int rc = check_param(d, w, &p, index, i);
+        if (rc != PTO_OK)
+            return rc;
+    }
+    return PTO_OK;
+}
+
 static int check_insn(CallableDecoder *d, ProgramWalk *w, const PtoProgramInsn *in, uint32_t index)
 {
     int rc;
@@ -447,8 +573,15 @@ static int check_insn(CallableDecoder *d, ProgramWalk *w, const PtoProgramInsn *
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK)
             return rc;
         return close_construct(d, &w->nest, PTO_OP_LOOP, index);
+    case PTO_OP_SUBGRAPH:
+        return check_subgraph(d, w, in, index);
+    case PTO_OP_INVOKE:
+        return check_invoke(d, w, in, index);
     case PTO_OP_SCOPE_BEGIN:
     case PTO_OP_SCOPE_BEGIN_MANUAL:
+        if (in->head.opcode == PTO_OP_SCOPE_BEGIN_MANUAL && d->body)
+            return decoder_fail(d, "instruction %u (SCOPE_BEGIN_MANUAL): a sub-graph body has no MANUAL scope (its "
+                           "dependencies are all inferred)", index);
         if ((rc = check_fixed_size(d, in, index, sizeof(PtoInsnHead))) != PTO_OK ||
             (rc = open_construct(d, &w->nest, PTO_OP_SCOPE_BEGIN, index)) != PTO_OK)
             return rc;
@@ -484,20 +617,11 @@ static int read_insn(CallableDecoder *d, uint32_t offset, uint32_t index, PtoPro
     return PTO_OK;
 }
 
-int decoder_program(CallableDecoder *d)
+/* Decodes d->view's program text (program, program_size): header and instructions. */
+static int decode_text(CallableDecoder *d)
 {
     ChipCallableView *v = d->view;
-    const ChipCallableHeader *h = &v->header;
-    int rc = decoder_check_blob(d, h->orchestration, "program", 8);
-    if (rc != PTO_OK)
-        return rc;
-    if (h->orchestration_entry.size != 0 || h->orchestration_entry.offset != 0)
-        return decoder_fail(d, "a program orchestration carries no entry symbol, but orchestration_entry is set");
-    if (h->orchestration.size < sizeof(PtoProgramHeader))
-        return decoder_fail(d, "program is %u bytes, smaller than its %zu-byte header", h->orchestration.size,
-                    sizeof(PtoProgramHeader));
-    v->program = d->bytes + h->orchestration.offset;
-    v->program_size = h->orchestration.size;
+    int rc;
     PtoProgramHeader *ph = &v->program_header;
     memcpy(ph, v->program, sizeof *ph);
     if (ph->magic != PTO_PROGRAM_MAGIC)
@@ -528,3 +652,19 @@ int decoder_program(CallableDecoder *d)
     return PTO_OK;
 }
 
+int decoder_program(CallableDecoder *d)
+{
+    ChipCallableView *v = d->view;
+    const ChipCallableHeader *h = &v->header;
+    int rc = decoder_check_blob(d, h->orchestration, "program", 8);
+    if (rc != PTO_OK)
+        return rc;
+    if (h->orchestration_entry.size != 0 || h->orchestration_entry.offset != 0)
+        return decoder_fail(d, "a program orchestration carries no entry symbol, but orchestration_entry is set");
+    if (h->orchestration.size < sizeof(PtoProgramHeader))
+        return decoder_fail(d, "program is %u bytes, smaller than its %zu-byte header", h->orchestration.size,
+                    sizeof(PtoProgramHeader));
+    v->program = d->bytes + h->orchestration.offset;
+    v->program_size = h->orchestration.size;
+    return decode_text(d);
+}

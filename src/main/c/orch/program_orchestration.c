@@ -11,6 +11,14 @@
  * No allocation: the loop stack, the construct stack and the locals table live
  * in the interpreter's frame.
  *
+ * Sub-graphs: SUBGRAPH only notes where the sub-graph's instruction is. INVOKE
+ * resolves its params as SUBMIT does and hands them to api->subgraph_submit
+ * with run_body, which interprets the body (when the runtime records it) in
+ * body mode: another Interp whose argument tensors and scalars are the
+ * boundary itself (no ChipStorageTaskArgs: that is 33 KiB, too much for a
+ * device thread's stack), every parameter made of boundary parameter k
+ * marked PTO_SUBGRAPH_REF(k), and no origins.
+ *
  * Loops: a LOOP's body runs `count` times with its variable 0..count-1. Trip
  * counts are constants and a program has no branches, so every iteration of a
  * body performs the same operations; an iteration that submitted no task
@@ -41,7 +49,9 @@ typedef struct LoopFrame {
 typedef struct Interp {
     const PtoOrchApi *api;
     void *orch;
-    const ChipStorageTaskArgs *args;
+    const ChipStorageTaskArgs *args;  /* NULL in body mode */
+    const PtoTaskParam *boundary;     /* body mode: the boundary (tensors first); else NULL */
+    int32_t tensor_count, scalar_count; /* the run's arguments, or the boundary's */
     const uint8_t *program;
     uint32_t program_bytes;
     const uint8_t *signature;
@@ -57,6 +67,8 @@ typedef struct Interp {
     uint32_t construct_depth, scope_depth;
     uint64_t submitted;
     uint32_t *origins;            /* NULL, or where each SUBMIT's parameters' origins go (header) */
+    uint32_t subgraph_at[PTO_PROGRAM_MAX_SUBGRAPHS]; /* program offset of sub-graph id's SUBGRAPH; 0: not yet */
+    uint32_t subgraph_index[PTO_PROGRAM_MAX_SUBGRAPHS]; /* its instruction index */
 
     uint64_t local_addr[PTO_PROGRAM_MAX_LOCALS];
     uint64_t local_bytes[PTO_PROGRAM_MAX_LOCALS];
@@ -77,6 +89,8 @@ typedef struct Insn {
         PtoSubmitInsn submit;
         PtoAllocInsn alloc;
         PtoLoopInsn loop;
+        PtoSubgraphInsn subgraph;
+        PtoInvokeInsn invoke;
     } u;
 } Insn;
 
@@ -123,6 +137,23 @@ static int read_insn(const Interp *in, uint32_t offset, uint32_t index, Insn *ou
             return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT) waits for %u tasks, the limit is %u",
                             index, submit.after_count, PTO_PROGRAM_MAX_AFTER);
         want = chip_program_submit_size(out->head.param_count, submit.after_count);
+    } else if (out->head.opcode == PTO_OP_INVOKE) {
+        if (out->head.param_count > PTO_MAX_TASK_PARAMS)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (INVOKE) has %u params, the limit is %u", index,
+                            out->head.param_count, PTO_MAX_TASK_PARAMS);
+        want = chip_program_invoke_size(out->head.param_count);
+    } else if (out->head.opcode == PTO_OP_SUBGRAPH) {
+        PtoSubgraphInsn sub;
+        if (size < sizeof sub || out->head.param_count != 0)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH) is %u bytes with param_count %u; it "
+                            "has param_count 0 and at least %zu bytes", index, size, out->head.param_count, sizeof sub);
+        memcpy(&sub, in->program + offset, sizeof sub);
+        if (sub.boundary_count == 0 || sub.boundary_count > PTO_MAX_TASK_PARAMS)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH %u) has %u boundary parameters; a "
+                            "sub-graph has 1..%u", index, sub.subgraph_id, sub.boundary_count, PTO_MAX_TASK_PARAMS);
+        want = chip_program_subgraph_body_offset(sub.boundary_count) + (uint32_t)sizeof(PtoProgramHeader);
+        if (size % 8 == 0 && size >= want)
+            want = size; /* the body fills the rest */
     } else if ((want = fixed_size(out->head.opcode)) == 0) {
         return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u has unknown opcode %u", index, out->head.opcode);
     }
@@ -133,6 +164,13 @@ static int read_insn(const Interp *in, uint32_t offset, uint32_t index, Insn *ou
     uint32_t body = want < sizeof out->u ? want : (uint32_t)sizeof out->u;
     memcpy(&out->u, in->program + offset, body);
     return PTO_OK;
+}
+
+/* How messages name an instruction whose params are resolved: "SUBMIT func_id 3",
+   "INVOKE sub-graph 0" (subgraph_id sits where func_id does). */
+static const char *insn_kind(const Insn *at)
+{
+    return at->head.opcode == PTO_OP_INVOKE ? "INVOKE sub-graph" : "SUBMIT func_id";
 }
 
 /* ---- values ------------------------------------------------------------------- */
@@ -153,12 +191,12 @@ static int eval_affine(const Interp *in, const PtoAffine *a, const Insn *at, uin
     int deeper = uses_deeper_loop(a, in->loop_depth);
     if (deeper >= 0)
         return pto_fail(PTO_ERR_BAD_CALLABLE,
-                        "program instruction %u (SUBMIT func_id %u) param %u: %s uses loop variable %d but only %u "
+                        "program instruction %u (%s %u) param %u: %s uses loop variable %d but only %u "
                         "loop(s) enclose it",
-                        at->index, at->u.submit.func_id, param, what, deeper, in->loop_depth);
+                        at->index, insn_kind(at), at->u.submit.func_id, param, what, deeper, in->loop_depth);
     if (pto_affine_malformed(a) || pto_affine_eval(a, in->vars, in->loop_depth, out) != 0)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s overflows",
-                        at->index, at->u.submit.func_id, param, what);
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s %u) param %u: %s overflows",
+                        at->index, insn_kind(at), at->u.submit.func_id, param, what);
     return PTO_OK;
 }
 
@@ -170,8 +208,8 @@ static int resolve_strided(const Interp *in, const PtoProgramParam *p, const Ins
     char why[160];
     uint64_t span;
     if (pto_view_param_check(p, why, sizeof why) != 0)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s", at->index,
-                        at->u.submit.func_id, param, why);
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s %u) param %u: %s", at->index,
+                        insn_kind(at), at->u.submit.func_id, param, why);
     int deeper = uses_deeper_loop(&p->offset, in->loop_depth);
     for (uint32_t k = 0; k < p->ndims; k++) {
         int o = uses_deeper_loop(&p->dims[k].offset, in->loop_depth), e = uses_deeper_loop(&p->dims[k].extent, in->loop_depth);
@@ -180,15 +218,15 @@ static int resolve_strided(const Interp *in, const PtoProgramParam *p, const Ins
     }
     if (deeper >= 0)
         return pto_fail(PTO_ERR_BAD_CALLABLE,
-                        "program instruction %u (SUBMIT func_id %u) param %u: the view uses loop variable %d but only %u "
+                        "program instruction %u (%s %u) param %u: the view uses loop variable %d but only %u "
                         "loop(s) enclose it",
-                        at->index, at->u.submit.func_id, param, deeper, in->loop_depth);
+                        at->index, insn_kind(at), at->u.submit.func_id, param, deeper, in->loop_depth);
     if (pto_view_param_resolve(p, in->vars, in->loop_depth, base, bound, &out->view, &span, why, sizeof why) != 0) {
         char values[96];
         pto_loop_values_text(in->vars, in->loop_depth, values, sizeof values);
         return pto_fail(PTO_ERR_BAD_CALLABLE,
-                        "program instruction %u (SUBMIT func_id %u) param %u, a view of %s %u: %s at %s", at->index,
-                        at->u.submit.func_id, param, tensor, p->index, why, values);
+                        "program instruction %u (%s %u) param %u, a view of %s %u: %s at %s", at->index,
+                        insn_kind(at), at->u.submit.func_id, param, tensor, p->index, why, values);
     }
     out->value = out->view.addr;
     out->bytes = span;
@@ -206,13 +244,13 @@ static int resolve_view(const Interp *in, const PtoProgramParam *p, const Insn *
         return rc;
     if (off < 0 || size < 0 || (uint64_t)off > bound || (uint64_t)size > bound - (uint64_t)off)
         return pto_fail(PTO_ERR_BAD_CALLABLE,
-                        "program instruction %u (SUBMIT func_id %u) param %u: view [%lld, %lld + %lld) lies outside %s %u "
+                        "program instruction %u (%s %u) param %u: view [%lld, %lld + %lld) lies outside %s %u "
                         "of %llu bytes",
-                        at->index, at->u.submit.func_id, param, (long long)off, (long long)off, (long long)size, tensor,
+                        at->index, insn_kind(at), at->u.submit.func_id, param, (long long)off, (long long)off, (long long)size, tensor,
                         p->index, (unsigned long long)bound);
     if (base + (uint64_t)off < base)
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u: %s %u wraps around",
-                        at->index, at->u.submit.func_id, param, tensor, p->index);
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s %u) param %u: %s %u wraps around",
+                        at->index, insn_kind(at), at->u.submit.func_id, param, tensor, p->index);
     out->value = base + (uint64_t)off;
     out->bytes = (uint64_t)size;
     return PTO_OK;
@@ -232,7 +270,7 @@ static void note_origin(const Interp *in, uint32_t param, uint32_t origin)
 /* One program parameter as a task parameter. */
 static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn *at, uint32_t i, PtoTaskParam *out)
 {
-    const ChipStorageTaskArgs *args = in->args;
+    const char *arg = in->boundary != NULL ? "boundary" : "argument";
     uint32_t func_id = at->u.submit.func_id;
     int64_t value;
     int rc;
@@ -242,35 +280,43 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
     case PTO_PARAM_ARG_TENSOR:
         if (!is_view_direction(p->direction))
             break;
-        if (p->index >= (uint32_t)args->tensor_count || p->index >= in->signature_tensors)
+        if (p->index >= (uint32_t)in->tensor_count || p->index >= in->signature_tensors)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u names argument tensor %u; the run has %d",
-                            at->index, func_id, i, p->index, args->tensor_count);
+                            "program instruction %u (%s %u) param %u names %s tensor %u; the %s has %d",
+                            at->index, insn_kind(at), func_id, i, arg, p->index,
+                            in->boundary != NULL ? "boundary" : "run", in->tensor_count);
         if (p->direction != PTO_ARG_IN && in->signature[p->index] == PTO_ARG_IN)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u writes argument tensor %u, which the "
-                            "signature declares IN",
-                            at->index, func_id, i, p->index);
+                            "program instruction %u (%s %u) param %u writes %s tensor %u, which the "
+                            "%s declares IN",
+                            at->index, insn_kind(at), func_id, i, arg, p->index,
+                            in->boundary != NULL ? "sub-graph's boundary" : "signature");
         note_origin(in, i, PTO_PARAM_ORIGIN_TENSOR(p->index));
-        return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, args->tensors[p->index].addr,
-                                                                args->tensors[p->index].size, "argument tensor", out);
+        if (in->boundary != NULL) {
+            rc = (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, in->boundary[p->index].value,
+                                                                  in->boundary[p->index].bytes, "boundary tensor", out);
+            out->reserved = PTO_SUBGRAPH_REF(p->index);
+            return rc;
+        }
+        return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, in->args->tensors[p->index].addr,
+                                                                in->args->tensors[p->index].size, "argument tensor", out);
     case PTO_PARAM_LOCAL_TENSOR:
         if (!is_view_direction(p->direction))
             break;
         if (p->index >= in->header.local_count)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u names local tensor %u; local_count is %u",
-                            at->index, func_id, i, p->index, in->header.local_count);
+                            "program instruction %u (%s %u) param %u names local tensor %u; local_count is %u",
+                            at->index, insn_kind(at), func_id, i, p->index, in->header.local_count);
         if (in->local_live[p->index] == LOCAL_UNALLOCATED)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u before its "
+                            "program instruction %u (%s %u) param %u uses local tensor %u before its "
                             "ALLOC_TENSOR has executed",
-                            at->index, func_id, i, p->index);
+                            at->index, insn_kind(at), func_id, i, p->index);
         if (in->local_live[p->index] == LOCAL_FREED)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u uses local tensor %u after the scope "
+                            "program instruction %u (%s %u) param %u uses local tensor %u after the scope "
                             "it was allocated in has ended",
-                            at->index, func_id, i, p->index);
+                            at->index, insn_kind(at), func_id, i, p->index);
         note_origin(in, i, PTO_PARAM_ORIGIN_LOCAL(p->index));
         return (p->ndims != 0 ? resolve_strided : resolve_view)(in, p, at, i, in->local_addr[p->index],
                                                                 in->local_bytes[p->index], "local tensor", out);
@@ -282,11 +328,17 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
     case PTO_PARAM_SCALAR_ARG:
         if (p->direction != PTO_ARG_SCALAR)
             break;
-        if (p->index >= (uint32_t)args->scalar_count)
+        if (p->index >= (uint32_t)in->scalar_count)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u) param %u names argument scalar %u; the run has %d",
-                            at->index, func_id, i, p->index, args->scalar_count);
-        out->value = args->scalars[p->index];
+                            "program instruction %u (%s %u) param %u names %s scalar %u; the %s has %d",
+                            at->index, insn_kind(at), func_id, i, arg, p->index,
+                            in->boundary != NULL ? "boundary" : "run", in->scalar_count);
+        if (in->boundary != NULL) {
+            out->value = in->boundary[(uint32_t)in->tensor_count + p->index].value;
+            out->reserved = PTO_SUBGRAPH_REF((uint32_t)in->tensor_count + p->index);
+            return PTO_OK;
+        }
+        out->value = in->args->scalars[p->index];
         note_origin(in, i, PTO_PARAM_ORIGIN_SCALAR(p->index));
         return PTO_OK;
     case PTO_PARAM_SCALAR_AFFINE:
@@ -297,12 +349,12 @@ static int resolve_param(const Interp *in, const PtoProgramParam *p, const Insn 
         out->value = (uint64_t)value;
         return PTO_OK;
     default:
-        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBMIT func_id %u) param %u has invalid kind %u",
-                        at->index, func_id, i, p->kind);
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (%s %u) param %u has invalid kind %u",
+                        at->index, insn_kind(at), func_id, i, p->kind);
     }
     return pto_fail(PTO_ERR_BAD_CALLABLE,
-                    "program instruction %u (SUBMIT func_id %u) param %u: direction %u does not fit parameter kind %u",
-                    at->index, func_id, i, p->direction, p->kind);
+                    "program instruction %u (%s %u) param %u: direction %u does not fit parameter kind %u",
+                    at->index, insn_kind(at), func_id, i, p->direction, p->kind);
 }
 
 /* ---- instructions ------------------------------------------------------------- */
@@ -323,11 +375,11 @@ static int submit_after(Interp *in, const Insn *at, const PtoTaskParam *params)
     uint32_t func_id = at->u.submit.func_id, after[PTO_PROGRAM_MAX_AFTER], n = 0;
     if (!in_manual_scope(in))
         return pto_fail(PTO_ERR_BAD_CALLABLE,
-                        "program instruction %u (SUBMIT func_id %u) names predecessors outside a MANUAL scope", at->index,
-                        func_id);
+                        "program instruction %u (%s %u) names predecessors outside a MANUAL scope", at->index,
+                        insn_kind(at), func_id);
     if (in->api->submit_after == NULL)
-        return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (SUBMIT func_id %u): the orchestration API has no "
-                                               "submit_after", at->index, func_id);
+        return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (%s %u): the orchestration API has no "
+                                               "submit_after", at->index, insn_kind(at), func_id);
     for (uint32_t k = 0; k < at->u.submit.after_count; k++) {
         PtoAffine a;
         memcpy(&a, in->program + at->offset + chip_program_submit_size(at->head.param_count, k), sizeof a);
@@ -337,8 +389,8 @@ static int submit_after(Interp *in, const Insn *at, const PtoTaskParam *params)
             return rc;
         if (ordinal > (int64_t)UINT32_MAX)
             return pto_fail(PTO_ERR_BAD_CALLABLE,
-                            "program instruction %u (SUBMIT func_id %u): predecessor ordinal %lld is out of range",
-                            at->index, func_id, (long long)ordinal);
+                            "program instruction %u (%s %u): predecessor ordinal %lld is out of range",
+                            at->index, insn_kind(at), func_id, (long long)ordinal);
         int seen = ordinal < 0; /* below 0: no task; a repeat: dependencies are a set */
         for (uint32_t j = 0; j < n && !seen; j++)
             seen = after[j] == (uint32_t)ordinal;
@@ -361,6 +413,134 @@ static int exec_submit(Interp *in, const Insn *at)
     int rc = at->u.submit.after_count == 0
                  ? in->api->submit(in->orch, at->u.submit.func_id, params, at->head.param_count)
                  : submit_after(in, at, params);
+    if (rc == PTO_OK)
+        in->submitted++;
+    return rc;
+}
+
+/* ---- sub-graphs --------------------------------------------------------------- */
+
+/* What run_body needs of the program: the SUBGRAPH the INVOKE names. */
+typedef struct BodyCtx {
+    const uint8_t *program;
+    uint32_t at;                  /* program offset of the SUBGRAPH */
+    uint32_t size;                /* its size_bytes */
+    uint32_t index;               /* its instruction index, for messages */
+    uint32_t invoke;              /* the INVOKE's instruction index */
+} BodyCtx;
+
+static int run(Interp *in);
+static int start(Interp *in, const uint8_t *program, size_t program_bytes, const uint8_t *signature,
+                 uint32_t signature_length);
+
+/* The body's own refusal, prefixed with the sub-graph (its instruction numbers
+   are the body's). Out of line: the message copy stays off run_body's frame. */
+static __attribute__((noinline)) int body_refused(int rc, uint32_t id, uint32_t index)
+{
+    char why[PTO_ERROR_MESSAGE_BYTES];
+    strncpy(why, pto_last_error(), sizeof why - 1);
+    why[sizeof why - 1] = '\0';
+    return pto_fail(rc, "program instruction %u (SUBGRAPH %u) body: %s", index, id, why);
+}
+
+/* SUBGRAPH: notes where sub-graph id is; executing it does nothing else. */
+static int exec_subgraph(Interp *in, const Insn *at)
+{
+    uint32_t id = at->u.subgraph.subgraph_id;
+    if (in->boundary != NULL)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH %u): a sub-graph body cannot define a "
+                        "sub-graph", at->index, id);
+    if (in->construct_depth > 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH %u) is inside a LOOP or scope: a "
+                        "sub-graph is defined at top level", at->index, id);
+    if (id >= PTO_PROGRAM_MAX_SUBGRAPHS || in->subgraph_at[id] != 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH) defines sub-graph %u, %s", at->index, id,
+                        id >= PTO_PROGRAM_MAX_SUBGRAPHS ? "beyond the 64 ids" : "defined before");
+    in->subgraph_at[id] = at->offset;
+    in->subgraph_index[id] = at->index;
+    return PTO_OK;
+}
+
+/* The body of a sub-graph, interpreted against the boundary the runtime passes
+   (PtoSubgraphBody): its ARG_TENSOR i is boundary tensor i, its SCALAR_ARG j
+   boundary scalar j, each marked PTO_SUBGRAPH_REF. */
+static int run_body(const PtoOrchApi *api, void *orch, void *ctx, const PtoTaskParam *boundary, uint32_t n)
+{
+    const BodyCtx *c = ctx;
+    PtoSubgraphInsn sub;
+    if (c == NULL || api == NULL || (boundary == NULL && n > 0))
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "sub-graph body: NULL context, api or boundary");
+    memcpy(&sub, c->program + c->at, sizeof sub);
+    uint32_t body = chip_program_subgraph_body_offset(sub.boundary_count);
+    const uint8_t *dirs = c->program + c->at + CHIP_SUBGRAPH_DIRECTIONS_OFFSET;
+    if (n != sub.boundary_count)
+        return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (INVOKE sub-graph %u): the body was given %u "
+                        "boundary parameters; the sub-graph has %u", c->invoke, sub.subgraph_id, n, sub.boundary_count);
+    for (uint32_t k = 0; k < n; k++)
+        if (boundary[k].direction != dirs[k])
+            return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (INVOKE sub-graph %u): boundary parameter %u "
+                            "has direction %u; the sub-graph's is %u", c->invoke, sub.subgraph_id, k,
+                            boundary[k].direction, dirs[k]);
+    Interp in;
+    memset(&in, 0, offsetof(Interp, local_addr));
+    memset(in.local_live, 0, sizeof in.local_live);
+    in.api = api;
+    in.orch = orch;
+    in.boundary = boundary;
+    int rc = start(&in, c->program + c->at + body, c->size - body, dirs, n);
+    if (rc == PTO_OK) {
+        in.tensor_count = (int32_t)in.signature_tensors;
+        in.scalar_count = (int32_t)(n - in.signature_tensors);
+        rc = run(&in);
+    }
+    return rc == PTO_ERR_BAD_CALLABLE ? body_refused(rc, sub.subgraph_id, c->index) : rc;
+}
+
+/* Non-zero when some open scope is a MANUAL one. */
+static int inside_manual_scope(const Interp *in)
+{
+    for (uint32_t k = in->construct_depth; k-- > 0;)
+        if (in->constructs[k] == PTO_OP_SCOPE_BEGIN && in->manual[k])
+            return 1;
+    return 0;
+}
+
+/* INVOKE: params resolved as a SUBMIT's, then api->subgraph_submit with run_body. */
+static int exec_invoke(Interp *in, const Insn *at)
+{
+    uint32_t id = at->u.invoke.subgraph_id, n = at->head.param_count;
+    if (in->boundary != NULL)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (INVOKE sub-graph %u): a sub-graph body cannot "
+                        "invoke a sub-graph", at->index, id);
+    if (id >= PTO_PROGRAM_MAX_SUBGRAPHS || in->subgraph_at[id] == 0)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (INVOKE) invokes sub-graph %u, which no earlier "
+                        "SUBGRAPH defines", at->index, id);
+    if (inside_manual_scope(in))
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (INVOKE sub-graph %u) is inside a MANUAL scope: a "
+                        "sub-graph is not invoked there", at->index, id);
+    Insn def;
+    int rc = read_insn(in, in->subgraph_at[id], 0, &def);
+    if (rc != PTO_OK)
+        return rc;
+    const uint8_t *dirs = in->program + def.offset + CHIP_SUBGRAPH_DIRECTIONS_OFFSET;
+    if (n != def.u.subgraph.boundary_count)
+        return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (INVOKE sub-graph %u) passes %u params; the "
+                        "sub-graph's boundary has %u", at->index, id, n, def.u.subgraph.boundary_count);
+    PtoTaskParam params[PTO_MAX_TASK_PARAMS];
+    for (uint32_t i = 0; i < n; i++) {
+        PtoProgramParam p;
+        memcpy(&p, in->program + at->offset + sizeof(PtoInvokeInsn) + (size_t)i * sizeof p, sizeof p);
+        if (p.direction != dirs[i])
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (INVOKE sub-graph %u) param %u has direction "
+                            "%u; the sub-graph's boundary parameter %u has %u", at->index, id, i, p.direction, i, dirs[i]);
+        if ((rc = resolve_param(in, &p, at, i, &params[i])) != PTO_OK)
+            return rc;
+    }
+    if (in->api->subgraph_submit == NULL)
+        return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (INVOKE sub-graph %u): the orchestration API has "
+                        "no subgraph_submit", at->index, id);
+    BodyCtx ctx = { in->program, def.offset, def.head.size_bytes, in->subgraph_index[id], at->index };
+    rc = in->api->subgraph_submit(in->orch, id, run_body, &ctx, params, n);
     if (rc == PTO_OK)
         in->submitted++;
     return rc;
@@ -478,6 +658,9 @@ static int exec_scope(Interp *in, const Insn *at)
     int rc;
     if (at->head.opcode != PTO_OP_SCOPE_END) {
         int manual = at->head.opcode == PTO_OP_SCOPE_BEGIN_MANUAL;
+        if (manual && in->boundary != NULL)
+            return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SCOPE_BEGIN_MANUAL): a sub-graph body has no "
+                            "MANUAL scope", at->index);
         if (manual && in->api->scope_begin_mode == NULL)
             return pto_fail(PTO_ERR_ORCHESTRATION, "program instruction %u (SCOPE_BEGIN_MANUAL): the orchestration API "
                                                    "has no scope_begin_mode", at->index);
@@ -507,6 +690,8 @@ static int exec_insn(Interp *in, const Insn *at)
     case PTO_OP_ALLOC_TENSOR: return exec_alloc(in, at);
     case PTO_OP_LOOP: return exec_loop(in, at);
     case PTO_OP_END_LOOP: return exec_end_loop(in, at);
+    case PTO_OP_SUBGRAPH: return exec_subgraph(in, at);
+    case PTO_OP_INVOKE: return exec_invoke(in, at);
     default: return exec_scope(in, at);
     }
 }
@@ -561,21 +746,30 @@ int pto_program_orchestrate_origins(const PtoOrchApi *api, void *orch, const Chi
     in.api = api;
     in.orch = orch;
     in.args = args;
+    in.tensor_count = args->tensor_count;
+    in.scalar_count = args->scalar_count;
     in.origins = origins;
     int rc = start(&in, program, program_bytes, signature, signature_length);
-    while (rc == PTO_OK && in.index < in.header.instruction_count) {
+    return rc == PTO_OK ? run(&in) : rc;
+}
+
+/* Runs the program start() set up, to its end. */
+static int run(Interp *in)
+{
+    int rc = PTO_OK;
+    while (rc == PTO_OK && in->index < in->header.instruction_count) {
         Insn insn;
-        if ((rc = read_insn(&in, in.offset, in.index, &insn)) != PTO_OK)
+        if ((rc = read_insn(in, in->offset, in->index, &insn)) != PTO_OK)
             break;
-        in.offset += insn.head.size_bytes;
-        in.index++;
-        rc = exec_insn(&in, &insn);
+        in->offset += insn.head.size_bytes;
+        in->index++;
+        rc = exec_insn(in, &insn);
     }
-    if (rc == PTO_OK && in.construct_depth > 0)
+    if (rc == PTO_OK && in->construct_depth > 0)
         rc = pto_fail(PTO_ERR_BAD_CALLABLE, "program ends with %u LOOP / SCOPE_BEGIN construct(s) still open",
-                      in.construct_depth);
-    if (rc == PTO_OK && in.offset != in.program_bytes)
+                      in->construct_depth);
+    if (rc == PTO_OK && in->offset != in->program_bytes)
         rc = pto_fail(PTO_ERR_BAD_CALLABLE, "program has %u bytes after its last instruction",
-                      in.program_bytes - in.offset);
+                      in->program_bytes - in->offset);
     return rc;
 }

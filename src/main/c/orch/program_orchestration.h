@@ -15,6 +15,20 @@
  * LOOP/END    -> iterate with the loop variable of that depth
  * SCOPE_BEGIN -> api->scope_begin / SCOPE_END -> api->scope_end
  * SCOPE_BEGIN_MANUAL -> api->scope_begin_mode(PTO_SCOPE_MANUAL)
+ * SUBGRAPH    -> nothing but noting where sub-graph id's boundary and body are
+ *                (top level only, before its INVOKEs)
+ * INVOKE      -> api->subgraph_submit(id, body, ctx, params) with the params
+ *                resolved exactly as SUBMIT's (checks, messages, origins) and
+ *                their directions the sub-graph's boundary; not inside a MANUAL
+ *                scope; a NULL subgraph_submit is PTO_ERR_ORCHESTRATION. The
+ *                body, when the runtime calls it to record the sub-graph, is
+ *                interpreted like a program whose signature is the boundary:
+ *                ARG_TENSOR i views boundary tensor i (boundary[i].value, of
+ *                boundary[i].bytes), SCALAR_ARG j is boundary scalar j, and
+ *                each such param carries reserved = PTO_SUBGRAPH_REF(i) (a
+ *                scalar: PTO_SUBGRAPH_REF(tensors + j)); no origins. Its
+ *                refusals are prefixed "program instruction n (SUBGRAPH id) body:". An INVOKE counts as
+ *                submitted work for the loop rule below.
  *
  * The program must have passed registration's validation (chip_callable.h
  * decoder); the interpreter still checks everything that depends on the run

@@ -482,13 +482,13 @@ static int record(uint32_t key, PtoSubgraphBody body, void *ctx, const PtoTaskPa
     Recorder r = { .rec = rec, .boundary = boundary, .n = n };
     OrchSession session;
     void *handle = orch_session_open_kind(&session, &r, ORCH_SESSION_SUBGRAPH_BODY);
+    pto_clear_error(); /* a body failing on its own leaves its message, or none */
     int rc = body(&body_api, handle, ctx, boundary, n);
     orch_session_close(&session);
     if (r.failed != PTO_OK) /* the body may have ignored it */
         rc = pto_fail(r.failed, "%s", r.failure);
-    else if (rc != PTO_OK)
-        rc = pto_fail(rc, "subgraph_submit (key %u): the body returned %d (last message: %s)", key, rc,
-                      pto_last_error());
+    else if (rc != PTO_OK && pto_last_error()[0] == '\0')
+        rc = pto_fail(rc, "subgraph_submit (key %u): the body returned %d", key, rc);
     if (rc == PTO_OK && r.scopes != 0)
         rc = pto_fail(PTO_ERR_ORCHESTRATION, "subgraph_submit (key %u): the body left %u scope(s) open", key, r.scopes);
     free(r.readers.items);

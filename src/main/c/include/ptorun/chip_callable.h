@@ -92,6 +92,8 @@ typedef struct ChipCallableChild {
 #define PTO_PROGRAM_MAX_INSNS (1u << 20)
 #define PTO_MAX_TASK_PARAMS 32u
 #define PTO_PROGRAM_MAX_AFTER 32u                /* explicit predecessors of one SUBMIT */
+#define PTO_PROGRAM_MAX_SUBGRAPHS 64u            /* sub-graph ids 0..63 (SUBGRAPH) */
+#define PTO_SUBGRAPH_LOCAL_ALIGN 64u             /* alloc_tensor inside a sub-graph body: the block's alignment */
 
 typedef enum PtoOpcode {
     PTO_OP_SUBMIT = 1,        /* PtoSubmitInsn + param_count x PtoProgramParam */
@@ -100,7 +102,9 @@ typedef enum PtoOpcode {
     PTO_OP_END_LOOP = 4,      /* head only */
     PTO_OP_SCOPE_BEGIN = 5,   /* head only */
     PTO_OP_SCOPE_END = 6,     /* head only */
-    PTO_OP_SCOPE_BEGIN_MANUAL = 7 /* head only: a MANUAL scope (pto_orchestration.h), closed by SCOPE_END */
+    PTO_OP_SCOPE_BEGIN_MANUAL = 7, /* head only: a MANUAL scope (pto_orchestration.h), closed by SCOPE_END */
+    PTO_OP_SUBGRAPH = 8,      /* PtoSubgraphInsn + boundary directions + body program: defines a sub-graph */
+    PTO_OP_INVOKE = 9         /* PtoInvokeInsn + param_count x PtoProgramParam: submits a sub-graph */
 } PtoOpcode;
 
 typedef enum PtoParamKind {
@@ -152,7 +156,7 @@ typedef struct PtoProgramHeader {
 
 typedef struct PtoInsnHead {
     uint16_t opcode;              /* PtoOpcode */
-    uint16_t param_count;         /* SUBMIT: <= PTO_MAX_TASK_PARAMS; else 0 */
+    uint16_t param_count;         /* SUBMIT, INVOKE: <= PTO_MAX_TASK_PARAMS; else 0 */
     uint32_t size_bytes;          /* whole instruction, multiple of 8 */
 } PtoInsnHead;
 
@@ -184,6 +188,33 @@ typedef struct PtoSubmitInsn {
     uint16_t after_count;         /* <= PTO_PROGRAM_MAX_AFTER */
     uint16_t reserved;            /* 0 */
 } PtoSubmitInsn;
+
+/* SUBGRAPH: defines sub-graph `subgraph_id` (pto_orchestration.h, subgraph_submit;
+   docs/orchestration.md, "Sub-graphs"). Followed by boundary_count bytes of
+   boundary directions (PtoArgDirection: the tensors, IN / OUT / INOUT, first,
+   then the SCALAR ones), zero-padded to a multiple of 8, then the body: a
+   complete program (PtoProgramHeader + instructions) filling the rest of
+   head.size_bytes. In the body, ARG_TENSOR i views boundary tensor i and
+   SCALAR_ARG j is boundary scalar j; it may not contain SUBGRAPH, INVOKE,
+   SCOPE_BEGIN_MANUAL or a SUBMIT with predecessors. Only at top level (inside
+   no LOOP or scope), each id once, before every INVOKE of it; executing it
+   does nothing. head.param_count is 0. */
+typedef struct PtoSubgraphInsn {
+    PtoInsnHead head;             /* opcode SUBGRAPH */
+    uint32_t subgraph_id;         /* < PTO_PROGRAM_MAX_SUBGRAPHS */
+    uint16_t boundary_count;      /* 1..PTO_MAX_TASK_PARAMS */
+    uint16_t reserved;            /* 0 */
+} PtoSubgraphInsn;
+
+/* INVOKE: submits sub-graph `subgraph_id` (an earlier SUBGRAPH) as one unit
+   with head.param_count (= its boundary_count) PtoProgramParam following, encoded
+   as SUBMIT's, whose directions are the sub-graph's boundary directions in order.
+   Allowed in LOOPs and AUTO scopes, not inside a MANUAL scope. */
+typedef struct PtoInvokeInsn {
+    PtoInsnHead head;             /* opcode INVOKE */
+    uint32_t subgraph_id;
+    uint32_t reserved;            /* 0 */
+} PtoInvokeInsn;
 
 typedef struct PtoAllocInsn {
     PtoInsnHead head;
@@ -223,6 +254,9 @@ _Static_assert(offsetof(PtoProgramParam, size) == 80, "PtoProgramParam.size");
 _Static_assert(offsetof(PtoProgramParam, dims) == 144, "PtoProgramParam.dims");
 _Static_assert(sizeof(PtoSubmitInsn) == 16, "PtoSubmitInsn size");
 _Static_assert(offsetof(PtoSubmitInsn, after_count) == 12, "PtoSubmitInsn.after_count");
+_Static_assert(sizeof(PtoSubgraphInsn) == 16, "PtoSubgraphInsn size");
+_Static_assert(offsetof(PtoSubgraphInsn, boundary_count) == 12, "PtoSubgraphInsn.boundary_count");
+_Static_assert(sizeof(PtoInvokeInsn) == 16, "PtoInvokeInsn size");
 _Static_assert(sizeof(PtoAllocInsn) == 24, "PtoAllocInsn size");
 _Static_assert(sizeof(PtoLoopInsn) == 16, "PtoLoopInsn size");
 

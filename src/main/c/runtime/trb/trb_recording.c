@@ -83,6 +83,12 @@ void trb_recording_plan(const ChipCallableView *v, TrbRecordingPlan *plan)
         case PTO_OP_END_LOOP:
             depth -= depth > 0;
             break;
+        case PTO_OP_INVOKE:
+            /* a sub-graph's tasks are the sub-graph layer's (orch/subgraph.h), not the
+               interpreter's SUBMITs this plan sizes: a program invoking one is not
+               recorded whole-run (every run builds its graph, BUILT) */
+            ok = 0;
+            break;
         default:
             break;
         }

@@ -39,7 +39,7 @@
 
 /* What a program's recording needs (registration: the program text alone). */
 typedef struct TrbRecordingPlan {
-    int recordable;           /* 0: a library, or too large */
+    int recordable;           /* 0: a library, a program with an INVOKE, or too large */
     uint64_t tasks;           /* chip_program_task_count */
     uint64_t words;           /* PtoTrbRecording.capacity */
     uint64_t map_entries, map_views; /* the record run's tensor-map pools */

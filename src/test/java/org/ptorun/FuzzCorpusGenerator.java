@@ -195,6 +195,9 @@ public final class FuzzCorpusGenerator {
                         .submit(5, Param.tensor(1, INOUT, 0, 32))
                         .submit(9)
                         .build()).build().bytes());
+        write(t, "valid-subgraph-layers", ChipCallable.builder().signature(IN, INOUT, SCALAR)
+                .child(1, CoreType.AIV, Kernel.vadds()).child(2, CoreType.AIV, Kernel.vcopy())
+                .program(subgraphProgram()).build().bytes());
         write(t, "valid-orchestration-library", ChipCallable.builder().signature(IN, OUT)
                 .child(1, CoreType.AIV, Kernel.vadd())
                 .orchestrationLibrary(image, "my_orchestration").build().bytes());
@@ -252,6 +255,20 @@ public final class FuzzCorpusGenerator {
         return b;
     }
 
+    /**
+     * SUBGRAPH 0 (IN a, INOUT b, SCALAR k) { ALLOC 64; SCOPE { SUBMIT 1 (a[0, 64), local, k) };
+     * SUBMIT 2 (a[0, 64), b[0, 64)) }; LOOP 3 { INVOKE 0 (x[64 i, +64), y[0, 64), s) }.
+     */
+    private static Program subgraphProgram() {
+        Program.Builder b = Program.builder();
+        Program.Subgraph layer = b.subgraph(0, java.util.List.of(IN, INOUT, SCALAR), body -> body
+                .allocTensor(0, 64)
+                .scope(s -> s.submit(1, Param.tensor(0, IN, 0, 64), Param.local(0, OUT, 0, 64), Param.scalarArg(0)))
+                .submit(2, Param.tensor(0, IN, 0, 64), Param.tensor(1, INOUT, 0, 64)));
+        return b.loop(3, (l, i) -> l.invoke(layer, Param.tensor(0, IN, i.times(64), Affine.of(64)),
+                Param.tensor(1, INOUT, 0, 64), Param.scalarArg(0))).build();
+    }
+
     private void programs() {
         String t = "program";
         byte[] chainProgram = vectorChain().program().orElseThrow().bytes();
@@ -277,6 +294,10 @@ public final class FuzzCorpusGenerator {
         write(t, "invalid-alloc-refused", programInput(codes(OUT), 1, 0, new long[] {8}, Program.builder()
                 .allocTensor(0, 1L << 31).submit(1, Param.local(0, IN, 0, 8), Param.tensor(0, OUT, 0, 8))
                 .build().bytes()));
+        byte[] layers = subgraphProgram().bytes();
+        write(t, "valid-subgraph-layers", programInput(codes(IN, INOUT, SCALAR), 2, 1, new long[] {192, 64}, layers));
+        write(t, "invalid-subgraph-boundary-past-tensor",
+                programInput(codes(IN, INOUT, SCALAR), 2, 1, new long[] {128, 64}, layers)); // the third layer's x
         write(t, "invalid-truncated", programInput(chainSig, 3, 0, new long[] {BYTES, BYTES, BYTES},
                 Arrays.copyOf(chainProgram, chainProgram.length - 8)));
     }

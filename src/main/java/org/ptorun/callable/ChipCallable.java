@@ -443,6 +443,10 @@ public final class ChipCallable {
                 for (Program.Submit s : program.submits()) {
                     checkSubmit(s, byFuncId, tensors, scalars);
                 }
+                for (Program.Invoke v : program.invokes()) {
+                    checkArguments("instruction " + v.instruction() + " (INVOKE sub-graph " + v.subgraph() + ")",
+                            v.params(), tensors, scalars);
+                }
             }
             return new ChipCallable(List.copyOf(signature), List.copyOf(children), program, orchestrationLibrary);
         }
@@ -501,16 +505,23 @@ public final class ChipCallable {
         }
 
         private void checkSubmit(Program.Submit s, Map<Integer, Child> byFuncId, int tensors, int scalars) {
-            String insn = "instruction " + s.instruction();
+            String insn = s.where();
             Child child = byFuncId.get(s.funcId());
             if (child == null) {
                 throw new IllegalArgumentException(insn + " submits func_id " + s.funcId()
                         + ", which no child binds (children: " + byFuncId.keySet() + ")");
             }
-            List<Param> params = s.params();
+            if (s.subgraph() < 0) { // a body's indices name its boundary: the program builder checked them
+                checkArguments(insn + " (func_id " + s.funcId() + ")", s.params(), tensors, scalars);
+            }
+            child.kernel().parameterForms().ifPresent(forms -> checkAgainstKernel(insn, s, child.kernel(), forms));
+        }
+
+        /** A SUBMIT's or an INVOKE's argument tensors and scalars against the signature. */
+        private void checkArguments(String insn, List<Param> params, int tensors, int scalars) {
             for (int i = 0; i < params.size(); i++) {
                 Param p = params.get(i);
-                String where = insn + " (func_id " + s.funcId() + ") parameter " + i;
+                String where = insn + " parameter " + i;
                 if (p.kind() == Param.Kind.ARG_TENSOR) {
                     if (p.index() >= tensors) {
                         throw new IllegalArgumentException(where + " views tensor argument " + p.index()
@@ -526,7 +537,6 @@ public final class ChipCallable {
                             + " but the signature has " + scalars + " scalars");
                 }
             }
-            child.kernel().parameterForms().ifPresent(forms -> checkAgainstKernel(insn, s, child.kernel(), forms));
         }
 
         /** A SUBMIT must fit one of the kernel's forms: the one with its parameter count. */

@@ -32,6 +32,9 @@ import org.ptorun.internal.CallableLayouts;
  *       of the enclosing loops;</li>
  *   <li>{@code SCOPE_BEGIN … SCOPE_END} — a scope for the run's local memory (trb: the
  *       scope's own ring).</li>
+ *   <li>{@code SUBGRAPH id boundary body} — defines a sub-graph ({@link Builder#subgraph}):
+ *       tasks recorded once per run and submitted as one unit by each
+ *       {@code INVOKE id params…} ({@link Builder#invoke}).</li>
  * </ul>
  *
  * Tasks depend on every earlier task whose views overlap theirs where one of the two
@@ -56,8 +59,68 @@ public final class Program {
     public static final int MAX_SCOPE_DEPTH = CallableLayouts.PTO_PROGRAM_MAX_SCOPE_DEPTH;
     public static final int MAX_LOCALS = CallableLayouts.PTO_PROGRAM_MAX_LOCALS;
 
-    /** One SUBMIT as written, with its instruction index: for the callable builder's checks. */
-    record Submit(int instruction, int funcId, List<Param> params) {
+    /** The most sub-graphs a program defines: ids 0..63. */
+    public static final int MAX_SUBGRAPHS = CallableLayouts.PTO_PROGRAM_MAX_SUBGRAPHS;
+
+    /**
+     * One SUBMIT as written, with its instruction index: for the callable builder's checks.
+     * {@code subgraph} is the sub-graph whose body holds it, or -1: a body's tensor and scalar
+     * indices name its boundary (the program builder checked them), not the signature.
+     */
+    record Submit(int instruction, int funcId, List<Param> params, int subgraph) {
+
+        /** How messages name it: "instruction 3", "sub-graph 0 instruction 1". */
+        String where() {
+            return (subgraph < 0 ? "" : "sub-graph " + subgraph + " ") + "instruction " + instruction;
+        }
+    }
+
+    /** One INVOKE as written: its params name argument tensors and scalars like a SUBMIT's. */
+    record Invoke(int instruction, int subgraph, List<Param> params) {
+    }
+
+    /**
+     * A sub-graph a {@link Builder} defined ({@link Builder#subgraph}): its id and its
+     * boundary, the parameters each {@link Builder#invoke} passes — tensors (IN, OUT, INOUT)
+     * first, then scalars. Belongs to the builder that defined it.
+     */
+    public static final class Subgraph {
+        private final int id;
+        private final List<Direction> boundary;
+        private final Program body;
+        private final Builder owner;
+
+        private Subgraph(int id, List<Direction> boundary, Program body, Builder owner) {
+            this.id = id;
+            this.boundary = boundary;
+            this.body = body;
+            this.owner = owner;
+        }
+
+        /** Its id in the program, 0..63 (the key of {@code subgraph_submit}). */
+        public int id() {
+            return id;
+        }
+
+        /** The boundary's directions: tensors first, then {@link Direction#SCALAR}s. */
+        public List<Direction> boundary() {
+            return boundary;
+        }
+
+        /** Tasks of one invocation: the body's, plus the invocation's entry and exit tasks. */
+        public long taskCount() {
+            return body.taskCount() > Long.MAX_VALUE - 2 ? Long.MAX_VALUE : body.taskCount() + 2;
+        }
+
+        /** The body's own program (its argument tensors and scalars are the boundary's). */
+        Program body() {
+            return body;
+        }
+
+        @Override
+        public String toString() {
+            return "Subgraph[" + id + ", boundary=" + boundary + ", " + body.taskCount() + " body tasks]";
+        }
     }
 
     /** The body of {@link Builder#loop}: the builder and the new loop's variable. */
@@ -68,16 +131,18 @@ public final class Program {
 
     private final byte[] bytes;
     private final List<Submit> submits;
+    private final List<Invoke> invokes;
     private final int instructionCount;
     private final int localCount;
     private final long taskCount;
     /** By argument tensor index: how far the program's views reach into it. */
     private final Map<Integer, TensorExtents.Reach> argumentReach;
 
-    private Program(byte[] bytes, List<Submit> submits, int instructionCount, int localCount, long taskCount,
-                    Map<Integer, TensorExtents.Reach> argumentReach) {
+    private Program(byte[] bytes, List<Submit> submits, List<Invoke> invokes, int instructionCount, int localCount,
+                    long taskCount, Map<Integer, TensorExtents.Reach> argumentReach) {
         this.bytes = bytes;
         this.submits = submits;
+        this.invokes = invokes;
         this.instructionCount = instructionCount;
         this.localCount = localCount;
         this.taskCount = taskCount;
@@ -108,13 +173,21 @@ public final class Program {
         return localCount;
     }
 
-    /** Tasks one run submits (SUBMITs times their loops' counts); Long.MAX_VALUE if more. */
+    /**
+     * Tasks one run submits (SUBMITs times their loops' counts, each INVOKE its sub-graph's
+     * {@link Subgraph#taskCount()} times its loops' counts); Long.MAX_VALUE if more.
+     */
     public long taskCount() {
         return taskCount;
     }
 
+    /** Every SUBMIT, sub-graph bodies' included. */
     List<Submit> submits() {
         return submits;
+    }
+
+    List<Invoke> invokes() {
+        return invokes;
     }
 
     /**
@@ -146,6 +219,13 @@ public final class Program {
      * dimensions' bounds (and a local's bytes) for every iteration, up to 2<sup>20</sup>
      * iterations of one SUBMIT (beyond, the library checks each as it submits it). The callable builder checks the
      * SUBMITs against its children and signature.
+     *
+     * <p>Sub-graphs: {@link #subgraph} defines one at top level with a body written with this
+     * same vocabulary, in which the boundary plays the arguments' part; {@link #invoke}
+     * submits it wherever a SUBMIT may stand except inside a MANUAL scope. Misuse of a call in
+     * the wrong place (a sub-graph inside a loop, scope or body, an invoke inside a MANUAL scope
+     * or a body, a MANUAL scope or predecessors in a body) is an {@link IllegalStateException};
+     * bad arguments are {@link IllegalArgumentException}s.
      */
     public static final class Builder {
 
@@ -168,8 +248,26 @@ public final class Program {
         private int nextOpenId;
         private int localCount;
         private long taskCount;
+        private final List<Invoke> invokes = new ArrayList<>();
+        private final Map<Integer, Subgraph> subgraphs = new HashMap<>();
+        /** A sub-graph body's builder: its boundary and id; null and -1 for a program's. */
+        private final List<Direction> boundary;
+        private final int boundaryTensors;
+        private final int bodyOf;
 
         private Builder() {
+            this(null, 0, -1);
+        }
+
+        private Builder(List<Direction> boundary, int boundaryTensors, int bodyOf) {
+            this.boundary = boundary;
+            this.boundaryTensors = boundaryTensors;
+            this.bodyOf = bodyOf;
+        }
+
+        /** "sub-graph 0 " in a body, else "": prefixes the instruction in messages. */
+        private String prefix() {
+            return bodyOf < 0 ? "" : "sub-graph " + bodyOf + " ";
         }
 
         /**
@@ -200,7 +298,7 @@ public final class Program {
             for (int i = 0; i < list.size(); i++) {
                 checkParam(insn, funcId, i, list.get(i));
             }
-            submits.add(new Submit(insn, funcId, list));
+            submits.add(new Submit(insn, funcId, list, bodyOf));
             encoded.add(encodeSubmit(funcId, list, after));
             taskCount = saturatingAdd(taskCount, iterations());
             return this;
@@ -321,9 +419,14 @@ public final class Program {
          * {@link #submitAfter}.
          *
          * @throws IllegalArgumentException for a fifth nested scope
+         * @throws IllegalStateException for a MANUAL scope in a sub-graph's body
          */
         public Builder beginScope(ScopeMode mode) {
             Objects.requireNonNull(mode, "mode");
+            if (mode == ScopeMode.MANUAL && bodyOf >= 0) {
+                throw new IllegalStateException("sub-graph " + bodyOf + "'s body cannot open a MANUAL scope: a body's"
+                        + " dependencies are all inferred (it is recorded once and replayed)");
+            }
             if (scopes == MAX_SCOPE_DEPTH) {
                 throw new IllegalArgumentException("scopes nest at most " + MAX_SCOPE_DEPTH + " deep");
             }
@@ -346,9 +449,14 @@ public final class Program {
          *
          * @throws IllegalArgumentException outside a MANUAL scope, for more than 32 ordinals,
          *     or as {@link #submit}
+         * @throws IllegalStateException in a sub-graph's body
          */
         public Builder submitAfter(int funcId, List<Affine> after, Param... params) {
             Objects.requireNonNull(after, "after");
+            if (bodyOf >= 0) {
+                throw new IllegalStateException("sub-graph " + bodyOf + "'s body cannot name predecessors"
+                        + " (submitAfter): a body's dependencies are all inferred");
+            }
             Open scope = null;
             for (Open o : open) { // innermost first
                 if (!o.loop()) {
@@ -402,6 +510,189 @@ public final class Program {
             return endScope();
         }
 
+        /**
+         * Defines sub-graph {@code id} ({@code SUBGRAPH}): a piece of the graph recorded once per
+         * run and submitted as one unit by each {@link #invoke} (docs/orchestration.md,
+         * "Sub-graphs"). {@code boundary} lists the parameters an invocation passes, tensors
+         * (IN, OUT, INOUT) first, then {@link Direction#SCALAR}s. {@code body} writes the
+         * sub-graph's tasks on a builder of its own where the boundary plays the arguments'
+         * part: {@code Param.tensor(k, …)} / {@code View.arg(k, …)} view boundary tensor k (a
+         * view writing an IN one is refused) and {@code Param.scalarArg(j)} is boundary scalar
+         * j; it may loop, open AUTO scopes and allocate locals of its own (freed when the
+         * invocation ends), not define or invoke sub-graphs, open MANUAL scopes or name
+         * predecessors. Only at top level, before its invocations.
+         *
+         * @return the sub-graph, for {@link #invoke}
+         * @throws IllegalArgumentException for an id outside 0..63 or defined before, a boundary
+         *     of no or more than 32 parameters, a tensor after a scalar, or whatever the body
+         *     does wrong (its messages name "sub-graph id instruction n")
+         * @throws IllegalStateException inside a loop or scope, in a sub-graph's body, or when
+         *     {@code body} wrote to this builder instead of the one it is given
+         */
+        public Subgraph subgraph(int id, List<Direction> boundary, Consumer<Builder> body) {
+            Objects.requireNonNull(boundary, "boundary");
+            Objects.requireNonNull(body, "body");
+            if (bodyOf >= 0) {
+                throw new IllegalStateException("sub-graph " + bodyOf + "'s body cannot define a sub-graph: sub-graphs"
+                        + " do not nest");
+            }
+            if (!open.isEmpty()) {
+                Open o = open.peek();
+                throw new IllegalStateException("a sub-graph is defined at top level, but the "
+                        + (o.loop() ? "LOOP" : "SCOPE_BEGIN") + " opened at instruction " + o.instruction()
+                        + " is open");
+            }
+            if (id < 0 || id >= MAX_SUBGRAPHS) {
+                throw new IllegalArgumentException("sub-graph id " + id + " is outside 0.." + (MAX_SUBGRAPHS - 1));
+            }
+            if (subgraphs.containsKey(id)) {
+                throw new IllegalArgumentException("sub-graph " + id + " is defined a second time; each id once");
+            }
+            List<Direction> dirs = List.copyOf(boundary);
+            if (dirs.isEmpty() || dirs.size() > CallableLayouts.PTO_MAX_TASK_PARAMS) {
+                throw new IllegalArgumentException("sub-graph " + id + " has " + dirs.size()
+                        + " boundary parameters; a sub-graph has 1.." + CallableLayouts.PTO_MAX_TASK_PARAMS);
+            }
+            int tensors = 0;
+            for (int k = 0; k < dirs.size(); k++) {
+                if (dirs.get(k).isTensor()) {
+                    if (tensors != k) {
+                        throw new IllegalArgumentException("sub-graph " + id + " boundary parameter " + k + " is a "
+                                + dirs.get(k) + " tensor after a scalar: the boundary's tensors come first " + dirs);
+                    }
+                    tensors++;
+                }
+            }
+            int insn = nextInstruction();
+            Builder b = new Builder(dirs, tensors, id);
+            body.accept(b);
+            Program program = b.build();
+            if (encoded.size() != insn) {
+                throw new IllegalStateException("the body of sub-graph " + id + " appended instructions to the program"
+                        + " defining it; write the body on the builder the body is given");
+            }
+            Subgraph sg = new Subgraph(id, dirs, program, this);
+            subgraphs.put(id, sg);
+            submits.addAll(program.submits());
+            encoded.add(encodeSubgraph(id, dirs, program.rawBytes()));
+            return sg;
+        }
+
+        /**
+         * {@link #subgraph(int, List, Consumer)} with the smallest id not yet defined.
+         *
+         * @throws IllegalArgumentException when all 64 ids are defined, or as that method
+         */
+        public Subgraph subgraph(List<Direction> boundary, Consumer<Builder> body) {
+            int id = 0;
+            while (subgraphs.containsKey(id)) {
+                id++;
+            }
+            return subgraph(id, boundary, body);
+        }
+
+        /**
+         * Appends {@code INVOKE}: submits {@code subgraph} as one unit with these boundary
+         * parameters, in its boundary's order — views of argument tensors or locals whose
+         * directions equal the boundary's, then scalars ({@link Param#scalar},
+         * {@link Param#scalarArg}, an {@link Affine} of the loops). Allowed wherever a
+         * {@link #submit} is (loops, AUTO scopes), not inside a MANUAL scope. Each view is
+         * checked like a SUBMIT's, and where its size is known here (a flat view, a strided one
+         * of constant extents) against how far the body's views of it reach.
+         *
+         * @throws IllegalArgumentException for a sub-graph of another builder, a count or a
+         *     direction that differs from the boundary, or a view {@link #submit} would refuse
+         *     or that the body overruns
+         * @throws IllegalStateException inside a MANUAL scope, or in a sub-graph's body
+         */
+        public Builder invoke(Subgraph subgraph, Param... params) {
+            Objects.requireNonNull(subgraph, "subgraph");
+            Objects.requireNonNull(params, "params");
+            if (bodyOf >= 0) {
+                throw new IllegalStateException("sub-graph " + bodyOf + "'s body cannot invoke sub-graph "
+                        + subgraph.id() + ": sub-graphs do not nest");
+            }
+            if (subgraph.owner != this || subgraphs.get(subgraph.id()) != subgraph) {
+                throw new IllegalArgumentException(subgraph + " was defined by another program builder");
+            }
+            for (Open o : open) {
+                if (!o.loop() && o.manual()) {
+                    throw new IllegalStateException("invoke(sub-graph " + subgraph.id() + ") inside the MANUAL scope"
+                            + " opened at instruction " + o.instruction() + ": a sub-graph is not invoked inside a"
+                            + " MANUAL scope");
+                }
+            }
+            List<Direction> dirs = subgraph.boundary();
+            String what = "instruction " + encoded.size() + " (INVOKE sub-graph " + subgraph.id() + ")";
+            if (params.length != dirs.size()) {
+                throw new IllegalArgumentException(what + " passes " + params.length + " parameters; the sub-graph's"
+                        + " boundary has " + dirs.size() + " " + dirs);
+            }
+            int insn = nextInstruction();
+            List<Param> list = List.copyOf(Arrays.asList(params));
+            for (int i = 0; i < list.size(); i++) {
+                Param p = list.get(i);
+                Direction want = dirs.get(i);
+                boolean fits = want.isTensor() ? p.kind().isTensor() && p.direction() == want : !p.kind().isTensor();
+                if (!fits) {
+                    throw new IllegalArgumentException(what + " parameter " + i + " is " + p + "; the sub-graph's"
+                            + " boundary parameter " + i + " is " + (want.isTensor() ? "a " + want + " tensor view"
+                                    : "a scalar"));
+                }
+                checkParam(insn, "INVOKE sub-graph", subgraph.id(), i, p);
+                if (want.isTensor()) {
+                    checkBodyReach(what, i, p, subgraph);
+                }
+            }
+            invokes.add(new Invoke(insn, subgraph.id(), list));
+            encoded.add(encodeInvoke(subgraph.id(), list));
+            taskCount = saturatingAdd(taskCount, saturatingMul(subgraph.taskCount(), iterations()));
+            return this;
+        }
+
+        /**
+         * An INVOKE's boundary view k against the farthest byte the body's views of boundary
+         * tensor k reach, where the view's size is known for every iteration: a flat view's
+         * smallest size over the loops, a strided view of constant extents' span.
+         */
+        private void checkBodyReach(String what, int k, Param p, Subgraph sg) {
+            TensorExtents.Reach reach = sg.body().argumentReach().get(k);
+            if (reach == null || iterations() == 0) {
+                return;
+            }
+            long smallest;
+            try {
+                if (p.view() == null) {
+                    smallest = p.size().range(counts())[0];
+                } else {
+                    View v = p.view();
+                    long span = 1;
+                    for (View.Dim d : v.dims()) {
+                        if (d.selected()) {
+                            continue;
+                        }
+                        if (!d.extent().isConstant()) {
+                            return; // not known here: the library checks each invocation
+                        }
+                        long extent = d.extent().evaluate();
+                        if (extent == 0) {
+                            span = 0;
+                            break;
+                        }
+                        span = Math.addExact(span, Math.multiplyExact(extent - 1, d.stride()));
+                    }
+                    smallest = Math.multiplyExact(span, v.dtype().byteSize());
+                }
+            } catch (ArithmeticException e) {
+                return;
+            }
+            if (reach.bytes() > smallest) {
+                throw new IllegalArgumentException(what + " parameter " + k + " is a view of " + smallest
+                        + " bytes, but the body reaches byte " + reach.bytes() + " of boundary tensor " + k + " ("
+                        + reach.describe() + ")");
+            }
+        }
+
         /** Loops open at this point. */
         public int loopDepth() {
             return loops;
@@ -444,8 +735,8 @@ public final class Program {
             for (byte[] e : encoded) {
                 out.put(e);
             }
-            return new Program(out.array(), List.copyOf(submits), encoded.size(), localCount, taskCount,
-                    Map.copyOf(argumentReach));
+            return new Program(out.array(), List.copyOf(submits), List.copyOf(invokes), encoded.size(), localCount,
+                    taskCount, Map.copyOf(argumentReach));
         }
 
         // ---- checks ------------------------------------------------------------------------
@@ -503,8 +794,17 @@ public final class Program {
         }
 
         private void checkParam(int insn, int funcId, int i, Param p) {
-            String where = "instruction " + insn + " (SUBMIT) parameter " + i;
-            String param = "instruction " + insn + " (SUBMIT func_id " + funcId + ") parameter " + i;
+            checkParam(insn, "SUBMIT func_id", funcId, i, p);
+        }
+
+        /** kind "SUBMIT func_id" or "INVOKE sub-graph", number its func id or sub-graph id. */
+        private void checkParam(int insn, String kind, int number, int i, Param p) {
+            String where = prefix() + "instruction " + insn + " (" + kind.substring(0, kind.indexOf(' ')) + ") parameter "
+                    + i;
+            String param = prefix() + "instruction " + insn + " (" + kind + " " + number + ") parameter " + i;
+            if (bodyOf >= 0) {
+                checkBoundaryParam(where, p);
+            }
             if (p.kind() == Param.Kind.SCALAR_AFFINE) {
                 checkLoopVars(where + ": the scalar value " + p.offset(), p.offset());
                 return;
@@ -552,6 +852,23 @@ public final class Program {
             }
         }
 
+        /** In a body: argument tensors and scalars are the boundary's. */
+        private void checkBoundaryParam(String where, Param p) {
+            if (p.kind() == Param.Kind.ARG_TENSOR) {
+                if (p.index() >= boundaryTensors) {
+                    throw new IllegalArgumentException(where + " views boundary tensor " + p.index() + " but the"
+                            + " sub-graph's boundary has " + boundaryTensors + " tensors " + boundary);
+                }
+                if (p.direction().writes() && !boundary.get(p.index()).writes()) {
+                    throw new IllegalArgumentException(where + " writes boundary tensor " + p.index() + ", which the"
+                            + " sub-graph's boundary declares " + boundary.get(p.index()));
+                }
+            } else if (p.kind() == Param.Kind.SCALAR_ARG && p.index() >= boundary.size() - boundaryTensors) {
+                throw new IllegalArgumentException(where + " reads boundary scalar " + p.index() + " but the"
+                        + " sub-graph's boundary has " + (boundary.size() - boundaryTensors) + " scalars " + boundary);
+            }
+        }
+
         /** Keeps, per argument tensor, the farthest reach of its views (the first view of the most bytes). */
         private void reached(Param p, TensorExtents.Reach reach) {
             if (reach != null && p.kind() == Param.Kind.ARG_TENSOR) {
@@ -596,6 +913,29 @@ public final class Program {
             b.putShort(CallableLayouts.PtoInsnHead.PARAM_COUNT, (short) 0);
             b.putInt(CallableLayouts.PtoInsnHead.SIZE_BYTES, size);
             return b;
+        }
+
+        /** SUBGRAPH: head, id, boundary count, the directions padded to 8, the body program. */
+        private static byte[] encodeSubgraph(int id, List<Direction> boundary, byte[] body) {
+            int dirsEnd = CallableLayouts.PtoSubgraphInsn.SIZE + ((boundary.size() + 7) & ~7);
+            ByteBuffer b = insn(CallableLayouts.PTO_OP_SUBGRAPH, dirsEnd + body.length);
+            b.putInt(CallableLayouts.PtoSubgraphInsn.SUBGRAPH_ID, id);
+            b.putShort(CallableLayouts.PtoSubgraphInsn.BOUNDARY_COUNT, (short) boundary.size());
+            for (int k = 0; k < boundary.size(); k++) {
+                b.put(CallableLayouts.PtoSubgraphInsn.SIZE + k, (byte) boundary.get(k).code());
+            }
+            b.put(dirsEnd, body, 0, body.length);
+            return b.array();
+        }
+
+        /** INVOKE: head (param_count = the boundary's), id, then the params encoded as SUBMIT's. */
+        private static byte[] encodeInvoke(int id, List<Param> params) {
+            byte[] asSubmit = encodeSubmit(0, params, List.of());
+            ByteBuffer b = ByteBuffer.wrap(asSubmit).order(ByteOrder.LITTLE_ENDIAN);
+            b.putShort(CallableLayouts.PtoInsnHead.OPCODE, (short) CallableLayouts.PTO_OP_INVOKE);
+            b.putInt(CallableLayouts.PtoInvokeInsn.SUBGRAPH_ID, id);
+            b.putInt(CallableLayouts.PtoInvokeInsn.RESERVED, 0);
+            return asSubmit;
         }
 
         private static byte[] encodeSubmit(int funcId, List<Param> params, List<Affine> after) {
@@ -655,6 +995,13 @@ public final class Program {
                 b.putLong(at + CallableLayouts.PtoAffine.HI, a.upperClamp().getAsLong());
             }
             b.putInt(at + CallableLayouts.PtoAffine.CLAMP, clamp);
+        }
+
+        private static long saturatingMul(long a, long b) {
+            if (a == 0 || b == 0) {
+                return 0;
+            }
+            return a > Long.MAX_VALUE / b ? Long.MAX_VALUE : a * b;
         }
 
         private static long saturatingAdd(long a, long b) {

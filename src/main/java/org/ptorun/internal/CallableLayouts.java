@@ -38,6 +38,10 @@ public final class CallableLayouts {
     public static final int PTO_OP_SCOPE_END = 6;
     public static final int PTO_OP_SCOPE_BEGIN_MANUAL = 7;
     public static final int PTO_PROGRAM_MAX_AFTER = 32;
+    public static final int PTO_OP_SUBGRAPH = 8;
+    public static final int PTO_OP_INVOKE = 9;
+    public static final int PTO_PROGRAM_MAX_SUBGRAPHS = 64;
+    public static final int PTO_SUBGRAPH_LOCAL_ALIGN = 64;
 
     /** {@code PtoParamKind} */
     public static final int PTO_PARAM_ARG_TENSOR = 0;
@@ -122,6 +126,27 @@ public final class CallableLayouts {
         public static final int RESERVED = 14;
 
         private PtoSubmitInsn() {
+        }
+    }
+
+    public static final class PtoSubgraphInsn {
+        public static final int SIZE = 16;
+        public static final int HEAD = 0;
+        public static final int SUBGRAPH_ID = 8;
+        public static final int BOUNDARY_COUNT = 12;
+        public static final int RESERVED = 14;
+
+        private PtoSubgraphInsn() {
+        }
+    }
+
+    public static final class PtoInvokeInsn {
+        public static final int SIZE = 16;
+        public static final int HEAD = 0;
+        public static final int SUBGRAPH_ID = 8;
+        public static final int RESERVED = 12;
+
+        private PtoInvokeInsn() {
         }
     }
 
