@@ -3,8 +3,6 @@ package org.ptorun;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.ptorun.SimE2E.assertBitExact;
 import static org.ptorun.SimE2E.random;
-import static org.ptorun.callable.Direction.IN;
-import static org.ptorun.callable.Direction.INOUT;
 
 import java.io.IOException;
 import java.nio.file.Files;
