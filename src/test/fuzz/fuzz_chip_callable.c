@@ -335,6 +335,8 @@ static void run_program(const ChipCallableView *v)
                    (rc == PTO_ERR_INVALID_ARGUMENT && orch.after_refused) ||
                    (rc == PTO_ERR_BAD_CALLABLE && v->views_unproved > 0) ||
                    (rc == PTO_ERR_ORCHESTRATION && orch.subgraph_refused) ||
+                   /* a sub-graph body's own tensors past the recorder's bound: a run's limit */
+                   (rc == PTO_ERR_OUT_OF_MEMORY && strstr(pto_last_error(), "subgraph_submit body: alloc_tensor") != NULL) ||
                    /* a body's views against the boundary views of an invocation: the run's to check */
                    (rc == PTO_ERR_BAD_CALLABLE && strstr(pto_last_error(), ") body: ") != NULL),
                "registration accepted the program, the interpreter returned %d: %s", rc, pto_last_error());

@@ -353,7 +353,8 @@ static int body_submit(void *orch, uint32_t func_id, const PtoTaskParam *params,
     if ((rc = infer(r, t, params, n)) != PTO_OK)
         return note(r, rc);
     rec->tasks[t].pred_count = rec->pred_count - rec->tasks[t].pred_first;
-    sort_preds(&rec->preds[rec->tasks[t].pred_first], rec->tasks[t].pred_count);
+    if (rec->tasks[t].pred_count > 1)
+        sort_preds(&rec->preds[rec->tasks[t].pred_first], rec->tasks[t].pred_count);
     rec->param_count += n;
     rec->task_count++;
     return PTO_OK;
