@@ -352,7 +352,7 @@ TEST(decoder_refuses_bad_subgraphs_and_invokes)
         { body_open_loop, "body: unbalanced program: the LOOP at instruction 0 is never closed" },
         { body_bad_magic, "instruction 0 (SUBGRAPH 0) body: program has bad magic" },
         { tensor_after_scalar, "instruction 0 (SUBGRAPH 0) boundary parameter 1 is a tensor after a scalar" },
-        { no_boundary, "instruction 0 (SUBGRAPH 0) has 0 boundary parameters; a sub-graph has 1..32" },
+        { no_boundary, "instruction 0 (SUBGRAPH 0) has 0 boundary parameters; a sub-graph has 1..31" },
         { id_too_large, "instruction 0 (SUBGRAPH) defines sub-graph 64; ids are below 64" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

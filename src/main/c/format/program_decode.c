@@ -460,9 +460,9 @@ static int check_subgraph(CallableDecoder *d, ProgramWalk *w, const PtoProgramIn
                     w->nest.insn[open]);
     if (w->subgraph_at[s->subgraph_id] != 0)
         return decoder_fail(d, "instruction %u (SUBGRAPH) defines sub-graph %u a second time", index, s->subgraph_id);
-    if (s->boundary_count == 0 || s->boundary_count > PTO_MAX_TASK_PARAMS)
+    if (s->boundary_count == 0 || s->boundary_count > PTO_SUBGRAPH_MAX_BOUNDARY)
         return decoder_fail(d, "instruction %u (SUBGRAPH %u) has %u boundary parameters; a sub-graph has 1..%u", index,
-                    s->subgraph_id, s->boundary_count, PTO_MAX_TASK_PARAMS);
+                    s->subgraph_id, s->boundary_count, PTO_SUBGRAPH_MAX_BOUNDARY);
     uint32_t at = chip_program_subgraph_body_offset(s->boundary_count);
     if (in->head.size_bytes < at + sizeof(PtoProgramHeader))
         return decoder_fail(d, "instruction %u (SUBGRAPH %u) is %u bytes; its %u boundary directions and a body's "

@@ -602,9 +602,9 @@ static int check_call(uint32_t key, PtoSubgraphBody body, const PtoTaskParam *bo
 {
     if (body == NULL)
         return pto_fail(PTO_ERR_ORCHESTRATION, "subgraph_submit (key %u): NULL body", key);
-    if (n == 0 || n > PTO_MAX_TASK_PARAMS - 1 || boundary == NULL)
+    if (n == 0 || n > PTO_SUBGRAPH_MAX_BOUNDARY || boundary == NULL)
         return pto_fail(PTO_ERR_ORCHESTRATION, "subgraph_submit (key %u): %u boundary params at %p; a boundary has "
-                                               "1..%u", key, n, (const void *)boundary, PTO_MAX_TASK_PARAMS - 1);
+                                               "1..%u", key, n, (const void *)boundary, PTO_SUBGRAPH_MAX_BOUNDARY);
     for (uint32_t k = 0; k < n; k++) {
         const PtoTaskParam *p = &boundary[k];
         if (p->direction != PTO_ARG_SCALAR && !is_tensor(p->direction))

@@ -93,6 +93,9 @@ typedef struct ChipCallableChild {
 #define PTO_MAX_TASK_PARAMS 32u
 #define PTO_PROGRAM_MAX_AFTER 32u                /* explicit predecessors of one SUBMIT */
 #define PTO_PROGRAM_MAX_SUBGRAPHS 64u            /* sub-graph ids 0..63 (SUBGRAPH) */
+/* A sub-graph's boundary parameters: one fewer than a task's, so that its entry
+   and exit tasks carry every boundary view and the invocation's own block. */
+#define PTO_SUBGRAPH_MAX_BOUNDARY (PTO_MAX_TASK_PARAMS - 1u)
 #define PTO_SUBGRAPH_LOCAL_ALIGN 64u             /* alloc_tensor inside a sub-graph body: the block's alignment */
 
 typedef enum PtoOpcode {
@@ -202,7 +205,7 @@ typedef struct PtoSubmitInsn {
 typedef struct PtoSubgraphInsn {
     PtoInsnHead head;             /* opcode SUBGRAPH */
     uint32_t subgraph_id;         /* < PTO_PROGRAM_MAX_SUBGRAPHS */
-    uint16_t boundary_count;      /* 1..PTO_MAX_TASK_PARAMS */
+    uint16_t boundary_count;      /* 1..PTO_SUBGRAPH_MAX_BOUNDARY */
     uint16_t reserved;            /* 0 */
 } PtoSubgraphInsn;
 

@@ -549,9 +549,11 @@ public final class Program {
                 throw new IllegalArgumentException("sub-graph " + id + " is defined a second time; each id once");
             }
             List<Direction> dirs = List.copyOf(boundary);
-            if (dirs.isEmpty() || dirs.size() > CallableLayouts.PTO_MAX_TASK_PARAMS) {
+            // one fewer than a task's (PTO_SUBGRAPH_MAX_BOUNDARY): its entry and exit tasks carry its block too
+            int most = CallableLayouts.PTO_MAX_TASK_PARAMS - 1;
+            if (dirs.isEmpty() || dirs.size() > most) {
                 throw new IllegalArgumentException("sub-graph " + id + " has " + dirs.size()
-                        + " boundary parameters; a sub-graph has 1.." + CallableLayouts.PTO_MAX_TASK_PARAMS);
+                        + " boundary parameters; a sub-graph has 1.." + most);
             }
             int tensors = 0;
             for (int k = 0; k < dirs.size(); k++) {

@@ -129,7 +129,10 @@ class SubgraphBuilderTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sub-graph id 64 is outside 0..63");
         assertThatThrownBy(() -> b.subgraph(1, List.of(), body -> { }))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("sub-graph 1 has 0 boundary parameters; a sub-graph has 1..32");
+                .hasMessageContaining("sub-graph 1 has 0 boundary parameters; a sub-graph has 1..31");
+        assertThatThrownBy(() -> b.subgraph(1, java.util.Collections.nCopies(32, IN), body -> { }))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("sub-graph 1 has 32 boundary parameters; a sub-graph has 1..31");
         assertThatThrownBy(() -> b.subgraph(1, List.of(SCALAR, IN), body -> { }))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("sub-graph 1 boundary parameter 1 is a IN tensor after a scalar");
