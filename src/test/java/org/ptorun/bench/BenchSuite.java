@@ -456,8 +456,8 @@ public final class BenchSuite {
                         ? variant + ": runs/s, host orchestration of a chain of " + PipelinedOrchestrationBench.TASKS
                                 + " tasks, ChipWorker depth 2 vs 1"
                         : variant + ": runs/s, prepare staging " + PipelinedOrchestrationBench.TRB_FLOATS
-                                + " floats, execution " + PipelinedOrchestrationBench.TRB_PASSES + " passes of "
-                                + PipelinedOrchestrationBench.TRB_TILES + " tiles, ChipWorker depth 2 vs 1";
+                                + " floats, execution a chain of " + PipelinedOrchestrationBench.TRB_PASSES + " gemm_tile "
+                                + PipelinedOrchestrationBench.TRB_N + "^3, ChipWorker depth 2 vs 1";
                 rows.add(ratioRow("P3", what, score("PipelinedOrchestrationBench.runs", "depth=2", v),
                         score("PipelinedOrchestrationBench.runs", "depth=1", v),
                         "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));

@@ -29,7 +29,7 @@ import org.openjdk.jmh.runner.IterationType;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
 import org.ptorun.DType;
-import org.ptorun.callable.Affine;
+import org.ptorun.callable.CoreType;
 import org.ptorun.callable.Program;
 import org.ptorun.DeviceBuffer;
 import org.ptorun.HostRuntime;
@@ -65,10 +65,14 @@ import org.ptorun.callable.Kernel;
  * <p><b>On trb</b> (a2a3, which prepares a run while another executes) the orchestration
  * runs on the device at launch, so a chain would leave the host nothing to hide. The host
  * half of a trb run is its prepare — staging the arguments — so its workload is one whose
- * staging costs about as much as its execution: x, {@value #TRB_FLOATS} floats staged from
- * a Java array at every prepare, added {@value #TRB_PASSES} times into a device buffer z in
- * {@value #TRB_TILES} tiles per pass (tile_add z_t += x_t: each pass after the one
- * before). Each slot has its own z, so the runs share nothing but x's array.
+ * staging costs about as much as its execution, and whose execution, like hbg's chain,
+ * leaves the other core free: x, {@value #TRB_FLOATS} floats staged from a Java array at
+ * every prepare (memory-bound), and a chain of {@value #TRB_PASSES} gemm_tile tasks
+ * C += A·B over {@value #TRB_N} x {@value #TRB_N} matrices, A and B the start of x, C a
+ * device buffer (compute-bound, one device thread). Each slot has its own C, so the runs
+ * share nothing but x's array. (A memory-bound execution, tiles of tile_add over x, got
+ * 0.8–1.6 × from run to run in a probe: staging and execution then compete for the
+ * memory bandwidth the overlap needs.)
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -84,9 +88,9 @@ public class PipelinedOrchestrationBench {
     private static final int CALLABLE_ID = 1;
     private static final int VADD = 0;
 
-    static final int TRB_FLOATS = 1 << 20;
-    static final int TRB_TILES = 4;
-    static final int TRB_PASSES = 3;
+    static final int TRB_FLOATS = 1 << 21;
+    static final int TRB_N = 160;
+    static final int TRB_PASSES = 2;
 
     @Param({"a2a3/sim/hbg", "a2a3/sim/trb"})
     public String variant;
@@ -112,16 +116,19 @@ public class PipelinedOrchestrationBench {
                 .build();
     }
 
-    /** trb's workload: x (IN, staged), z (INOUT, a device buffer); z += x, {@value #TRB_PASSES} passes of tiles. */
-    static ChipCallable stagedPasses() {
-        long tile = 4L * TRB_FLOATS / TRB_TILES;
+    /** trb's workload: x (IN, staged), C (INOUT, a device buffer); {@value #TRB_PASSES} chained C += A·B, A and B in x. */
+    static ChipCallable stagedGemmChain() {
+        long matrix = 4L * TRB_N * TRB_N;
         return ChipCallable.builder()
                 .signature(IN, INOUT)
-                .child(VADD, Kernel.tileAdd())
+                .child(VADD, CoreType.AIC, Kernel.gemmTile())
                 .program(Program.builder()
-                        .loop(TRB_PASSES, (q, pass) -> q.loop(TRB_TILES, (p, t) -> p.submit(VADD,
-                                org.ptorun.callable.Param.tensor(0, IN, t.times(tile), Affine.of(tile)),
-                                org.ptorun.callable.Param.tensor(1, INOUT, t.times(tile), Affine.of(tile)))))
+                        .loop(TRB_PASSES, (p, pass) -> p.submit(VADD,
+                                org.ptorun.callable.Param.tensor(0, IN, 0, matrix),
+                                org.ptorun.callable.Param.tensor(0, IN, matrix, matrix),
+                                org.ptorun.callable.Param.tensor(1, INOUT, 0, matrix),
+                                org.ptorun.callable.Param.scalar(TRB_N), org.ptorun.callable.Param.scalar(TRB_N),
+                                org.ptorun.callable.Param.scalar(TRB_N)))
                         .build())
                 .build();
     }
@@ -134,13 +141,13 @@ public class PipelinedOrchestrationBench {
             throw new IllegalStateException(variant + " cannot prepare a run while another executes");
         }
         if (v.runtime() == Variant.RuntimeKind.TRB) {
-            chip.registerCallable(CALLABLE_ID, stagedPasses());
+            chip.registerCallable(CALLABLE_ID, stagedGemmChain());
             float[] x = new float[TRB_FLOATS];
             for (int i = 0; i < TRB_FLOATS; i++) {
                 x[i] = 1f / (1 + (i & 15));
             }
             for (int t = 0; t < 2; t++) {
-                buffers[t] = chip.malloc(4L * TRB_FLOATS);
+                buffers[t] = chip.malloc(4L * TRB_N * TRB_N);
                 args[t] = TaskArgs.of(Tensor.of(x), Tensor.of(buffers[t], DType.F32));
             }
             return;
