@@ -733,7 +733,7 @@ int subgraph_invoke(SubgraphTable *table, SubgraphSubmitFn submit, void *run, co
     if (rec != NULL)
         rc = check_boundary(rec, boundary, n);
     else if ((rc = record(key, body, ctx, boundary, n, &rec)) == PTO_OK &&
-             table->bytes + rec->bytes <= SUBGRAPH_RUN_BUDGET_BYTES) {
+             table->bytes + rec->bytes <= (table->budget != 0 ? table->budget : SUBGRAPH_RUN_BUDGET_BYTES)) {
         rec->next = table->first;
         table->first = rec;
         table->bytes += rec->bytes;

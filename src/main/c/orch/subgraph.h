@@ -71,6 +71,7 @@ struct SubgraphRecording;
 typedef struct SubgraphTable {
     struct SubgraphRecording *first;
     uint64_t bytes;               /* held by the run's recordings */
+    uint64_t budget;              /* the most they may hold; 0: SUBGRAPH_RUN_BUDGET_BYTES (tests set less) */
 } SubgraphTable;
 
 /* One subgraph_submit of the run `run` (the runtime's state; `api`/`orch` the

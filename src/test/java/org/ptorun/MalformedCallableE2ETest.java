@@ -173,13 +173,7 @@ class MalformedCallableE2ETest {
     }
 
     static Stream<Arguments> variantsAndRegistrationDefects() {
-        List<Arguments> all = new ArrayList<>();
-        for (Variant v : SimE2E.simVariants()) {
-            for (Defect d : registrationDefects()) {
-                all.add(Arguments.of(v, d));
-            }
-        }
-        return all.stream();
+        return SimE2E.simVariantsWith(registrationDefects());
     }
 
     static List<Variant> variants() {

@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.provider.Arguments;
 import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.OffHeapBlock;
 
@@ -28,6 +30,11 @@ final class SimE2E {
     }
 
     /** a2a3/sim/hbg, a2a3/sim/trb, a5/sim/hbg, a5/sim/trb. */
+    /** Every sim variant with every item: the arguments of a test parameterized by both. */
+    static <T> Stream<Arguments> simVariantsWith(List<T> items) {
+        return simVariants().stream().flatMap(v -> items.stream().map(item -> Arguments.of(v, item)));
+    }
+
     static List<Variant> simVariants() {
         return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.SIM).toList();
     }

@@ -105,13 +105,7 @@ class SubgraphRegistrationE2ETest {
     }
 
     static Stream<Arguments> variantsAndDefects() {
-        List<Arguments> all = new ArrayList<>();
-        for (Variant v : SimE2E.simVariants()) {
-            for (Defect d : defects()) {
-                all.add(Arguments.of(v, d));
-            }
-        }
-        return all.stream();
+        return SimE2E.simVariantsWith(defects());
     }
 
     static List<Variant> variants() {
