@@ -198,3 +198,35 @@ TEST(the_inference_inside_a_body_follows_the_runtimes_rule)
     CHECK_EQ_INT(r.allocs, 0); /* no tensors of its own: no block, no scope */
     subgraph_table_clear(&table);
 }
+
+/* A strided boundary view holds its elements, not every byte of its span:
+   the even floats of c are the boundary; the odd ones, between them, are not
+   (the entry and exit would not order them), named or found by address. */
+static int body_between(const PtoOrchApi *api, void *orch, void *ctx, const PtoTaskParam *b, uint32_t n)
+{
+    (void)n;
+    PtoTaskParam odd = b[0];
+    odd.value = odd.view.addr = b[0].value + 4;
+    odd.bytes = 52; /* 7 odd floats, 52 bytes of span: inside the even view's 60 */
+    odd.view.shape[0] = 7;
+    odd.reserved = ctx != NULL ? PTO_SUBGRAPH_REF(0) : 0;
+    return api->submit(orch, 3, &odd, 1);
+}
+
+TEST(a_view_between_a_strided_boundarys_elements_is_refused)
+{
+    PtoTaskParam even = { .direction = PTO_ARG_INOUT, .value = 0x1000, .bytes = 60,
+                          .view = { .addr = 0x1000, .dtype = PTO_DTYPE_F32, .ndims = 2, .shape = { 8, 1 },
+                                    .strides = { 2, 1 } } };
+    for (int named = 0; named < 2; named++) {
+        FakeRun r = { 0 };
+        SubgraphTable table = { 0 };
+        int rc = subgraph_invoke(&table, fake_task, &r, &fake_api, &r, 3, body_between, named ? &r : NULL, &even, 1,
+                                 NULL);
+        CHECK_EQ_INT(rc, PTO_ERR_ORCHESTRATION);
+        CHECK(strstr(pto_last_error(), named ? "does not lie inside boundary param 0, which it names"
+                                             : "lies inside no boundary view") != NULL);
+        CHECK_EQ_INT((int)r.tasks, 0); /* refused while recording: nothing reached the runtime */
+        subgraph_table_clear(&table);
+    }
+}

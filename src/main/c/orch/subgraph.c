@@ -139,15 +139,28 @@ static int is_tensor(uint32_t direction)
     return direction == PTO_ARG_IN || direction == PTO_ARG_OUT || direction == PTO_ARG_INOUT;
 }
 
-/* Which boundary tensor view holds [lo, hi): `named` (PTO_SUBGRAPH_REF), or
-   the first that holds it and allows the access (a write: not an IN one), or
-   else the first that holds it; -1 none. */
-static int holder(const Recorder *r, uint64_t lo, uint64_t hi, uint32_t named, int writes)
+/* Whether boundary view b holds every byte of p: its span for a flat one, its
+   elements for a strided one (a byte of the span between them is not the
+   boundary's, and the entry and exit would not order it). */
+static int holds(const PtoTaskParam *b, const PtoTaskParam *p)
 {
-    int first = -1;
+    if (p->value < b->value || p->value + p->bytes > b->value + b->bytes)
+        return 0;
+    if (b->view.ndims == 0)
+        return 1;
+    PtoTensorView pv = p->view.ndims != 0 ? p->view : tensor_view_flat(p->value, p->bytes);
+    return tensor_view_covers(&b->view, &pv);
+}
+
+/* Which boundary tensor view holds p: `named` (PTO_SUBGRAPH_REF), or the first
+   that holds it and allows the access (a write: not an IN one), or else the
+   first that holds it; -1 none. */
+static int holder(const Recorder *r, const PtoTaskParam *p, uint32_t named)
+{
+    int first = -1, writes = p->direction != PTO_ARG_IN;
     for (uint32_t k = named != 0 ? named - 1 : 0; k < r->n; k++) {
         const PtoTaskParam *b = &r->boundary[k];
-        if (is_tensor(b->direction) && lo >= b->value && hi <= b->value + b->bytes) {
+        if (is_tensor(b->direction) && holds(b, p)) {
             if (!writes || b->direction != PTO_ARG_IN)
                 return (int)k;
             if (first < 0)
@@ -191,7 +204,7 @@ static int record_param(Recorder *r, uint32_t func_id, uint32_t i, const PtoTask
     if (bad != NULL)
         return pto_fail(PTO_ERR_ORCHESTRATION, "subgraph_submit body: submit (func_id %u) param %u: %s", func_id, i, bad);
     uint64_t base;
-    int k = holder(r, lo, hi, named, p->direction != PTO_ARG_IN);
+    int k = holder(r, p, named);
     if (k >= 0) {
         if (p->direction != PTO_ARG_IN && r->boundary[k].direction == PTO_ARG_IN)
             return pto_fail(PTO_ERR_ORCHESTRATION,
@@ -206,7 +219,7 @@ static int record_param(Recorder *r, uint32_t func_id, uint32_t i, const PtoTask
     } else if (named != 0) {
         return pto_fail(PTO_ERR_ORCHESTRATION,
                         "subgraph_submit body: submit (func_id %u) param %u [%#llx, +%llu) does not lie inside boundary "
-                        "param %u, which it names",
+                        "param %u, which it names (inside its elements, when that view is strided)",
                         func_id, i, (unsigned long long)lo, (unsigned long long)p->bytes, named - 1);
     } else {
         return pto_fail(PTO_ERR_ORCHESTRATION,
