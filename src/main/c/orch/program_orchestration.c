@@ -148,9 +148,9 @@ static int read_insn(const Interp *in, uint32_t offset, uint32_t index, Insn *ou
             return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH) is %u bytes with param_count %u; it "
                             "has param_count 0 and at least %zu bytes", index, size, out->head.param_count, sizeof sub);
         memcpy(&sub, in->program + offset, sizeof sub);
-        if (sub.boundary_count == 0 || sub.boundary_count > PTO_MAX_TASK_PARAMS)
+        if (sub.boundary_count == 0 || sub.boundary_count > PTO_SUBGRAPH_MAX_BOUNDARY)
             return pto_fail(PTO_ERR_BAD_CALLABLE, "program instruction %u (SUBGRAPH %u) has %u boundary parameters; a "
-                            "sub-graph has 1..%u", index, sub.subgraph_id, sub.boundary_count, PTO_MAX_TASK_PARAMS);
+                            "sub-graph has 1..%u", index, sub.subgraph_id, sub.boundary_count, PTO_SUBGRAPH_MAX_BOUNDARY);
         want = chip_program_subgraph_body_offset(sub.boundary_count) + (uint32_t)sizeof(PtoProgramHeader);
         if (size % 8 == 0 && size >= want)
             want = size; /* the body fills the rest */
