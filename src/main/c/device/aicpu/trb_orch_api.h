@@ -29,11 +29,29 @@ int32_t trb_api_fail(TrbRun *t, int32_t code, const char *fmt, ...) __attribute_
    noticed where the call takes the lock). */
 TrbRun *trb_api_begin(void *orch, const char *fn, int32_t *rc);
 
+/* A replay's recorded tasks are wired in batches under one hold of the device's
+   lock (trb_recording.h): a task's wiring is a few stores, and taking the lock
+   from the executing threads for each costs more than that. A batch ends after
+   TRB_REPLAY_BATCH tasks (completions wait that long at most), before any other
+   call of the orchestration, and when the replay ends; then the participations
+   its tasks asked for are requested at once. */
+#define TRB_REPLAY_BATCH 64u
+
+typedef struct TrbReplayBatch {
+    int held;                 /* the device's lock is held for the batch */
+    uint32_t count;           /* tasks wired in this hold */
+    uint32_t ask;             /* participations they asked for */
+} TrbReplayBatch;
+
 /* A recorded task (trb_recording.h): its params relocated, its producers
-   (dep_count (task id, ref) pairs, ascending) as recorded; no tensor-map work.
-   `after`: it was a submit_after (messages name the call). */
-int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
-                            const uint64_t *deps, uint32_t dep_count);
+   (dep_count (task id, ref) pairs, ascending) as recorded; no tensor-map work;
+   wired in batch `b` (its lock taken when not held). `after`: it was a
+   submit_after (messages name the call). */
+int32_t trb_submit_replayed(TrbRun *t, TrbReplayBatch *b, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                            int after, const uint64_t *deps, uint32_t dep_count);
+
+/* Ends batch `b`, if one is held: releases the lock, asks for its participations. */
+void trb_replay_batch_end(TrbRun *t, TrbReplayBatch *b);
 
 /* The runtime's submit for a sub-graph invocation's tasks (a SubgraphSubmitFn,
    orch/subgraph.h; run: the TrbRun): the one path of submit, with the

@@ -194,7 +194,8 @@ static int malformed(TrbRun *t, uint64_t at)
 
 /* One recorded task at word `index` (w there, avail words left): its params
    relocated, then submitted. */
-static int replay_task(TrbRun *t, uint64_t index, const uint64_t *w, uint64_t avail, uint64_t *words)
+static int replay_task(TrbRun *t, TrbReplayBatch *b, uint64_t index, const uint64_t *w, uint64_t avail,
+                       uint64_t *words)
 {
     uint32_t n = (uint32_t)(w[0] >> 8) & 0xffu, after = (uint32_t)(w[0] >> 16) & 1u, func_id = (uint32_t)(w[0] >> 32);
     if (avail < 2 || n > PTO_MAX_TASK_PARAMS)
@@ -227,10 +228,12 @@ static int replay_task(TrbRun *t, uint64_t index, const uint64_t *w, uint64_t av
     if (deps > (avail - at) / 2)
         return malformed(t, index);
     *words = at + 2 * deps;
-    return trb_submit_replayed(t, func_id, params, n, (int)after, &w[at], (uint32_t)deps);
+    return trb_submit_replayed(t, b, func_id, params, n, (int)after, &w[at], (uint32_t)deps);
 }
 
-int trb_replay(TrbRun *t, void *handle)
+/* The recording's operations in order; tasks in batches (trb_orch_api.h), every
+   other operation outside them. */
+static int replay_ops(TrbRun *t, void *handle, TrbReplayBatch *b)
 {
     const PtoTrbRecording *rec = t->recording;
     const uint64_t *w = (const uint64_t *)(rec + 1);
@@ -238,6 +241,8 @@ int trb_replay(TrbRun *t, void *handle)
     while (at < end) {
         uint64_t op = w[at], words = 1;
         int rc;
+        if (OP_BYTE(op) != PTO_TRB_OP_TASK)
+            trb_replay_batch_end(t, b);
         switch (OP_BYTE(op)) {
         case PTO_TRB_OP_SCOPE_BEGIN: {
             uint32_t mode = (uint32_t)(op >> 8) & 0xffu;
@@ -261,7 +266,7 @@ int trb_replay(TrbRun *t, void *handle)
             break;
         }
         case PTO_TRB_OP_TASK:
-            rc = replay_task(t, at, &w[at], end - at, &words);
+            rc = replay_task(t, b, at, &w[at], end - at, &words);
             break;
         default:
             return malformed(t, at);
@@ -271,4 +276,12 @@ int trb_replay(TrbRun *t, void *handle)
         at += words;
     }
     return PTO_OK;
+}
+
+int trb_replay(TrbRun *t, void *handle)
+{
+    TrbReplayBatch b = { 0 };
+    int rc = replay_ops(t, handle, &b);
+    trb_replay_batch_end(t, &b);
+    return rc;
 }

@@ -100,16 +100,23 @@ void trb_sched_request(AicpuDevice *d, const TrbRun *t, uint32_t ask)
     pthread_mutex_unlock(&d->lock);
 }
 
+uint32_t trb_sched_release_kept_locked(AicpuDevice *d, TrbRun *t)
+{
+    if (!t->kept)
+        return 0;
+    t->kept = 0;
+    const PtoTrbSlot *s = trb_slot_of(t, t->kept_ref);
+    if (!d->stopping && s->local == (t->kept_ref >> 2) && trb_task_state(s) == TASK_READY)
+        return aicpu_spread_work(d, startable(d, t), t->orch_thread_count, t->orch_hooks);
+    return 0;
+}
+
 void trb_sched_release_kept(AicpuDevice *d, TrbRun *t)
 {
     if (!t->kept)
         return;
-    t->kept = 0;
     pthread_mutex_lock(&d->lock);
-    const PtoTrbSlot *s = trb_slot_of(t, t->kept_ref);
-    uint32_t ask = 0;
-    if (!d->stopping && s->local == (t->kept_ref >> 2) && trb_task_state(s) == TASK_READY)
-        ask = aicpu_spread_work(d, startable(d, t), t->orch_thread_count, t->orch_hooks);
+    uint32_t ask = trb_sched_release_kept_locked(d, t);
     pthread_mutex_unlock(&d->lock);
     trb_sched_request(d, t, ask);
 }

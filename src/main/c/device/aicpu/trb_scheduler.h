@@ -42,6 +42,10 @@ uint32_t trb_sched_submitted(AicpuDevice *d, TrbRun *t, uint64_t ref, int ready)
    released (a participation is asked for it). */
 void trb_sched_release_kept(AicpuDevice *d, TrbRun *t);
 
+/* trb_sched_release_kept with the lock held: the participations to ask for
+   (trb_sched_request, once the lock is released). */
+uint32_t trb_sched_release_kept_locked(AicpuDevice *d, TrbRun *t);
+
 /* Unlocked: asks the platform for `ask` participations and books its answer. */
 void trb_sched_request(AicpuDevice *d, const TrbRun *t, uint32_t ask);
 

@@ -466,12 +466,28 @@ int trb_subgraph_task(void *run, uint32_t func_id, const PtoTaskParam *params, u
     return rc;
 }
 
-int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *params, uint32_t n, int after,
-                            const uint64_t *deps, uint32_t dep_count)
+void trb_replay_batch_end(TrbRun *t, TrbReplayBatch *b)
+{
+    if (!b->held)
+        return;
+    uint32_t ask = b->ask;
+    *b = (TrbReplayBatch){ 0 };
+    pthread_mutex_unlock(&aicpu_device.lock);
+    trb_sched_request(&aicpu_device, t, ask);
+}
+
+int32_t trb_submit_replayed(TrbRun *t, TrbReplayBatch *b, uint32_t func_id, const PtoTaskParam *params, uint32_t n,
+                            int after, const uint64_t *deps, uint32_t dep_count)
 {
     AicpuDevice *d = &aicpu_device;
     const char *fn = after ? "submit_after" : "submit";
-    trb_sched_release_kept(d, t); /* the orchestration goes on (trb_api_run) */
+    if (b->held && b->count == TRB_REPLAY_BATCH)
+        trb_replay_batch_end(t, b);
+    if (!b->held) {
+        pthread_mutex_lock(&d->lock);
+        b->held = 1;
+    }
+    b->ask += trb_sched_release_kept_locked(d, t); /* the orchestration goes on (trb_api_run) */
     const PtoTrbKernel *k = find_kernel(t, func_id);
     if (k == NULL)
         return trb_api_fail(t, PTO_ERR_ORCHESTRATION, "%s: func_id %u is not a child of the callable", fn, func_id);
@@ -483,15 +499,25 @@ int32_t trb_submit_replayed(TrbRun *t, uint32_t func_id, const PtoTaskParam *par
                             "holds %llu (CallConfig.ring_dep_pool[%u])",
                             fn, func_id, (unsigned long long)limit, ring, (unsigned long long)pool, ring);
     int32_t rc;
-    uint32_t views = 0;
-    if ((rc = ensure_window(d, t, ring)) != PTO_OK ||
-        (rc = ensure_views(d, t, ring, views = kept_views(params, n))) != PTO_OK)
+    uint32_t views = kept_views(params, n), ask = 0;
+    ViewNeed need = { ring, views };
+    if (!window_has_room(t, &ring) || (views > 0 && !views_have_room(t, &need))) {
+        /* about to wait for the kernels: the participations asked for so far first */
+        trb_replay_batch_end(t, b);
+        pthread_mutex_lock(&d->lock);
+        b->held = 1;
+    }
+    if ((rc = trb_orch_wait(d, t, window_has_room, &ring)) != PTO_OK ||
+        (views > 0 && (rc = trb_orch_wait(d, t, views_have_room, &need)) != PTO_OK))
         return rc;
     memcpy(t->deps, deps, (size_t)dep_count * 2 * sizeof(uint64_t));
     t->dep_count = dep_count;
     if ((rc = record_dep_graph(t, fn, t->submitted, func_id)) != PTO_OK)
         return rc;
-    return wire_and_schedule(d, t, k, ring, params, n, views);
+    rc = wire_task(d, t, k, ring, params, n, views, &ask);
+    b->ask += ask;
+    b->count++;
+    return rc;
 }
 
 int trb_api_submit(void *orch, uint32_t func_id, const PtoTaskParam *params, uint32_t n)
