@@ -137,6 +137,30 @@ TEST(subgraph_walks_count_nothing_for_a_body_without_locals_and_zero_for_a_dead_
     tcb_free(&b);
 }
 
+/* A body whose only tensor is empty: the sub-graph layer still allocates a block
+   (orch/subgraph.h), so the walk holds one alignment unit for it. */
+TEST(subgraph_walk_holds_a_block_for_a_body_allocating_only_empty_tensors)
+{
+    TestCallableBuilder b, body;
+    program_start(&b);
+    tcb_init(&body);
+    body.local_count = 1;
+    tcb_alloc(&body, 0, 0);
+    PtoProgramParam touch[] = { tcb_tensor(0, PTO_ARG_IN, 0, 64), tcb_local(0, PTO_ARG_OUT, 0, 0) };
+    tcb_submit(&body, 2, touch, 2);
+    tcb_subgraph(&b, 5, BOUNDARY, 3, &body);
+    tcb_free(&body);
+    PtoProgramParam p[] = { tcb_tensor(0, PTO_ARG_IN, 0, 64), tcb_tensor(1, PTO_ARG_INOUT, 0, 64), tcb_imm(7) };
+    tcb_invoke(&b, 5, p, 3);
+    ChipCallableView v;
+    uint8_t *c;
+    char msg[CHIP_CALLABLE_MESSAGE_BYTES];
+    REQUIRE(decode(&b, &v, &c, msg) == PTO_OK);
+    CHECK_EQ_INT(chip_program_local_peak(&v, 64), 64);
+    free(c);
+    tcb_free(&b);
+}
+
 /* The refusals: each case builds on program_start (IN x, INOUT y, OUT z, SCALAR s). */
 static void subgraph_in_loop(TestCallableBuilder *b)
 {

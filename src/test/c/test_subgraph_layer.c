@@ -230,3 +230,24 @@ TEST(a_view_between_a_strided_boundarys_elements_is_refused)
         subgraph_table_clear(&table);
     }
 }
+
+/* A body whose only tensor is empty still gets a block: its view's address is
+   inside the run's memory, not 0 (found by the fuzzer). */
+static int body_empty_local(const PtoOrchApi *api, void *orch, void *ctx, const PtoTaskParam *b, uint32_t n)
+{
+    (void)ctx, (void)n;
+    uint64_t local = api->alloc_tensor(orch, 0);
+    PtoTaskParam p[2] = { b[0], flat(PTO_ARG_OUT, local, 0) };
+    return local == 0 ? -1 : api->submit(orch, 4, p, 2);
+}
+
+TEST(a_body_allocating_only_an_empty_tensor_gets_a_block)
+{
+    FakeRun r = { 0 };
+    SubgraphTable table = { 0 };
+    PtoTaskParam b[1] = { flat(PTO_ARG_IN, 0x1000, 64) };
+    CHECK_EQ_INT(subgraph_invoke(&table, fake_task, &r, &fake_api, &r, 4, body_empty_local, NULL, b, 1, NULL), PTO_OK);
+    CHECK_EQ_INT(r.allocs, 1);
+    CHECK(strstr(r.log, "t1 f4 flags 0 [0x1000+64] [0x700000+0] after t0\n") != NULL);
+    subgraph_table_clear(&table);
+}

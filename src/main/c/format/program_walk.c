@@ -94,6 +94,17 @@ uint64_t chip_program_task_count(const ChipCallableView *view)
     return tasks;
 }
 
+/* Whether a program has an ALLOC_TENSOR. */
+static int allocates(const ChipCallableView *view)
+{
+    PtoProgramCursor cursor = { 0, 0 };
+    PtoProgramInsn insn;
+    while (chip_program_next(view, &cursor, &insn))
+        if (insn.head.opcode == PTO_OP_ALLOC_TENSOR)
+            return 1;
+    return 0;
+}
+
 uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align)
 {
     /* marks[k]: bytes live when the k-th open scope began; a scope's end frees
@@ -113,6 +124,8 @@ uint64_t chip_program_local_peak(const ChipCallableView *view, uint64_t align)
                 return UINT64_MAX; /* not a decoded program */
             chip_program_subgraph_body(view, &insn, &body);
             bytes = chip_program_local_peak(&body, PTO_SUBGRAPH_LOCAL_ALIGN);
+            if (bytes == 0 && allocates(&body))
+                bytes = 1; /* empty tensors only: the sub-graph layer still allocates a block */
             if (bytes == UINT64_MAX || __builtin_add_overflow(bytes, align - 1, &rounded))
                 return UINT64_MAX;
             block[insn.u.subgraph.subgraph_id] = rounded / align * align;

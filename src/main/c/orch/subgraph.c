@@ -66,6 +66,7 @@ typedef struct Recorder {
     const PtoTaskParam *boundary;
     uint32_t n;
     uint64_t next, high;      /* the body's bump pointer and high-water in the block */
+    int allocated;            /* the body called alloc_tensor: the invocation has a block */
     uint64_t marks[MAX_BODY_SCOPES];
     uint32_t scopes;
     AccessList readers, writers;
@@ -388,6 +389,7 @@ static uint64_t body_alloc_tensor(void *orch, uint64_t bytes)
     }
     r->next = at + bytes;
     r->high = r->next > r->high ? r->next : r->high;
+    r->allocated = 1;
     return LOCAL_BASE + at;
 }
 
@@ -516,7 +518,9 @@ static int record(uint32_t key, PtoSubgraphBody body, void *ctx, const PtoTaskPa
         recording_free(rec);
         return rc;
     }
-    rec->block_bytes = r.high;
+    /* a body that allocated only empty tensors still gets a block, so their
+       views have an address inside the run's memory */
+    rec->block_bytes = r.allocated && r.high == 0 ? 1 : r.high;
     rec->bytes = recording_bytes(rec);
     *out = rec;
     return PTO_OK;

@@ -19,6 +19,7 @@
  * Invocation (every submission, the first included, so a recorded and a
  * replayed invocation are the same tasks and edges):
  *   scope_begin; block = alloc_tensor(local bytes)     -- when the body allocated
+ *                                                         (1 byte when only empty tensors)
  *   entry: SUBGRAPH_BOUNDARY_FUNC over the boundary views and the block,
  *          dependencies inferred and its accesses recorded (INFER | RECORD)
  *   each task, bound: its recorded producers in the invocation, or the entry
