@@ -681,8 +681,9 @@ static void bind(const RecordedParam *r, const Invocation *v, PtoTaskParam *out,
 }
 
 /* The sub-graph's tasks, bound, each after its recorded producers (the entry
-   when it has none); then the exit after the entry and every sink. */
-static int run_tasks(SubgraphRecording *rec, const Invocation *v, uint64_t entry, uint64_t *exit)
+   when it has none); then *exit_preds (rec->scratch) holds the exit's: the entry
+   and every task no other task depends on. */
+static int run_tasks(SubgraphRecording *rec, const Invocation *v, uint64_t entry, uint32_t *exit_preds)
 {
     PtoTaskParam params[PTO_MAX_TASK_PARAMS];
     uint32_t origins[PTO_MAX_TASK_PARAMS];
@@ -706,15 +707,14 @@ static int run_tasks(SubgraphRecording *rec, const Invocation *v, uint64_t entry
     for (uint32_t t = 0; t < rec->task_count; t++)
         if (!rec->tasks[t].has_consumer)
             preds[n++] = rec->handles[t];
-    uint32_t count = edge_params(rec, v, params, origins);
-    return v->submit(v->run, SUBGRAPH_BOUNDARY_FUNC, params, count, preds, n, SUBGRAPH_TASK_RECORD,
-                     v->boundary_origins != NULL ? origins : NULL, exit);
+    *exit_preds = n;
+    return PTO_OK;
 }
 
 static int invoke(SubgraphRecording *rec, const Invocation *v0, const PtoOrchApi *api, void *orch)
 {
     Invocation v = *v0;
-    PtoTaskParam params[PTO_MAX_TASK_PARAMS];
+    PtoTaskParam params[PTO_MAX_TASK_PARAMS]; /* the entry's and the exit's */
     uint32_t origins[PTO_MAX_TASK_PARAMS];
     int rc, scoped = rec->block_bytes > 0;
     if (scoped) {
@@ -725,14 +725,16 @@ static int invoke(SubgraphRecording *rec, const Invocation *v0, const PtoOrchApi
                             rec->key, (unsigned long long)rec->block_bytes, pto_last_error());
     }
     uint64_t entry, exit;
-    uint32_t n = edge_params(rec, &v, params, origins);
-    if ((rc = v.submit(v.run, SUBGRAPH_BOUNDARY_FUNC, params, n, NULL, 0, SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD,
-                       v.boundary_origins != NULL ? origins : NULL, &entry)) != PTO_OK ||
-        (rc = run_tasks(rec, &v, entry, &exit)) != PTO_OK)
+    uint32_t n = edge_params(rec, &v, params, origins), exit_preds = 0;
+    const uint32_t *o = v.boundary_origins != NULL ? origins : NULL;
+    if ((rc = v.submit(v.run, SUBGRAPH_BOUNDARY_FUNC, params, n, NULL, 0, SUBGRAPH_TASK_INFER | SUBGRAPH_TASK_RECORD, o,
+                       &entry)) != PTO_OK ||
+        (rc = run_tasks(rec, &v, entry, &exit_preds)) != PTO_OK ||
+        (rc = v.submit(v.run, SUBGRAPH_BOUNDARY_FUNC, params, n, rec->scratch, exit_preds, SUBGRAPH_TASK_RECORD, o,
+                       &exit)) != PTO_OK)
         return rc;
     return scoped ? api->scope_end(orch) : PTO_OK;
 }
-
 
 /* ---- the entry ---------------------------------------------------------------------------- */
 
