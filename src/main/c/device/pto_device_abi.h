@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DEVICE_ABI_VERSION 7u
+#define PTO_DEVICE_ABI_VERSION 8u
 
 /* Both images export `uint32_t pto_device_abi_version(void)`; a platform refuses
  * an image whose version differs from the one it was built with. */

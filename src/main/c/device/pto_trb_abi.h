@@ -105,6 +105,11 @@ typedef struct PtoTrbWork {
        PtoTensorView[record_map_views], then uint64_t[recording task capacity] (each task's ref) */
     uint64_t record_scratch_dev;
     uint64_t record_map_entries, record_map_views;
+    /* WALK: the recording compiled into a relocatable graph image (PtoGraphHeader,
+       device/pto_device_abi.h) of walk_bytes, its scheduling state
+       (pto_graph_state_bytes of its tasks), and the bytes of its locals, placed from
+       the GM heap's start (docs/recorded-graphs.md, trb) */
+    uint64_t walk_dev, walk_bytes, walk_state_dev, walk_state_bytes, walk_locals_bytes;
     /* written by the device */
     uint64_t tasks_submitted;
     int32_t orchestration_code; /* what a failing orchestration returned */
@@ -121,7 +126,15 @@ enum {
     PTO_TRB_RECORD_OFF = 0,   /* interpret, record nothing (a library, or no recording for the run) */
     PTO_TRB_RECORD = 1,       /* interpret and record the graph into recording_dev */
     PTO_TRB_REPLAY = 2,       /* replay recording_dev instead of interpreting */
+    PTO_TRB_WALK = 3,         /* walk the recording's compiled graph (walk_dev): no orchestration, no rings */
 };
+
+/* The base table of a WALK run (the graph image's arg_bases, 1-based): argument
+   tensor i and scalar j at their param origins (PTO_PARAM_ORIGIN_TENSOR(i) and
+   _SCALAR(j), orch/program_orchestration.h), then the locals' block, the GM heap's
+   start: every local is placed in it at the offset compilation gave it. */
+#define PTO_TRB_WALK_BASE_LOCALS (1u + PTO_MAX_TENSOR_ARGS + PTO_MAX_SCALAR_ARGS)
+#define PTO_TRB_WALK_BASES PTO_TRB_WALK_BASE_LOCALS
 
 /* A recorded program graph (docs/recorded-graphs.md, trb): the header, then
  * `capacity` uint64_t words of operations in orchestration order. Each begins

@@ -229,6 +229,14 @@ int tensor_view_param_kept(const PtoTaskParam *p)
     return tensor_view_param_is_tensor(p) && (p->view.ndims != 0 || p->bytes == 0);
 }
 
+int tensor_view_params_kept(const PtoTaskParam *params, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (tensor_view_param_kept(&params[i]))
+            return 1;
+    return 0;
+}
+
 PtoTensorView tensor_view_kernel_entry(const PtoTaskParam *p)
 {
     PtoTensorView v = { 0 };

@@ -63,6 +63,10 @@ const char *tensor_view_param_check(const PtoTaskParam *p);
    tensor_view_kernel_entry. */
 int tensor_view_param_kept(const PtoTaskParam *p);
 
+/* Whether a task's kernel views must be stored: for all n parameters, when
+   any one's view must (tensor_view_param_kept). */
+int tensor_view_params_kept(const PtoTaskParam *params, uint32_t n);
+
 /* The PtoKernelContext.views entry of parameter p: zero for a scalar, {addr =
    value, ndims 0, the rest zero} for a flat view, the view itself (dims past
    ndims zeroed) for a strided one. */

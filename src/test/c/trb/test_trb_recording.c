@@ -20,6 +20,7 @@ enum { FN_TILE_ADD = 7 };
 
 typedef struct Outcome {
     uint32_t source;          /* PTO_RUN_GRAPH_* */
+    uint32_t mode;            /* PtoTrbWork.record_mode: how the device got the graph */
     uint64_t orchestration_ns;
 } Outcome;
 
@@ -52,6 +53,8 @@ static int run(Runner *r, const RuntimeCallable *c, uint32_t slot, const ChipSto
     runtime_unbind(&rr, &api);
     if (launched && trb_read_orchestration_ns(&api, &o->orchestration_ns) != PTO_OK)
         o->orchestration_ns = 0;
+    if (launched && trb_read_record_mode(&api, &o->mode) != PTO_OK)
+        o->mode = UINT32_MAX;
     return erc != PTO_OK ? erc : rc;
 }
 
@@ -109,9 +112,10 @@ static RuntimeCallable *mixed_program(Runner *r, uint32_t tile)
 }
 
 /* Runs the mixed program over tensors of `n` floats (>= TILES * tile) with
-   fresh data from `seed` and the scalar `s`; checks every output bit. */
-static void run_mixed(Runner *r, const RuntimeCallable *c, uint32_t slot, uint32_t tile, uint32_t n, uint32_t seed,
-                      float s, const CallConfig *cfg, uint32_t want_source)
+   fresh data from `seed` and the scalar `s`; checks every output bit; how the
+   device got the graph (PTO_TRB_*). */
+static uint32_t run_mixed(Runner *r, const RuntimeCallable *c, uint32_t slot, uint32_t tile, uint32_t n,
+                          uint32_t seed, float s, const CallConfig *cfg, uint32_t want_source)
 {
     float *x = malloc(n * 4), *w = malloc(n * 4), *out = malloc(n * 4), *want = malloc(n * 4);
     trb_fill(x, n, seed);
@@ -138,6 +142,7 @@ static void run_mixed(Runner *r, const RuntimeCallable *c, uint32_t slot, uint32
     CHECK(memcmp(out, want, (size_t)n * 4) == 0);
     free(a);
     free(x), free(w), free(out), free(want);
+    return o.mode;
 }
 
 static CallConfig tiny_rings(void)
@@ -158,13 +163,15 @@ TEST(trb_a_program_records_its_graph_at_its_first_run_and_replays_it_with_other_
     REQUIRE(c != NULL);
     CallConfig defaults = test_config(20000), tiny = tiny_rings();
     CHECK(trb_callable_recording_bytes(c) == 0);
-    run_mixed(r, c, 0, 64, 256, 1, 0.5f, &defaults, PTO_RUN_GRAPH_RECORDED);
+    CHECK_EQ_INT(run_mixed(r, c, 0, 64, 256, 1, 0.5f, &defaults, PTO_RUN_GRAPH_RECORDED), PTO_TRB_RECORD);
     uint64_t recorded = trb_callable_recording_bytes(c);
     CHECK(recorded > 0);
-    run_mixed(r, c, 0, 64, 256, 2, -3.25f, &defaults, PTO_RUN_GRAPH_REPLAYED);
-    /* window 4, heap 1024, dependency pool 4: other ring heap addresses, slots reused sooner */
-    run_mixed(r, c, 0, 64, 256, 3, 7.0f, &tiny, PTO_RUN_GRAPH_REPLAYED);
-    run_mixed(r, c, 1, 64, 256, 4, 1.5f, &defaults, PTO_RUN_GRAPH_REPLAYED);
+    /* the record run's rings: the compiled graph is walked */
+    CHECK_EQ_INT(run_mixed(r, c, 0, 64, 256, 2, -3.25f, &defaults, PTO_RUN_GRAPH_REPLAYED), PTO_TRB_WALK);
+    /* window 4, heap 1024, dependency pool 4: other ring heap addresses, slots reused sooner;
+       replayed through the rings */
+    CHECK_EQ_INT(run_mixed(r, c, 0, 64, 256, 3, 7.0f, &tiny, PTO_RUN_GRAPH_REPLAYED), PTO_TRB_REPLAY);
+    CHECK_EQ_INT(run_mixed(r, c, 1, 64, 256, 4, 1.5f, &defaults, PTO_RUN_GRAPH_REPLAYED), PTO_TRB_WALK);
     CHECK(trb_callable_recording_bytes(c) == recorded); /* replays keep the one recording */
     /* the recording is the callable's: freed with it */
     size_t before = runner_committed_bytes(r);
@@ -256,8 +263,9 @@ static char *slurp(const char *path)
     return text;
 }
 
-/* The mixed program's graph file from a built (recording) run and from a
-   replayed one: byte for byte the same. */
+/* The mixed program's graph file from a built (recording) run, from a replay
+   walking the compiled graph and from one through other rings: byte for byte
+   the same. */
 TEST(trb_a_replayed_run_writes_the_dependency_graph_file_a_built_run_writes)
 {
     Runner *r = trb_runner();
@@ -277,26 +285,34 @@ TEST(trb_a_replayed_run_writes_the_dependency_graph_file_a_built_run_writes)
     a->tensors[1] = test_f32_tensor(w, 256);
     a->tensors[2] = test_f32_tensor(out, 256);
     a->scalar_count = 1;
-    char *text[2] = { NULL, NULL };
-    const uint32_t want[2] = { PTO_RUN_GRAPH_RECORDED, PTO_RUN_GRAPH_REPLAYED };
-    for (int k = 0; k < 2; k++) {
+    CallConfig tiny = tiny_rings();
+    tiny.enable_dep_graph = 1;
+    snprintf(tiny.output_prefix, sizeof tiny.output_prefix, "%s", dir);
+    char *text[3] = { NULL, NULL, NULL };
+    const CallConfig *cfgs[3] = { &cfg, &cfg, &tiny };
+    const uint32_t want[3] = { PTO_RUN_GRAPH_RECORDED, PTO_RUN_GRAPH_REPLAYED, PTO_RUN_GRAPH_REPLAYED };
+    const uint32_t want_mode[3] = { PTO_TRB_RECORD, PTO_TRB_WALK, PTO_TRB_REPLAY };
+    for (int k = 0; k < 3; k++) {
         NativeRunDescriptor desc = { .run_id = 9, .run_epoch = (uint64_t)k };
         Outcome o;
-        CHECK_EQ_INT(run(r, c, 0, a, &cfg, &desc, &o), PTO_OK);
+        CHECK_EQ_INT(run(r, c, 0, a, cfgs[k], &desc, &o), PTO_OK);
         CHECK_EQ_INT(o.source, want[k]);
+        CHECK_EQ_INT(o.mode, want_mode[k]);
         snprintf(path, sizeof path, "%s/dep_graph_9_%d.dot", dir, k);
         text[k] = slurp(path);
         unlink(path);
     }
     rmdir(dir);
-    REQUIRE(text[0] != NULL && text[1] != NULL);
+    REQUIRE(text[0] != NULL && text[1] != NULL && text[2] != NULL);
     /* 4 x (vmul -> vadds), then vcopy after tile 0's vadds, then vadds after the copy and that vadds */
     CHECK_CONTAINS(text[0], "t0 -> t1;\n");
     CHECK_CONTAINS(text[0], "t1 -> t8;\n");
     CHECK_CONTAINS(text[0], "t8 -> t9;\n");
     CHECK(strcmp(text[0], text[1]) == 0);
+    CHECK(strcmp(text[0], text[2]) == 0);
     free(text[0]);
     free(text[1]);
+    free(text[2]);
     free(a);
     trb_release(r, c);
     runner_destroy(r);
@@ -483,6 +499,57 @@ TEST(trb_a_run_that_fails_after_its_orchestration_keeps_no_recording)
         CHECK_EQ_INT(run(r, c, 0, a, &cfg, NULL, &o), PTO_ERR_KERNEL_FAULT);
         CHECK_EQ_INT(o.source, PTO_RUN_GRAPH_BUILT);
         CHECK(trb_callable_recording_bytes(c) == 0);
+    }
+    free(a);
+    trb_release(r, c);
+    runner_destroy(r);
+}
+
+/* ---- a walked graph's failures -------------------------------------------------------------- */
+
+/* Three tasks each write their thread id to a float of x and return scalar 0:
+   a walked replay whose kernel returns 7 fails precisely, keeps the recording,
+   and the next one walks it again. */
+TEST(trb_a_kernel_fault_in_a_walked_graph_fails_that_run_alone)
+{
+    enum { FN_THREAD_ID = 21, N = 3 };
+    Runner *r = trb_runner();
+    uint32_t kernels_size;
+    const uint8_t *kernels = trb_test_kernels(&kernels_size);
+    REQUIRE(kernels != NULL);
+    TestCallableBuilder b;
+    tcb_init(&b);
+    const uint8_t sig[] = { PTO_ARG_OUT, PTO_ARG_SCALAR };
+    tcb_signature(&b, sig, 2);
+    trb_children(&b);
+    tcb_library_child(&b, FN_THREAD_ID, PTO_CORE_AIV, kernels, kernels_size, "trb_thread_id");
+    tcb_loop(&b, N);
+    PtoProgramParam p[] = { tile_view(0, PTO_ARG_OUT, 4), tcb_scalar_arg(0) };
+    tcb_submit(&b, FN_THREAD_ID, p, 2);
+    tcb_insn(&b, PTO_OP_END_LOOP);
+    RuntimeCallable *c = trb_register_built(r, &b);
+    REQUIRE(c != NULL);
+    uint32_t ids[N];
+    ChipStorageTaskArgs *a = test_args();
+    a->tensor_count = 1;
+    a->tensors[0] = test_f32_tensor((float *)ids, N);
+    a->scalar_count = 1;
+    CallConfig cfg = test_config(20000);
+    const uint64_t codes[] = { 0, 0, 7, 0 };
+    const int want_rc[] = { PTO_OK, PTO_OK, PTO_ERR_KERNEL_FAULT, PTO_OK };
+    const uint32_t want_mode[] = { PTO_TRB_RECORD, PTO_TRB_WALK, PTO_TRB_WALK, PTO_TRB_WALK };
+    for (int k = 0; k < 4; k++) {
+        memset(ids, 0, sizeof ids);
+        a->scalars[0] = codes[k];
+        Outcome o;
+        CHECK_EQ_INT(run(r, c, 0, a, &cfg, NULL, &o), want_rc[k]);
+        CHECK_EQ_INT(o.mode, want_mode[k]);
+        if (want_rc[k] == PTO_OK)
+            CHECK(ids[0] != 0 && ids[1] != 0 && ids[2] != 0);
+        else
+            CHECK_CONTAINS(pto_last_error(), "(func_id 21");
+        if (want_rc[k] != PTO_OK)
+            CHECK_CONTAINS(pto_last_error(), "returned 7");
     }
     free(a);
     trb_release(r, c);

@@ -1,9 +1,7 @@
 /*
  * The graph executor (PTO_DEVICE_WORK_GRAPH, hbg): schedules a prebuilt task
- * graph cooperatively over however many participations the platform starts:
- * a ready task goes to a free logical core of its type, its completion
- * decrements its consumers' fan-in, the first kernel error is recorded in the
- * status block and starts no further task.
+ * graph (graph_run.h) cooperatively over however many participations the
+ * platform starts.
  *
  * Participations never wait for each other to gather; idle ones park on a
  * condition variable (eager launch) or hand their thread back to the platform
@@ -13,28 +11,11 @@
 
 #include "device/aicpu/aicpu_device.h"
 #include "device/aicpu/aicpu_work.h"
+#include "device/aicpu/graph_run.h"
 #include "device/pto_device_abi.h"
 #include "ptorun/chip_callable.h"
 #include "ptorun/pto_kernel.h"
 #include "ptorun/pto_runtime_c_api.h"
-
-typedef struct GraphRun {
-    /* the work image, immutable during the run */
-    const PtoGraphTask *tasks;
-    const uint64_t *task_args;
-    const uint64_t *task_arg_sizes;
-    const PtoTensorView *views;
-    const uint32_t *fanout;
-    uint32_t task_count;
-    /* a relocatable image (recorded graph): per argument its base (0 none), and the run's bases */
-    const uint32_t *arg_bases;
-    const uint64_t *bases;
-
-    /* scheduling */
-    uint32_t *fanin_left;         /* per task, in the run's scratch state */
-    uint32_t *ready[AICPU_CORE_TYPES];  /* FIFO per core type; each task enters once */
-    uint32_t ready_head[AICPU_CORE_TYPES], ready_tail[AICPU_CORE_TYPES];
-} GraphRun;
 
 static GraphRun graph_run;
 
@@ -47,16 +28,18 @@ static int range_inside(uint64_t offset, uint64_t count, uint64_t elem, uint64_t
     return count <= (limit - offset) / elem;
 }
 
-/* Checks the argument block and the graph image, and points g at them. */
-static int bind_image(GraphRun *g, PtoAicpuArgs *args)
+static void push_ready(GraphRun *g, uint32_t task)
 {
-    if (args->magic != PTO_AICPU_ARGS_MAGIC || args->abi_version != PTO_DEVICE_ABI_VERSION ||
-        args->work_kind != PTO_DEVICE_WORK_GRAPH || args->work_dev == 0 || args->work_dev % 8 != 0)
-        return 0;
-    if (args->block_dim < 1 || args->block_dim > PTO_ARCH_MAX_BLOCKS)
-        return 0;
-    const PtoGraphHeader *h = (const PtoGraphHeader *)(uintptr_t)args->work_dev;
-    uint64_t limit = args->work_bytes;
+    uint32_t type = g->tasks[task].core_type;
+    g->ready[type][g->ready_tail[type]++] = task;
+}
+
+int graph_run_bind(GraphRun *g, const PtoGraphHeader *h, uint64_t limit, uint32_t *state, uint64_t state_bytes,
+                   const uint64_t *bases, uint64_t base_count)
+{
+    for (int t = 0; t < AICPU_CORE_TYPES; t++)
+        g->ready_head[t] = g->ready_tail[t] = 0;
+    g->task_count = 0;
     if (limit < sizeof *h || h->magic != PTO_GRAPH_MAGIC)
         return 0;
     if (!range_inside(h->tasks_offset, h->task_count, sizeof(PtoGraphTask), limit, 8) ||
@@ -65,11 +48,11 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
         !range_inside(h->views_offset, h->view_total, sizeof(PtoTensorView), limit, 8) ||
         !range_inside(h->fanout_offset, h->fanout_total, sizeof(uint32_t), limit, 4))
         return 0;
-    if (h->task_count > 0 && (args->state_dev == 0 || args->state_dev % 4 != 0 ||
-                              args->state_bytes < pto_graph_state_bytes(h->task_count)))
+    if (h->task_count > 0 && (state == NULL || (uintptr_t)state % 4 != 0 ||
+                              state_bytes < pto_graph_state_bytes(h->task_count)))
         return 0;
     if (h->base_count > 0 && (!range_inside(h->arg_bases_offset, h->arg_total, sizeof(uint32_t), limit, 4) ||
-                              args->bases_dev == 0 || args->bases_dev % 8 != 0 || args->base_count < h->base_count))
+                              bases == NULL || (uintptr_t)bases % 8 != 0 || base_count < h->base_count))
         return 0;
     const uint8_t *base = (const uint8_t *)h;
     g->tasks = (const PtoGraphTask *)(base + h->tasks_offset);
@@ -77,13 +60,11 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
     g->task_arg_sizes = (const uint64_t *)(base + h->arg_sizes_offset);
     g->views = (const PtoTensorView *)(base + h->views_offset);
     g->fanout = (const uint32_t *)(base + h->fanout_offset);
-    g->task_count = h->task_count;
     g->arg_bases = h->base_count > 0 ? (const uint32_t *)(base + h->arg_bases_offset) : NULL;
-    g->bases = h->base_count > 0 ? (const uint64_t *)(uintptr_t)args->bases_dev : NULL;
+    g->bases = h->base_count > 0 ? bases : NULL;
     for (uint32_t i = 0; g->arg_bases != NULL && i < h->arg_total; i++)
         if ((g->arg_bases[i] & ~PTO_GRAPH_BASE_SCALAR) > h->base_count)
             return 0;
-    uint32_t *state = (uint32_t *)(uintptr_t)args->state_dev;
     g->fanin_left = state;
     g->ready[PTO_CORE_AIC] = state + h->task_count;
     g->ready[PTO_CORE_AIV] = state + 2 * (uint64_t)h->task_count;
@@ -109,13 +90,24 @@ static int bind_image(GraphRun *g, PtoAicpuArgs *args)
     for (uint32_t i = 0; i < h->task_count; i++)
         if (g->fanin_left[i] != g->tasks[i].fanin_count)
             return 0;
+    g->task_count = h->task_count;
+    for (uint32_t i = 0; i < g->task_count; i++)
+        if (g->fanin_left[i] == 0)
+            push_ready(g, i);
     return 1;
 }
 
-static void push_ready(GraphRun *g, uint32_t task)
+/* Checks the argument block and binds its graph image. */
+static int bind_image(GraphRun *g, PtoAicpuArgs *args)
 {
-    uint32_t type = g->tasks[task].core_type;
-    g->ready[type][g->ready_tail[type]++] = task;
+    if (args->magic != PTO_AICPU_ARGS_MAGIC || args->abi_version != PTO_DEVICE_ABI_VERSION ||
+        args->work_kind != PTO_DEVICE_WORK_GRAPH || args->work_dev == 0 || args->work_dev % 8 != 0)
+        return 0;
+    if (args->block_dim < 1 || args->block_dim > PTO_ARCH_MAX_BLOCKS)
+        return 0;
+    return graph_run_bind(g, (const PtoGraphHeader *)(uintptr_t)args->work_dev, args->work_bytes,
+                          (uint32_t *)(uintptr_t)args->state_dev, args->state_bytes,
+                          (const uint64_t *)(uintptr_t)args->bases_dev, args->base_count);
 }
 
 void graph_start(AicpuDevice *d, PtoAicpuArgs *args)
@@ -123,19 +115,12 @@ void graph_start(AicpuDevice *d, PtoAicpuArgs *args)
     GraphRun *g = &graph_run;
     uint32_t block_dim = args->block_dim >= 1 && args->block_dim <= PTO_ARCH_MAX_BLOCKS ? args->block_dim : 1;
     aicpu_device_start(d, args, block_dim);
-    g->task_count = 0;
-    for (int t = 0; t < AICPU_CORE_TYPES; t++)
-        g->ready_head[t] = g->ready_tail[t] = 0;
-
     if (!bind_image(g, args)) {
         g->task_count = 0;
         aicpu_record_error(d, PTO_ERR_DEVICE, 0, 0, 0, 0);
         aicpu_end_run(d);
         return;
     }
-    for (uint32_t i = 0; i < g->task_count; i++)
-        if (g->fanin_left[i] == 0)
-            push_ready(g, i);
     if (g->task_count == 0)
         aicpu_end_run(d);
 }
@@ -217,10 +202,8 @@ static int32_t run_task(const AicpuDevice *d, const GraphRun *g, uint32_t task, 
                             core, d->block_dim, task, t->func_id, message);
 }
 
-int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHooks *hooks)
+int32_t graph_run_schedule(AicpuDevice *d, GraphRun *g, uint32_t thread_count, const PtoAicpuHooks *hooks)
 {
-    GraphRun *g = &graph_run;
-    aicpu_participation_begin(d);
     for (;;) {
         if (d->ended) {
             d->running--;
@@ -243,4 +226,10 @@ int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuH
         if (aicpu_idle(d, d->in_flight == 0, g->task_count - d->completed, hooks))
             return PTO_AICPU_IDLE;
     }
+}
+
+int32_t graph_participate(AicpuDevice *d, uint32_t thread_count, const PtoAicpuHooks *hooks)
+{
+    aicpu_participation_begin(d);
+    return graph_run_schedule(d, &graph_run, thread_count, hooks);
 }

@@ -28,6 +28,7 @@
 #include "device/aicpu/trb_recording.h"
 #include "device/aicpu/trb_run.h"
 #include "device/aicpu/trb_scheduler.h"
+#include "device/aicpu/trb_walk.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 TrbRun trb_run;
@@ -147,6 +148,7 @@ void trb_start(AicpuDevice *d, PtoAicpuArgs *args)
     t->api_error = 0;
     t->record_mode = PTO_TRB_RECORD_OFF;
     t->recording = NULL;
+    t->walking = 0;
     trb_sched_reset(t);
     if (!bind_work(t, args)) {
         /* nothing can run: the run ends before it began */
@@ -166,6 +168,8 @@ static int orchestrate(TrbRun *t, int *loaded)
     const uint8_t *orchestration = (const uint8_t *)(uintptr_t)w->orchestration_dev;
     pto_clear_error();
     *loaded = 1;
+    if (t->record_mode == PTO_TRB_WALK)
+        return trb_walk_bind(t); /* the compiled graph: nothing to orchestrate */
     PtoOrchestrationFn fn = NULL;
     if (w->orchestration_kind != PTO_ORCH_PROGRAM) {
         fn = trb_orch_library_entry(orchestration, w->orchestration_bytes, w->orchestration_hash,
@@ -253,6 +257,12 @@ static void finish_orchestration(AicpuDevice *d, TrbRun *t, int ret, int loaded)
     trb_record_finish(t, code == PTO_OK);
     for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
         w->heap_peak[r] = t->rings[r].heap_peak; /* only the orchestration allocates */
+    if (t->record_mode == PTO_TRB_WALK && code == PTO_OK) {
+        /* the graph's tasks are all known: from now on every participation schedules it */
+        t->walking = 1;
+        t->submitted = w->tasks_submitted = t->walk.task_count;
+        w->heap_peak[0] = w->walk_locals_bytes; /* the locals' block, from the GM heap's start */
+    }
     if (code != PTO_OK && !d->stopping) {
         memcpy(w->message, message, sizeof message);
         aicpu_record_error(d, code, ret, t->submitted, 0, 0);

@@ -4,12 +4,11 @@
 #include <string.h>
 
 #include "util/last_error.h"
+#include "format/trb_recording_ops.h"
 #include "orch/program_orchestration.h"
 #include "device/aicpu/trb_orch_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 
-#define OP_BYTE(w) ((uint32_t)((w) & 0xffu))
-#define HAS_VIEW (1u << 8)
 
 static int is_tensor(uint32_t direction)
 {
@@ -24,6 +23,10 @@ int trb_recording_bind(TrbRun *t, const PtoTrbWork *w)
     t->record_refs = NULL;
     if (w->record_mode == PTO_TRB_RECORD_OFF)
         return 1;
+    if (w->record_mode == PTO_TRB_WALK) { /* trb_walk.h checks the rest */
+        t->record_mode = w->orchestration_kind == PTO_ORCH_PROGRAM ? PTO_TRB_WALK : PTO_TRB_RECORD_OFF;
+        return w->orchestration_kind == PTO_ORCH_PROGRAM;
+    }
     if ((w->record_mode != PTO_TRB_RECORD && w->record_mode != PTO_TRB_REPLAY) ||
         w->orchestration_kind != PTO_ORCH_PROGRAM || w->recording_dev == 0 || w->recording_dev % 8 != 0)
         return 0;
@@ -153,7 +156,7 @@ void trb_record_task(TrbRun *t, uint64_t task_id, uint64_t ref, uint32_t func_id
         int ok;
         uint32_t origin = t->record_origins[i];
         uint64_t base = base_of(t, origin, &ok);
-        uint32_t view = is_tensor(p->direction) && p->view.ndims != 0 ? HAS_VIEW : 0;
+        uint32_t view = is_tensor(p->direction) && p->view.ndims != 0 ? TRB_RECORDED_HAS_VIEW : 0;
         if (!ok || p->direction > 0xffu) {
             trb_record_lose(t);
             return;
@@ -192,43 +195,28 @@ static int malformed(TrbRun *t, uint64_t at)
     return trb_api_fail(t, PTO_ERR_DEVICE, "the recorded graph is malformed at word %llu", (unsigned long long)at);
 }
 
-/* One recorded task at word `index` (w there, avail words left): its params
-   relocated, then submitted. */
-static int replay_task(TrbRun *t, TrbReplayBatch *b, uint64_t index, const uint64_t *w, uint64_t avail,
-                       uint64_t *words)
+/* One recorded task: its params relocated onto this run's bases, then submitted. */
+static int replay_task(TrbRun *t, TrbReplayBatch *b, uint64_t index, const TrbRecordedOp *op)
 {
-    uint32_t n = (uint32_t)(w[0] >> 8) & 0xffu, after = (uint32_t)(w[0] >> 16) & 1u, func_id = (uint32_t)(w[0] >> 32);
-    if (avail < 2 || n > PTO_MAX_TASK_PARAMS)
-        return malformed(t, index);
-    uint64_t deps = w[1], at = 2;
     PtoTaskParam params[PTO_MAX_TASK_PARAMS];
-    for (uint32_t i = 0; i < n; i++) {
-        if (avail - at < 3)
-            return malformed(t, index);
-        uint32_t direction = (uint32_t)w[at] & 0xffu, origin = (uint32_t)(w[at] >> 32);
+    for (uint32_t i = 0; i < op->param_count; i++) {
+        const TrbRecordedParam *r = &op->params[i];
         int ok;
-        uint64_t base = base_of(t, origin, &ok);
+        uint64_t base = base_of(t, r->origin, &ok);
         if (!ok)
             return malformed(t, index);
         PtoTaskParam *p = &params[i];
         memset(p, 0, sizeof *p);
-        p->direction = direction;
-        p->value = base + w[at + 1];
-        p->bytes = w[at + 2];
-        int view = (w[at] & HAS_VIEW) != 0;
-        at += 3;
-        if (view) {
-            if (avail - at < PTO_TRB_VIEW_WORDS)
-                return malformed(t, index);
-            memcpy(&p->view, &w[at], sizeof p->view);
+        p->direction = r->direction;
+        p->value = base + r->relative;
+        p->bytes = r->bytes;
+        if (r->has_view) {
+            p->view = r->view;
             p->view.addr = p->value;
-            at += PTO_TRB_VIEW_WORDS;
         }
     }
-    if (deps > (avail - at) / 2)
-        return malformed(t, index);
-    *words = at + 2 * deps;
-    return trb_submit_replayed(t, b, func_id, params, n, (int)after, &w[at], (uint32_t)deps);
+    return trb_submit_replayed(t, b, op->func_id, params, op->param_count, op->after, op->producers,
+                               op->producer_count);
 }
 
 /* The recording's operations in order; tasks in batches (trb_orch_api.h), every
@@ -238,42 +226,39 @@ static int replay_ops(TrbRun *t, void *handle, TrbReplayBatch *b)
     const PtoTrbRecording *rec = t->recording;
     const uint64_t *w = (const uint64_t *)(rec + 1);
     uint64_t at = 0, end = rec->used;
+    TrbRecordedOp op;
     while (at < end) {
-        uint64_t op = w[at], words = 1;
-        int rc;
-        if (OP_BYTE(op) != PTO_TRB_OP_TASK)
+        uint64_t index = at;
+        if (!trb_recording_read(w, end, &at, &op))
+            return malformed(t, index);
+        if (op.op != PTO_TRB_OP_TASK)
             trb_replay_batch_end(t, b);
-        switch (OP_BYTE(op)) {
-        case PTO_TRB_OP_SCOPE_BEGIN: {
-            uint32_t mode = (uint32_t)(op >> 8) & 0xffu;
-            rc = mode == PTO_SCOPE_AUTO ? trb_orch_api.scope_begin(handle) : trb_orch_api.scope_begin_mode(handle, mode);
+        int rc;
+        switch (op.op) {
+        case PTO_TRB_OP_SCOPE_BEGIN:
+            rc = op.mode == PTO_SCOPE_AUTO ? trb_orch_api.scope_begin(handle)
+                                           : trb_orch_api.scope_begin_mode(handle, op.mode);
             break;
-        }
         case PTO_TRB_OP_SCOPE_END:
             rc = trb_orch_api.scope_end(handle);
             break;
         case PTO_TRB_OP_ALLOC: {
-            uint32_t local = (uint32_t)(op >> 8);
-            if (end - at < 2 || local >= PTO_PROGRAM_MAX_LOCALS)
-                return malformed(t, at);
-            uint64_t addr = trb_orch_api.alloc_tensor(handle, w[at + 1]);
+            if (op.local >= PTO_PROGRAM_MAX_LOCALS)
+                return malformed(t, index);
+            uint64_t addr = trb_orch_api.alloc_tensor(handle, op.bytes);
             if (addr == 0)
-                return pto_fail(PTO_ERR_OUT_OF_MEMORY, "recorded ALLOC_TENSOR (local %u, %llu bytes): %s", local,
-                                (unsigned long long)w[at + 1], pto_last_error());
-            t->locals[local] = addr;
-            words = 2;
+                return pto_fail(PTO_ERR_OUT_OF_MEMORY, "recorded ALLOC_TENSOR (local %u, %llu bytes): %s", op.local,
+                                (unsigned long long)op.bytes, pto_last_error());
+            t->locals[op.local] = addr;
             rc = PTO_OK;
             break;
         }
-        case PTO_TRB_OP_TASK:
-            rc = replay_task(t, b, at, &w[at], end - at, &words);
+        default: /* PTO_TRB_OP_TASK: the reader knows no other */
+            rc = replay_task(t, b, index, &op);
             break;
-        default:
-            return malformed(t, at);
         }
         if (rc != PTO_OK)
             return rc;
-        at += words;
     }
     return PTO_OK;
 }

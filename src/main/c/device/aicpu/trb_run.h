@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "device/aicpu/aicpu_device.h"
+#include "device/aicpu/graph_run.h"
 #include "device/aicpu/trb_rings.h"
 #include "device/aicpu/trb_tensor_map.h"
 #include "device/pto_trb_abi.h"
@@ -63,6 +64,11 @@ typedef struct TrbRun {
     uint64_t *record_refs;    /* RECORD: each recorded task's ref, by task id */
     uint32_t record_origins[PTO_MAX_TASK_PARAMS]; /* RECORD: the interpreter's origins of the call */
     uint64_t locals[PTO_PROGRAM_MAX_LOCALS]; /* RECORD, REPLAY: each local's address in this run */
+
+    /* WALK (trb_walk.h): the compiled graph, scheduled once `walking` is set (lock) */
+    GraphRun walk;
+    uint64_t walk_bases[PTO_TRB_WALK_BASES];
+    int walking;
 } TrbRun;
 
 extern TrbRun trb_run;

@@ -209,6 +209,8 @@ int32_t trb_schedule(AicpuDevice *d, TrbRun *t, uint32_t thread_count, const Pto
             d->running--;
             return PTO_AICPU_DONE;
         }
+        if (t->walking) /* a walked graph (trb_walk.h): scheduled as hbg's */
+            return graph_run_schedule(d, &t->walk, thread_count, hooks);
         check_stop(d, t);
         if (run_one(d, t, thread_count, hooks))
             continue;

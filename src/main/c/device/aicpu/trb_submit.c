@@ -140,15 +140,6 @@ static int32_t ensure_views(AicpuDevice *d, TrbRun *t, uint32_t ring, uint32_t c
     return count == 0 ? PTO_OK : trb_orch_await(d, t, views_have_room, &need);
 }
 
-/* Views to keep: all n when any parameter's view cannot be told from (value, bytes). */
-static uint32_t kept_views(const PtoTaskParam *params, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (tensor_view_param_kept(&params[i]))
-            return n;
-    return 0;
-}
-
 typedef struct DepCollector {
     TrbRun *t;
     uint64_t limit;           /* producers the ring's pool can take */
@@ -403,7 +394,7 @@ static int submit_task(TrbRun *t, const char *fn, const PtoTrbKernel *k, const P
     uint32_t views = 0;
     if ((rc = classify_params(t, fn, func_id, params, n, w->flags, cls, &need)) != PTO_OK ||
         (rc = ensure_map_room(d, t, &need, fn, func_id)) != PTO_OK || (rc = ensure_window(d, t, ring)) != PTO_OK ||
-        (rc = ensure_views(d, t, ring, views = kept_views(params, n))) != PTO_OK ||
+        (rc = ensure_views(d, t, ring, views = tensor_view_params_kept(params, n) ? n : 0)) != PTO_OK ||
         (rc = collect_deps(t, fn, func_id, ring, params, n, cls, w)) != PTO_OK ||
         (rc = record_dep_graph(t, fn, task_id, func_id)) != PTO_OK)
         return rc;
@@ -499,7 +490,7 @@ int32_t trb_submit_replayed(TrbRun *t, TrbReplayBatch *b, uint32_t func_id, cons
                             "holds %llu (CallConfig.ring_dep_pool[%u])",
                             fn, func_id, (unsigned long long)limit, ring, (unsigned long long)pool, ring);
     int32_t rc;
-    uint32_t views = kept_views(params, n), ask = 0;
+    uint32_t views = tensor_view_params_kept(params, n) ? n : 0, ask = 0;
     ViewNeed need = { ring, views };
     if (!window_has_room(t, &ring) || (views > 0 && !views_have_room(t, &need))) {
         /* about to wait for the kernels: the participations asked for so far first */

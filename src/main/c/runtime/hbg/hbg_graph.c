@@ -412,9 +412,7 @@ static int add_task(HbgGraph *g, uint64_t kernel_addr, uint32_t func_id, uint32_
     if (g->task_count == HBG_MAX_TASKS)
         return pto_fail(PTO_ERR_CAPACITY, "submit: an hbg run holds at most %u tasks", HBG_MAX_TASKS);
     uint32_t t = g->task_count;
-    int keep_views = 0;
-    for (uint32_t i = 0; i < n; i++)
-        keep_views |= tensor_view_param_kept(&params[i]);
+    int keep_views = tensor_view_params_kept(params, n);
     int rc;
     if ((rc = reserve_tasks(g, (uint64_t)t + 1)) != PTO_OK ||
         (rc = reserve_args(g, (uint64_t)g->arg_count + n)) != PTO_OK ||

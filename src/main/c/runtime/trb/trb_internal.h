@@ -46,6 +46,8 @@ int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS]);
  * pipeline slot (PtoTrbWork.orchestration_ns), and the device bytes of a
  * callable's current recording (0: none). */
 int trb_read_orchestration_ns(const HostApi *api, uint64_t *ns);
+/* For tests: how the last run in the api's slot got its graph (PtoTrbWork.record_mode). */
+int trb_read_record_mode(const HostApi *api, uint32_t *mode);
 uint64_t trb_callable_recording_bytes(const RuntimeCallable *c);
 
 #endif

@@ -4,19 +4,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/pto_device_abi.h"
+#include "runtime/trb/trb_walk_image.h"
 #include "services/device_failure.h"
 #include "util/last_error.h"
 
-/* A recording: the geometry, and the PtoTrbRecording the device wrote. */
+/* A recording: the geometry, the PtoTrbRecording the device wrote, and the
+   graph compiled from it that a replay of the record run's ring sizing walks. */
 typedef struct TrbRecording {
     GraphRecording base;      /* first (graph_recorder.h) */
     void *dev;
-    uint64_t bytes;
+    uint64_t bytes;           /* device bytes: the recording and the compiled graph */
+    TrbSizing sizing;         /* the record run's */
+    void *walk_dev;           /* NULL: not compiled (replays go through the rings) */
+    uint64_t walk_bytes, walk_state_bytes, walk_locals_bytes;
 } TrbRecording;
 
 static void recording_destroy(GraphRecording *base, const HostApi *api)
 {
     TrbRecording *rec = (TrbRecording *)base;
+    if (rec->walk_dev != NULL)
+        host_api_device_free(api, rec->walk_dev);
     if (rec->dev != NULL)
         host_api_device_free(api, rec->dev);
     graph_recording_forget_geometry(base);
@@ -124,8 +132,22 @@ static int unrecorded(const HostApi *api, TrbRecordingRun *run, int rc)
     return PTO_OK;
 }
 
+/* A replay walks the compiled graph when there is one and the run's rings are
+   the record run's: the locals' block then fits the GM heap, and the run can
+   end no other way than the recorded run did (a smaller dependency pool fails
+   a task with more producers than it holds, as a built run would: through the
+   rings). */
+static int walks(const TrbRecording *rec, const TrbSizing *sizing)
+{
+    uint64_t heap = 0;
+    for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
+        heap += sizing->heap[r];
+    return rec->walk_dev != NULL && memcmp(&rec->sizing, sizing, sizeof *sizing) == 0 &&
+           rec->walk_locals_bytes <= heap;
+}
+
 int trb_recording_bind(const HostApi *api, GraphRecorder *r, const TrbRecordingPlan *plan, const RunTensorTable *t,
-                       uint32_t scalar_count, TrbRecordingRun *run)
+                       uint32_t scalar_count, const TrbSizing *sizing, TrbRecordingRun *run)
 {
     memset(run, 0, sizeof *run);
     run->graph_source = PTO_RUN_GRAPH_BUILT;
@@ -133,7 +155,7 @@ int trb_recording_bind(const HostApi *api, GraphRecorder *r, const TrbRecordingP
     if (r == NULL || !plan->recordable)
         return PTO_OK;
     if ((run->held = graph_recorder_take(r, t, scalar_count)) != NULL) {
-        run->mode = PTO_TRB_REPLAY;
+        run->mode = walks((const TrbRecording *)run->held, sizing) ? PTO_TRB_WALK : PTO_TRB_REPLAY;
         run->graph_source = PTO_RUN_GRAPH_REPLAYED;
         return PTO_OK;
     }
@@ -142,6 +164,7 @@ int trb_recording_bind(const HostApi *api, GraphRecorder *r, const TrbRecordingP
         return PTO_OK;
     rec->base.destroy = recording_destroy;
     rec->bytes = sizeof(PtoTrbRecording) + plan->words * sizeof(uint64_t);
+    rec->sizing = *sizing;
     run->made = &rec->base;
     run->mode = PTO_TRB_RECORD;
     uint64_t scratch = plan->map_entries * sizeof(PtoTrbAccess) + plan->map_views * sizeof(PtoTensorView) +
@@ -162,6 +185,14 @@ void trb_recording_work(const TrbRecordingRun *run, const TrbRecordingPlan *plan
     w->record_mode = run->mode;
     if (run->mode == PTO_TRB_REPLAY)
         w->recording_dev = (uint64_t)(uintptr_t)((const TrbRecording *)run->held)->dev;
+    if (run->mode == PTO_TRB_WALK) {
+        const TrbRecording *rec = (const TrbRecording *)run->held;
+        w->walk_dev = (uint64_t)(uintptr_t)rec->walk_dev;
+        w->walk_bytes = rec->walk_bytes;
+        w->walk_state_dev = w->walk_dev + rec->walk_bytes;
+        w->walk_state_bytes = rec->walk_state_bytes;
+        w->walk_locals_bytes = rec->walk_locals_bytes;
+    }
     if (run->mode != PTO_TRB_RECORD)
         return;
     w->recording_dev = (uint64_t)(uintptr_t)((const TrbRecording *)run->made)->dev;
@@ -170,7 +201,45 @@ void trb_recording_work(const TrbRecordingRun *run, const TrbRecordingPlan *plan
     w->record_map_views = plan->map_views;
 }
 
-int trb_recording_collect(const HostApi *api, GraphRecorder *r, const RunTensorTable *t, TrbRecordingRun *run)
+/* The recording's words compiled into the graph a replay walks, in device
+   memory with its scheduling state after it. Best effort: a recording that does
+   not compile, or that host or device memory cannot take now, is replayed
+   through the rings; only a device failure is an error. */
+static int compile_walk(const HostApi *api, TrbRecording *rec, const PtoTrbRecording *header,
+                        const PtoTrbKernel *kernels, uint32_t kernel_count)
+{
+    if (header->used > header->capacity)
+        return PTO_OK;
+    uint64_t *words = malloc(header->used * sizeof *words + 1);
+    if (words == NULL)
+        return PTO_OK;
+    TrbWalkImage image = { 0 };
+    int rc = host_api_copy_from_device(api, words, (const uint8_t *)rec->dev + sizeof *header,
+                                       header->used * sizeof *words);
+    if (rc == PTO_OK &&
+        trb_walk_compile(words, header->used, header->task_count, kernels, kernel_count, &image) == PTO_OK) {
+        uint64_t state = pto_graph_state_bytes(image.task_count);
+        void *dev = host_api_device_malloc(api, image.size + state);
+        if (dev != NULL && (rc = host_api_copy_to_device(api, dev, image.bytes, image.size)) != PTO_OK)
+            host_api_device_free(api, dev);
+        else if (dev != NULL) {
+            rec->walk_dev = dev;
+            rec->walk_bytes = image.size;
+            rec->walk_state_bytes = state;
+            rec->walk_locals_bytes = image.locals_bytes;
+            rec->bytes += image.size + state;
+        }
+    }
+    trb_walk_image_free(&image);
+    free(words);
+    if (pto_device_failure(rc))
+        return rc;
+    pto_clear_error();
+    return PTO_OK;
+}
+
+int trb_recording_collect(const HostApi *api, GraphRecorder *r, const RunTensorTable *t, const PtoTrbKernel *kernels,
+                          uint32_t kernel_count, TrbRecordingRun *run)
 {
     if (run->mode != PTO_TRB_RECORD || run->made == NULL)
         return PTO_OK;
@@ -181,6 +250,8 @@ int trb_recording_collect(const HostApi *api, GraphRecorder *r, const RunTensorT
         return rc;
     if (header.magic != PTO_TRB_RECORDING_MAGIC || header.complete != 1)
         return PTO_OK; /* lost on the device: the run was built, nothing is kept (unbind frees it) */
+    if ((rc = compile_walk(api, rec, &header, kernels, kernel_count)) != PTO_OK)
+        return rc;
     if (graph_recording_keep_geometry(&rec->base, t, run->scalar_count) != PTO_OK ||
         !graph_recorder_publish(r, &rec->base, api))
         return PTO_OK; /* out of host memory, or the current recording is held: not kept */

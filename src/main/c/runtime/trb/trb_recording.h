@@ -29,6 +29,7 @@
 #include "device/pto_trb_abi.h"
 #include "format/chip_callable.h"
 #include "runtime/graph_recorder.h"
+#include "runtime/trb/trb_image.h"
 #include "runtime/run_tensors.h"
 #include "services/host_api.h"
 
@@ -58,19 +59,22 @@ typedef struct TrbRecordingRun {
     uint64_t device_bytes;    /* the run's own: the record run's tensor-map pools */
 } TrbRecordingRun;
 
-/* bind, after the tensors' placement: REPLAY with the recording of this
-   geometry; else RECORD into a new one when the plan allows and memory holds
+/* bind, after the tensors' placement: with the recording of this geometry,
+   WALK its compiled graph when the run's ring sizing is the record run's, else
+   REPLAY it; else RECORD into a new one when the plan allows and memory holds
    it; else OFF. Fails only with a device failure (services/device_failure.h). */
 int trb_recording_bind(const HostApi *api, GraphRecorder *r, const TrbRecordingPlan *plan, const RunTensorTable *t,
-                       uint32_t scalar_count, TrbRecordingRun *run);
+                       uint32_t scalar_count, const TrbSizing *sizing, TrbRecordingRun *run);
 
 /* The work block's recording fields. */
 void trb_recording_work(const TrbRecordingRun *run, const TrbRecordingPlan *plan, PtoTrbWork *w);
 
 /* collect of a successful run: publishes a RECORD run's recording when the
-   device completed it (then graph_source RECORDED). Fails only with the read's
-   device failure. */
-int trb_recording_collect(const HostApi *api, GraphRecorder *r, const RunTensorTable *t, TrbRecordingRun *run);
+   device completed it (then graph_source RECORDED), compiled first into the
+   graph later replays walk (trb_walk_image.h; the callable's `kernels`, ascending
+   func_id). Fails only with a device failure. */
+int trb_recording_collect(const HostApi *api, GraphRecorder *r, const RunTensorTable *t, const PtoTrbKernel *kernels,
+                          uint32_t kernel_count, TrbRecordingRun *run);
 
 /* unbind: frees the run's own and gives the recording back. */
 void trb_recording_unbind(const HostApi *api, GraphRecorder *r, TrbRecordingRun *run);

@@ -70,7 +70,7 @@ typedef struct TrbHeader {
 /* Where a slot's last run's device orchestration time is in its retained staging
    buffer: the benchmark reads it there on the sim, whose device memory is host memory
    (src/test/java/org/ptorun/TrbFigures.java names the same number). */
-#define TRB_ORCHESTRATION_NS_OFFSET 1856u
+#define TRB_ORCHESTRATION_NS_OFFSET 1896u
 _Static_assert(offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns) == TRB_ORCHESTRATION_NS_OFFSET,
                "TrbFigures.ORCHESTRATION_NS_OFFSET");
 
@@ -122,31 +122,33 @@ int runtime_prewarm(const HostApi *api, const CallConfig *cfg)
     return trb_image_ensure(&bank0, &sizing, 1, &image, &built);
 }
 
-int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS])
+/* For tests and figures: `size` bytes at `offset` of the work block the api's
+   slot last ran. */
+static int read_work(const HostApi *api, const char *fn, size_t offset, void *out, size_t size)
 {
     void *dev = NULL;
-    size_t size = 0;
-    int rc = host_api_get_retained_temp_buffer(api, &dev, &size);
-    if (rc == PTO_OK && (dev == NULL || size < sizeof(TrbHeader)))
-        rc = pto_fail(PTO_ERR_WRONG_PHASE, "trb_read_heap_peaks: the slot has run nothing");
+    size_t have = 0;
+    int rc = host_api_get_retained_temp_buffer(api, &dev, &have);
+    if (rc == PTO_OK && (dev == NULL || have < sizeof(TrbHeader)))
+        rc = pto_fail(PTO_ERR_WRONG_PHASE, "%s: the slot has run nothing", fn);
     if (rc == PTO_OK)
-        rc = host_api_copy_from_device(api, peaks,
-                                       (uint8_t *)dev + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, heap_peak),
-                                       PTO_TRB_RINGS * sizeof peaks[0]);
+        rc = host_api_copy_from_device(api, out, (uint8_t *)dev + offsetof(TrbHeader, work) + offset, size);
     return rc;
+}
+
+int trb_read_heap_peaks(const HostApi *api, uint64_t peaks[PTO_TRB_RINGS])
+{
+    return read_work(api, __func__, offsetof(PtoTrbWork, heap_peak), peaks, PTO_TRB_RINGS * sizeof peaks[0]);
 }
 
 int trb_read_orchestration_ns(const HostApi *api, uint64_t *ns)
 {
-    void *dev = NULL;
-    size_t size = 0;
-    int rc = host_api_get_retained_temp_buffer(api, &dev, &size);
-    if (rc == PTO_OK && (dev == NULL || size < sizeof(TrbHeader)))
-        rc = pto_fail(PTO_ERR_WRONG_PHASE, "trb_read_orchestration_ns: the slot has run nothing");
-    if (rc == PTO_OK)
-        rc = host_api_copy_from_device(
-            api, ns, (uint8_t *)dev + offsetof(TrbHeader, work) + offsetof(PtoTrbWork, orchestration_ns), sizeof *ns);
-    return rc;
+    return read_work(api, __func__, offsetof(PtoTrbWork, orchestration_ns), ns, sizeof *ns);
+}
+
+int trb_read_record_mode(const HostApi *api, uint32_t *mode)
+{
+    return read_work(api, __func__, offsetof(PtoTrbWork, record_mode), mode, sizeof *mode);
 }
 
 uint64_t trb_callable_recording_bytes(const RuntimeCallable *c)
@@ -425,7 +427,8 @@ static int stage_run(const HostApi *api, RuntimeSlotScratch *s, TrbRunState *h, 
     h->callable = c;
     h->device_bytes = required; /* the run's part of the retained buffer, which may be larger */
     /* the tensors are placed: the run's geometry is known (replay or record, trb_recording.h) */
-    if ((rc = trb_recording_bind(api, c->recorder, &c->plan, &s->tensors, (uint32_t)args->scalar_count, &h->rec)) !=
+    if ((rc = trb_recording_bind(api, c->recorder, &c->plan, &s->tensors, (uint32_t)args->scalar_count, &sizing,
+                                 &h->rec)) !=
             PTO_OK ||
         (rc = alloc_dep_graph(api, cfg, h)) != PTO_OK || (rc = alloc_trace(api, cfg, h)) != PTO_OK ||
         (rc = write_header(api, c, cfg, image_dev, h)) != PTO_OK)
@@ -579,7 +582,8 @@ int runtime_collect_device_figures(RuntimeRun *run, const HostApi *api)
     for (uint32_t r = 0; r < PTO_TRB_RINGS; r++)
         h->device_bytes += peaks[r];
     /* the run succeeded: a recording the device completed is kept (and only then) */
-    return trb_recording_collect(api, h->callable->recorder, &h->scratch->tensors, &h->rec);
+    return trb_recording_collect(api, h->callable->recorder, &h->scratch->tensors, h->callable->kernels,
+                                 h->callable->kernel_count, &h->rec);
 }
 
 uint32_t runtime_run_graph_source(const RuntimeRun *run)

@@ -12,7 +12,7 @@ import org.ptorun.internal.NativeMemory;
 public final class TrbFigures {
 
     /** runtime/trb/trb_runtime.c TRB_ORCHESTRATION_NS_OFFSET (checked there at compile time). */
-    static final long ORCHESTRATION_NS_OFFSET = 1856;
+    static final long ORCHESTRATION_NS_OFFSET = 1896;
 
     private TrbFigures() {
     }
