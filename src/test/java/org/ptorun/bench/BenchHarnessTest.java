@@ -2,8 +2,11 @@ package org.ptorun.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import static org.assertj.core.api.Assertions.within;
+
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.api.Test;
@@ -18,7 +21,8 @@ import org.ptorun.Variant;
  * The benchmark suite's harness does what its figures claim (the suite itself runs only
  * with -Pbench): the C driver makes whole trivial runs through the exported contract and
  * leaves committed device memory where it was, the floor's echo thread answers every
- * round trip, the native memcpy copies, and P3's orchestration adds x to z once per task.
+ * round trip, the native memcpy copies, P3's orchestration adds x to z once per task, and
+ * the suite reads back the figures of P3's interleaved child.
  */
 class BenchHarnessTest {
 
@@ -105,5 +109,48 @@ class BenchHarnessTest {
         for (int i = 0; i < floats; i++) {
             assertThat(z[i]).as("z[%d]", i).isEqualTo(expected[i]);
         }
+    }
+
+    @Test
+    void theSuiteReadsTheInterleavedP3ChildsLineAmongItsOtherOutput() {
+        // as the child prints it (2026-12-07), between its per-round lines
+        List<String> lines = List.of(
+                "round 29 (depth 2 first): depth 1   512.3 runs/s, depth 2   801.0 runs/s, ratio 1.564",
+                "P3 interleaved variant=a2a3/sim/trb rounds=30 runs=16 ratio=1.5400 ratioP25=1.4812"
+                        + " ratioP75=1.7034 depth1=498.27 depth2=803.51 prepareMs=0.9812 executionMs=1.0107",
+                "");
+        InterleavedPipelineBench.Result r = InterleavedPipelineBench.Result.parse(lines).orElseThrow();
+        assertThat(r).isEqualTo(new InterleavedPipelineBench.Result("a2a3/sim/trb", 30, 16, 1.54, 1.4812, 1.7034,
+                498.27, 803.51, 0.9812, 1.0107));
+        assertThat(InterleavedPipelineBench.Result.parse(List.of(r.line()))).contains(r);
+        assertThat(InterleavedPipelineBench.Result.parse(List.of("round 0 ...", "done"))).isEmpty();
+
+        BenchSuite.Row row = BenchSuite.p3InterleavedRow("a2a3/sim/trb", Optional.of(r));
+        assertThat(row.what()).contains("interleaved rounds", "30 rounds of 16 runs", "median of the per-round ratios");
+        assertThat(row.measured()).contains("803.5 runs/s / 498.3 runs/s", "prepare 0.981 ms",
+                "launch to complete 1.011 ms");
+        // the figure is the median of the rounds' ratios, not the ratio of the medians (803.51 / 498.27 = 1.61)
+        assertThat(row.figure()).isEqualTo("1.54 x");
+        assertThat(row.met()).isEqualTo("met");
+        assertThat(BenchSuite.p3InterleavedRow("a2a3/sim/trb", Optional.empty()).met()).isEqualTo("not measured");
+    }
+
+    @Test
+    void theInterleavedMedianOfAnEvenCountIsTheMeanOfTheMiddleTwo() {
+        double[] samples = {4, 1, 3, 2};
+        assertThat(InterleavedPipelineBench.percentile(samples, 50)).isCloseTo(2.5, within(1e-12));
+        assertThat(InterleavedPipelineBench.percentile(samples, 0)).isEqualTo(1);
+        assertThat(InterleavedPipelineBench.percentile(samples, 100)).isEqualTo(4);
+    }
+
+    @Test
+    void theInterleavedChildMakesBothDepthsRunsOnTrb() {
+        // a short measurement, for its completeness only: no figure is checked against a bound
+        InterleavedPipelineBench.Result r =
+                InterleavedPipelineBench.measure(Variant.parse("a2a3/sim/trb"), 1, 2, 3, false);
+        assertThat(r.rounds()).isEqualTo(2);
+        assertThat(r.runs()).isEqualTo(3);
+        assertThat(List.of(r.ratio(), r.depth1RunsPerSecond(), r.depth2RunsPerSecond(), r.prepareMs(),
+                r.executionMs())).allSatisfy(x -> assertThat(x).isPositive().isFinite());
     }
 }

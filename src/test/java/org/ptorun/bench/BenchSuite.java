@@ -32,7 +32,8 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 /**
  * The benchmark suite (docs/performance.md) in one command ({@code mvn -q -Pbench
  * verify}): the JMH benchmarks of this package (P1–P5, P9, P12), the P6 soak, the P7 idle
- * check ({@code ptorun idle}) and P10's fresh JVMs ({@link FirstRun}) in JVMs of their own, then one table of every figure
+ * check ({@code ptorun idle}), P10's fresh JVMs ({@link FirstRun}) and P3 on trb (both depths
+ * interleaved, {@link InterleavedPipelineBench}) in JVMs of their own, then one table of every figure
  * against its target, printed and written to {@code target/bench/report.md} (JMH's
  * raw results: {@code target/bench/jmh-result.json}). Each figure is a ratio of two
  * measurements made in this run, because the machines are noisy; the suite reports,
@@ -55,9 +56,11 @@ public final class BenchSuite {
     private final Path dir;
     private final List<Row> rows = new ArrayList<>();
     private final Map<String, RunResult> jmh = new HashMap<>();
+    /** P3 on trb, from {@link InterleavedPipelineBench}'s child JVM; empty when not measured. */
+    private Optional<InterleavedPipelineBench.Result> p3Interleaved = Optional.empty();
 
     /** One line of the report. */
-    private record Row(String id, String what, String measured, String figure, String target, String met) {
+    record Row(String id, String what, String measured, String figure, String target, String met) {
     }
 
     private BenchSuite(Set<String> parts, Path dir) {
@@ -92,6 +95,9 @@ public final class BenchSuite {
         String loadBefore = loadAverage();
         long t0 = System.nanoTime();
         runJmh();
+        if (parts.contains("P3")) {
+            interleavedPipeline();
+        }
         if (parts.contains("P6")) {
             soak();
         }
@@ -148,7 +154,7 @@ public final class BenchSuite {
         }
         // figures the benchmarks write themselves: never report a previous run's
         for (String file : List.of("trivial-a2a3_sim_hbg.properties", "trivial-a2a3_sim_trb.properties",
-                PipelinedOrchestrationBench.splitFile("a2a3/sim/hbg"), PipelinedOrchestrationBench.splitFile("a2a3/sim/trb"),
+                PipelinedOrchestrationBench.splitFile("a2a3/sim/hbg"),
                 "p9-a2a3_sim_hbg.properties", "p9-a2a3_sim_trb.properties",
                 "p12.properties")) {
             Files.deleteIfExists(dir.resolve(file));
@@ -320,6 +326,17 @@ public final class BenchSuite {
         return m;
     }
 
+    /**
+     * P3 on trb (docs/performance.md): both depths in alternating rounds of one child JVM
+     * ({@link InterleavedPipelineBench}), because the machine's drift between two JMH forks
+     * minutes apart is larger than the ratio.
+     */
+    private void interleavedPipeline() throws IOException, InterruptedException {
+        String variant = "a2a3/sim/trb";
+        List<String> command = javaCommand(List.of(), InterleavedPipelineBench.class.getName(), variant);
+        p3Interleaved = InterleavedPipelineBench.Result.parse(runChild("P3 interleaved on " + variant, command));
+    }
+
     /** P13 (docs/performance.md): the child JVM's medians of first and replayed prepares (trb: device orchestrations). */
     private void recordedGraphs() throws IOException, InterruptedException {
         for (String variant : List.of("a2a3/sim/hbg", "a2a3/onboard/hbg", "a2a3/sim/trb")) {
@@ -446,22 +463,18 @@ public final class BenchSuite {
             }
         }
         if (parts.contains("P3")) {
-            for (String variant : List.of("a2a3/sim/hbg", "a2a3/sim/trb")) {
-                String v = "variant=" + variant;
-                Properties split = properties(PipelinedOrchestrationBench.splitFile(variant));
-                String overlap = split.isEmpty() ? "" : String.format(Locale.ROOT,
-                        " (depth 1: prepare %s ms, launch to complete %s ms)", split.getProperty("prepareMs"),
-                        split.getProperty("executionMs"));
-                String what = variant.endsWith("/hbg")
-                        ? variant + ": runs/s, host orchestration of a chain of " + PipelinedOrchestrationBench.TASKS
-                                + " tasks, ChipWorker depth 2 vs 1"
-                        : variant + ": runs/s, prepare staging " + PipelinedOrchestrationBench.TRB_FLOATS
-                                + " floats, execution a chain of " + PipelinedOrchestrationBench.TRB_PASSES + " gemm_tile "
-                                + PipelinedOrchestrationBench.TRB_N + "^3, ChipWorker depth 2 vs 1";
-                rows.add(ratioRow("P3", what, score("PipelinedOrchestrationBench.runs", "depth=2", v),
-                        score("PipelinedOrchestrationBench.runs", "depth=1", v),
-                        "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));
-            }
+            String variant = "a2a3/sim/hbg";
+            Properties split = properties(PipelinedOrchestrationBench.splitFile(variant));
+            String overlap = split.isEmpty() ? "" : String.format(Locale.ROOT,
+                    " (depth 1: prepare %s ms, launch to complete %s ms)", split.getProperty("prepareMs"),
+                    split.getProperty("executionMs"));
+            String v = "variant=" + variant;
+            rows.add(ratioRow("P3", variant + ": runs/s, host orchestration of a chain of "
+                            + PipelinedOrchestrationBench.TASKS + " tasks, ChipWorker depth 2 vs 1",
+                    score("PipelinedOrchestrationBench.runs", "depth=2", v),
+                    score("PipelinedOrchestrationBench.runs", "depth=1", v),
+                    "%.1f runs/s / %.1f runs/s" + overlap, 1.5, false));
+            rows.add(p3InterleavedRow("a2a3/sim/trb", p3Interleaved));
         }
         if (parts.contains("P4")) {
             for (String v : trivialVariants) {
@@ -533,6 +546,25 @@ public final class BenchSuite {
                         java.map(j -> met(ref / j >= 1000)).orElse("not measured")));
             }
         }
+    }
+
+    /** P3's trb row: the median of the per-round ratios (not a ratio of the medians), and both halves. */
+    static Row p3InterleavedRow(String variant, Optional<InterleavedPipelineBench.Result> result) {
+        String what = variant + ": runs/s, prepare staging " + PipelinedOrchestrationBench.TRB_FLOATS
+                + " floats, execution a chain of " + PipelinedOrchestrationBench.TRB_PASSES + " gemm_tile "
+                + PipelinedOrchestrationBench.TRB_N + "^3, ChipWorker depth 2 vs 1, interleaved rounds in one JVM"
+                + result.map(r -> " (" + r.rounds() + " rounds of " + r.runs() + " runs per depth, order"
+                        + " alternating), median of the per-round ratios").orElse("");
+        String target = ">= 1.5 x";
+        if (result.isEmpty()) {
+            return new Row("P3", what, "no result (see above)", "-", target, "not measured");
+        }
+        InterleavedPipelineBench.Result r = result.get();
+        return new Row("P3", what, String.format(Locale.ROOT, "%.1f runs/s / %.1f runs/s, medians of the rounds;"
+                                + " per-round ratios p25 %.2f, p75 %.2f (depth 1: prepare %.3f ms, launch to complete"
+                                + " %.3f ms)", r.depth2RunsPerSecond(), r.depth1RunsPerSecond(), r.ratioP25(),
+                        r.ratioP75(), r.prepareMs(), r.executionMs()),
+                String.format(Locale.ROOT, "%.2f x", r.ratio()), target, met(r.ratio() >= 1.5));
     }
 
     /** A properties file a benchmark wrote into the suite's directory; empty when there is none. */

@@ -72,7 +72,10 @@ import org.ptorun.callable.Kernel;
  * device buffer (compute-bound, one device thread). Each slot has its own C, so the runs
  * share nothing but x's array. (A memory-bound execution, tiles of tile_add over x, got
  * 0.8–1.6 × from run to run in a probe: staging and execution then compete for the
- * memory bandwidth the overlap needs.)
+ * memory bandwidth the overlap needs.) The suite measures trb's P3 with
+ * {@link InterleavedPipelineBench} (both depths in alternating rounds of one JVM: this
+ * machine's speed drifts more between two forks minutes apart than the ratio is), so
+ * {@link #variant} lists hbg only; {@code -p variant=a2a3/sim/trb} still runs trb here.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -88,11 +91,11 @@ public class PipelinedOrchestrationBench {
     private static final int CALLABLE_ID = 1;
     private static final int VADD = 0;
 
-    static final int TRB_FLOATS = 1 << 21;
+    static final int TRB_FLOATS = 3 << 20;
     static final int TRB_N = 160;
     static final int TRB_PASSES = 2;
 
-    @Param({"a2a3/sim/hbg", "a2a3/sim/trb"})
+    @Param({"a2a3/sim/hbg"})
     public String variant;
 
     @Param({"1", "2"})
@@ -100,13 +103,8 @@ public class PipelinedOrchestrationBench {
 
     private ChipWorker chip;
     private final DeviceBuffer[] buffers = new DeviceBuffer[2];
-    private final TaskArgs[] args = new TaskArgs[2];
-    private final PipelineSlotLease[] leases = {PipelineSlotLease.of(0, 1), PipelineSlotLease.of(1, 1)};
-    private long runId;
+    private Pipeline pipeline;
     private boolean measuring;
-    private long measuredRuns;
-    private long prepareNanos;
-    private long executionNanos;
 
     static ChipCallable repeatVadd() {
         return ChipCallable.builder()
@@ -136,22 +134,40 @@ public class PipelinedOrchestrationBench {
     @Setup(Level.Trial)
     public void open() {
         Variant v = Variant.parse(variant);
-        chip = ChipWorker.open(HostRuntime.load(v), 0);
+        chip = open(v, depth);
+        TaskArgs[] args = v.runtime() == Variant.RuntimeKind.TRB ? registerTrb(chip, buffers) : registerHbg(chip, buffers);
+        pipeline = new Pipeline(chip, args);
+    }
+
+    /** {@code variant}'s chip, refused when {@code depth} is 2 and it cannot prepare a run while another executes. */
+    static ChipWorker open(Variant variant, int depth) {
+        ChipWorker chip = ChipWorker.open(HostRuntime.load(variant), 0);
         if (depth == 2 && !chip.supportsOverlap()) {
+            chip.close();
             throw new IllegalStateException(variant + " cannot prepare a run while another executes");
         }
-        if (v.runtime() == Variant.RuntimeKind.TRB) {
-            chip.registerCallable(CALLABLE_ID, stagedGemmChain());
-            float[] x = new float[TRB_FLOATS];
-            for (int i = 0; i < TRB_FLOATS; i++) {
-                x[i] = 1f / (1 + (i & 15));
-            }
-            for (int t = 0; t < 2; t++) {
-                buffers[t] = chip.malloc(4L * TRB_N * TRB_N);
-                args[t] = TaskArgs.of(Tensor.of(x), Tensor.of(buffers[t], DType.F32));
-            }
-            return;
+        return chip;
+    }
+
+    /**
+     * Registers trb's workload ({@link #stagedGemmChain()}) and returns each slot's
+     * arguments: the same x array, and a C of its own, allocated into {@code buffers}.
+     */
+    static TaskArgs[] registerTrb(ChipWorker chip, DeviceBuffer[] buffers) {
+        chip.registerCallable(CALLABLE_ID, stagedGemmChain());
+        float[] x = new float[TRB_FLOATS];
+        for (int i = 0; i < TRB_FLOATS; i++) {
+            x[i] = 1f / (1 + (i & 15));
         }
+        TaskArgs[] args = new TaskArgs[2];
+        for (int t = 0; t < 2; t++) {
+            buffers[t] = chip.malloc(4L * TRB_N * TRB_N);
+            args[t] = TaskArgs.of(Tensor.of(x), Tensor.of(buffers[t], DType.F32));
+        }
+        return args;
+    }
+
+    private static TaskArgs[] registerHbg(ChipWorker chip, DeviceBuffer[] buffers) {
         chip.registerCallable(CALLABLE_ID, repeatVadd());
         float[] init = new float[FLOATS];
         for (int i = 0; i < FLOATS; i++) {
@@ -166,8 +182,8 @@ public class PipelinedOrchestrationBench {
         }
         // One TaskArgs for every run: prepare writes it off-heap, and the runs share the
         // device buffers (x is read, every run adds to the same z in launch order).
-        args[0] = TaskArgs.of(tensors);
-        args[1] = args[0];
+        TaskArgs args = TaskArgs.of(tensors);
+        return new TaskArgs[] {args, args};
     }
 
     @Setup(Level.Iteration)
@@ -181,13 +197,13 @@ public class PipelinedOrchestrationBench {
             b.close();
         }
         chip.close();
-        if (depth != 1 || measuredRuns == 0) {
+        if (depth != 1 || pipeline.timedRuns == 0) {
             return;
         }
         Properties p = new Properties();
-        p.setProperty("runs", Long.toString(measuredRuns));
-        p.setProperty("prepareMs", String.format(Locale.ROOT, "%.3f", prepareNanos / 1e6 / measuredRuns));
-        p.setProperty("executionMs", String.format(Locale.ROOT, "%.3f", executionNanos / 1e6 / measuredRuns));
+        p.setProperty("runs", Long.toString(pipeline.timedRuns));
+        p.setProperty("prepareMs", String.format(Locale.ROOT, "%.3f", pipeline.prepareMs()));
+        p.setProperty("executionMs", String.format(Locale.ROOT, "%.3f", pipeline.executionMs()));
         System.out.println("depth 1 " + variant + ": " + p);
         String dir = System.getProperty("ptorun.benchDir");
         if (dir != null) {
@@ -202,16 +218,44 @@ public class PipelinedOrchestrationBench {
         return "p3-split-" + variant.replace('/', '_') + ".properties";
     }
 
-    private NativeRun prepare(int slot) {
-        long id = ++runId;
-        return chip.prepare(CALLABLE_ID, args[slot], CallConfig.DEFAULT, leases[slot], id, id, null);
-    }
-
     @Benchmark
     @OperationsPerInvocation(BATCH)
     public void runs() {
         if (depth == 1) {
-            for (int r = 0; r < BATCH; r++) {
+            pipeline.depth1(BATCH, measuring);
+        } else {
+            pipeline.depth2(BATCH);
+        }
+    }
+
+    /**
+     * Runs of the registered callable on a chip's two slots, one way or the other; shared
+     * with {@link InterleavedPipelineBench}, so that both measure the same loops.
+     */
+    static final class Pipeline {
+
+        private final ChipWorker chip;
+        private final TaskArgs[] args;
+        private final PipelineSlotLease[] leases = {PipelineSlotLease.of(0, 1), PipelineSlotLease.of(1, 1)};
+        private long runId;
+        /** The depth-1 runs timed, and their halves' sums. */
+        long timedRuns;
+        long prepareNanos;
+        long executionNanos;
+
+        Pipeline(ChipWorker chip, TaskArgs[] args) {
+            this.chip = chip;
+            this.args = args;
+        }
+
+        private NativeRun prepare(int slot) {
+            long id = ++runId;
+            return chip.prepare(CALLABLE_ID, args[slot], CallConfig.DEFAULT, leases[slot], id, id, null);
+        }
+
+        /** {@code runs} runs one after the other on slot 0; {@code timed}: their halves added to the sums. */
+        void depth1(int runs, boolean timed) {
+            for (int r = 0; r < runs; r++) {
                 long t0 = System.nanoTime();
                 NativeRun run = prepare(0);
                 long t1 = System.nanoTime();
@@ -219,26 +263,39 @@ public class PipelinedOrchestrationBench {
                 chip.await(run);
                 long t2 = System.nanoTime();
                 chip.finalizeRun(run);
-                if (measuring) {
+                if (timed) {
                     prepareNanos += t1 - t0;
                     executionNanos += t2 - t1;
-                    measuredRuns++;
+                    timedRuns++;
                 }
             }
-            return;
         }
-        int slot = 0;
-        NativeRun current = prepare(slot);
-        chip.launch(current);
-        for (int r = 1; r < BATCH; r++) {
-            slot ^= 1;
-            NativeRun next = prepare(slot); // while `current` executes
+
+        /** {@code runs} runs, each prepared on the other slot while the one before executes. */
+        void depth2(int runs) {
+            int slot = 0;
+            NativeRun current = prepare(slot);
+            chip.launch(current);
+            for (int r = 1; r < runs; r++) {
+                slot ^= 1;
+                NativeRun next = prepare(slot); // while `current` executes
+                chip.await(current);
+                chip.finalizeRun(current);
+                chip.launch(next);
+                current = next;
+            }
             chip.await(current);
             chip.finalizeRun(current);
-            chip.launch(next);
-            current = next;
         }
-        chip.await(current);
-        chip.finalizeRun(current);
+
+        /** The mean prepare of the timed depth-1 runs, in ms. */
+        double prepareMs() {
+            return prepareNanos / 1e6 / timedRuns;
+        }
+
+        /** The mean launch to complete of the timed depth-1 runs, in ms. */
+        double executionMs() {
+            return executionNanos / 1e6 / timedRuns;
+        }
     }
 }
