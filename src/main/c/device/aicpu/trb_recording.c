@@ -9,7 +9,6 @@
 #include "device/aicpu/trb_orch_api.h"
 #include "ptorun/pto_runtime_c_api.h"
 
-
 static int is_tensor(uint32_t direction)
 {
     return direction == PTO_ARG_IN || direction == PTO_ARG_OUT || direction == PTO_ARG_INOUT;
