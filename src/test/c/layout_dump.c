@@ -232,6 +232,7 @@ int main(void)
     CODE(PTO_ERR_POISONED);
     CODE(PTO_ERR_RANKS_DISAGREE);
     CODE(PTO_ERR_OVERLAP_NOT_NOW);
+    CODE(PTO_ERR_CHIP_CRASHED);
     dump_callable_format();
     return 0;
 }

@@ -7,18 +7,16 @@
 #include "util/comm_shm_internal.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ptorun/pto_runtime_c_api.h"
+#include "util/futex_word.h"
 #include "util/last_error.h"
 #include "util/spin_wait.h"
 
@@ -26,13 +24,12 @@
 
 void shm_futex_wait(uint32_t *word, uint32_t seen, uint64_t ns)
 {
-    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-    (void)syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+    pto_futex_wait_ns(word, seen, ns);
 }
 
 void shm_futex_wake(uint32_t *word)
 {
-    (void)syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    pto_futex_wake(word);
 }
 
 void shm_bump(ShmControl *c)

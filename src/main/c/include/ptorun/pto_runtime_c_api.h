@@ -46,6 +46,11 @@ extern "C" {
    is bound to). Nothing was taken, the storage stays empty and the chip fully usable;
    prepare it again after that run is finalized (docs/abi.md). */
 #define PTO_ERR_OVERLAP_NOT_NOW     -17
+/* PTO_ERR_CHIP_CRASHED: the process that runs the chip (its chip host,
+   docs/isolation.md) is gone: killed by a signal or exited. The call in flight
+   and every later call of that chip fail with it; the message names the
+   signal or the exit status and the process id. */
+#define PTO_ERR_CHIP_CRASHED        -18
 
 /* native log levels (ptorun_log_next), in SLF4J's order */
 #define PTO_LOG_ERROR 1

@@ -74,6 +74,7 @@ final class NativeErrors {
             case POISONED -> new ChipPoisonedException(description, code, nativeMessage, run);
             case RANKS_DISAGREE -> new CollectiveMismatchException(description, code, nativeMessage, run);
             case OVERLAP_NOT_NOW -> new OverlapNotNowException(description, code, nativeMessage, run);
+            case CHIP_CRASHED -> new ChipCrashedException(description, code, nativeMessage, run);
             case OK, FAILED -> new PtoRunException(description, code, nativeMessage, run);
         };
     }

@@ -27,7 +27,8 @@ public enum PtoError {
     ORCHESTRATION(NativeConstants.PTO_ERR_ORCHESTRATION, "PTO_ERR_ORCHESTRATION"),
     POISONED(NativeConstants.PTO_ERR_POISONED, "PTO_ERR_POISONED"),
     RANKS_DISAGREE(NativeConstants.PTO_ERR_RANKS_DISAGREE, "PTO_ERR_RANKS_DISAGREE"),
-    OVERLAP_NOT_NOW(NativeConstants.PTO_ERR_OVERLAP_NOT_NOW, "PTO_ERR_OVERLAP_NOT_NOW");
+    OVERLAP_NOT_NOW(NativeConstants.PTO_ERR_OVERLAP_NOT_NOW, "PTO_ERR_OVERLAP_NOT_NOW"),
+    CHIP_CRASHED(NativeConstants.PTO_ERR_CHIP_CRASHED, "PTO_ERR_CHIP_CRASHED");
 
     /** By negated code; the codes are 0, -1, -2, … without a gap (checked at class init). */
     private static final PtoError[] BY_NEGATED_CODE = byNegatedCode();

@@ -20,7 +20,7 @@ public sealed class PtoRunException extends RuntimeException
         NotRegisteredException, DeviceOutOfMemoryException, DeviceErrorException, KernelFaultException,
         RunTimeoutException, BadCallableException, CapacityExceededException, OrchestrationException,
         ChipPoisonedException, LeaseRejectedException, LibraryLoadException, CommException,
-        CollectiveMismatchException, OverlapNotNowException {
+        CollectiveMismatchException, OverlapNotNowException, ChipCrashedException {
 
     private static final long serialVersionUID = 1L;
 

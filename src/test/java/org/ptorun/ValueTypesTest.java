@@ -14,7 +14,7 @@ class ValueTypesTest {
             "PTO_ERR_BAD_STORAGE", "PTO_ERR_WRONG_PHASE", "PTO_ERR_BUSY", "PTO_ERR_NOT_REGISTERED",
             "PTO_ERR_OUT_OF_MEMORY", "PTO_ERR_DEVICE", "PTO_ERR_KERNEL_FAULT", "PTO_ERR_TIMEOUT",
             "PTO_ERR_BAD_CALLABLE", "PTO_ERR_CAPACITY", "PTO_ERR_ORCHESTRATION", "PTO_ERR_POISONED",
-            "PTO_ERR_RANKS_DISAGREE", "PTO_ERR_OVERLAP_NOT_NOW"};
+            "PTO_ERR_RANKS_DISAGREE", "PTO_ERR_OVERLAP_NOT_NOW", "PTO_ERR_CHIP_CRASHED"};
         assertThat(PtoError.values()).hasSize(names.length);
         for (int i = 0; i < names.length; i++) {
             PtoError e = PtoError.fromCode(-i);
@@ -22,7 +22,7 @@ class ValueTypesTest {
             assertThat(e.cName()).isEqualTo(names[i]);
         }
         assertThat(PtoError.fromCode(-6)).isEqualTo(PtoError.BUSY);
-        assertThatThrownBy(() -> PtoError.fromCode(-18)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> PtoError.fromCode(-19)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> PtoError.fromCode(1)).isInstanceOf(IllegalArgumentException.class);
         assertThat(PtoError.lookup(-99)).isEmpty();
         assertThat(PtoError.nameOf(-99)).isEqualTo("unknown code -99");
@@ -71,7 +71,8 @@ class ValueTypesTest {
                 DeviceErrorException.class, KernelFaultException.class, RunTimeoutException.class,
                 BadCallableException.class, CapacityExceededException.class, OrchestrationException.class,
                 ChipPoisonedException.class, LeaseRejectedException.class, LibraryLoadException.class,
-                CommException.class, CollectiveMismatchException.class, OverlapNotNowException.class);
+                CommException.class, CollectiveMismatchException.class, OverlapNotNowException.class,
+                ChipCrashedException.class);
         assertThat(StaleRunException.class.getPermittedSubclasses()).containsExactly(BadStorageException.class);
         LibraryLoadException load = new LibraryLoadException("driver",
                 NativeErrors.fromNative("simpler_init on device 0", -9, "onboard driver x: cannot load it", null));
@@ -92,6 +93,7 @@ class ValueTypesTest {
             {-12, BadCallableException.class}, {-13, CapacityExceededException.class},
             {-14, OrchestrationException.class}, {-15, ChipPoisonedException.class},
             {-16, CollectiveMismatchException.class}, {-17, OverlapNotNowException.class},
+            {-18, ChipCrashedException.class},
             {-77, PtoRunException.class}};
         assertThat(expected.length).as("every code of the contract but PTO_OK, and one outside it")
                 .isEqualTo(PtoError.values().length);

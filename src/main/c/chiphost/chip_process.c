@@ -1,0 +1,237 @@
+/*
+ * The parent's side of a chip host (chiphost/chip_process.h): spawning the
+ * child with its channel, telling its death, collecting it.
+ */
+#include "chiphost/chip_process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chiphost/chip_ops.h"
+#include "ptorun/pto_runtime_c_api.h"
+#include "util/last_error.h"
+#include "util/spin_wait.h"
+
+/* The fd number the child finds its channel at (passed in its argv too). */
+#define CHILD_CHANNEL_FD 3
+/* How long a fresh child may take to answer its first ping. */
+#define START_TIMEOUT_MS 10000u
+
+extern char **environ;
+
+static int sys_fail(const char *what, int err)
+{
+    return pto_fail(err == ENOMEM ? PTO_ERR_OUT_OF_MEMORY : PTO_ERR_FAILED, "chip host: %s failed: %s", what,
+                    strerror(err));
+}
+
+/* ---- the child's death ------------------------------------------------------------ */
+
+static void describe_death(ChipProcess *p, pid_t got, int status, int err)
+{
+    if (got != p->pid) /* e.g. SIGCHLD ignored: the kernel collected it */
+        snprintf(p->death, sizeof p->death, "chip host pid %d is gone (its status is lost: %s)", (int)p->pid,
+                 strerror(err));
+    else if (WIFSIGNALED(status))
+        snprintf(p->death, sizeof p->death, "chip host pid %d was killed by signal %d (%s)", (int)p->pid,
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(p->death, sizeof p->death, "chip host pid %d exited with status %d", (int)p->pid,
+                 WEXITSTATUS(status));
+}
+
+/* Collects the child when it is dead, or blocking when `wait` is set;
+ * returns whether it is gone. With a pidfd, the child is dead once the pidfd
+ * turns readable; without (pidfd_open unsupported, e.g. under valgrind),
+ * waitpid(WNOHANG) tells. */
+static int collect(ChipProcess *p, int wait)
+{
+    if (p->gone)
+        return 1;
+    struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+    if (!wait && p->pidfd >= 0 && poll(&pfd, 1, 0) <= 0)
+        return 0;
+    int status = 0;
+    pid_t got;
+    do
+        got = waitpid(p->pid, &status, wait || p->pidfd >= 0 ? 0 : WNOHANG);
+    while (got < 0 && errno == EINTR);
+    if (got == 0)
+        return 0;
+    describe_death(p, got, status, errno);
+    p->gone = 1;
+    return 1;
+}
+
+/* Waits at most ms for the child to die (without collecting it unless it has
+   no pidfd); returns whether it did. */
+static int await_death(ChipProcess *p, uint32_t ms)
+{
+    if (p->pidfd >= 0) {
+        struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+        return poll(&pfd, 1, (int)ms) == 1;
+    }
+    uint64_t end = pto_monotonic_ns() + (uint64_t)ms * 1000000u;
+    struct timespec slice = { 0, 1000000 };
+    while (!collect(p, 0) && pto_monotonic_ns() < end)
+        nanosleep(&slice, NULL);
+    return p->gone;
+}
+
+static int peer_check(void *arg)
+{
+    ChipProcess *p = arg;
+    return collect(p, 0) ? pto_fail(PTO_ERR_CHIP_CRASHED, "%s", p->death) : PTO_OK;
+}
+
+/* ---- start ----------------------------------------------------------------------- */
+
+/* The channel's fd must not sit at CHILD_CHANNEL_FD already: a dup2 onto
+   itself keeps close-on-exec on some C libraries, and the child would lose it. */
+static int move_off_child_fd(ChipChannel *ch)
+{
+    if (ch->fd != CHILD_CHANNEL_FD)
+        return PTO_OK;
+    int fd = fcntl(ch->fd, F_DUPFD_CLOEXEC, CHILD_CHANNEL_FD + 1);
+    if (fd < 0)
+        return sys_fail("fcntl(F_DUPFD_CLOEXEC)", errno);
+    close(ch->fd);
+    ch->fd = fd;
+    return PTO_OK;
+}
+
+/* The child gets the channel at CHILD_CHANNEL_FD and no other inherited fd
+   beyond stdio (an fd the parent left inheritable, e.g. a JVM's, stays
+   behind); default signal dispositions and an empty mask, whatever the
+   parent set for itself. Returns 0 or an errno value, naming the call in *what. */
+static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, int fd, const char **what)
+{
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    int err;
+    if ((err = posix_spawn_file_actions_adddup2(fa, fd, CHILD_CHANNEL_FD)) != 0)
+        *what = "posix_spawn_file_actions_adddup2";
+    else if ((err = posix_spawn_file_actions_addclosefrom_np(fa, CHILD_CHANNEL_FD + 1)) != 0)
+        *what = "posix_spawn_file_actions_addclosefrom_np";
+    else if ((err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
+             (err = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
+             (err = posix_spawnattr_setsigdefault(attr, &all)) != 0)
+        *what = "posix_spawnattr_set*";
+    return err;
+}
+
+static int spawn(const char *exe, ChipProcess *p)
+{
+    char fd_arg[16], ppid_arg[24];
+    snprintf(fd_arg, sizeof fd_arg, "%d", CHILD_CHANNEL_FD);
+    snprintf(ppid_arg, sizeof ppid_arg, "%d", (int)getpid());
+    char *argv[] = { (char *)exe, fd_arg, ppid_arg, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    const char *what = "posix_spawn_file_actions_init";
+    int err = posix_spawn_file_actions_init(&fa);
+    if (err != 0)
+        return sys_fail(what, err);
+    what = "posix_spawnattr_init";
+    if ((err = posix_spawnattr_init(&attr)) == 0) {
+        if ((err = spawn_setup(&fa, &attr, p->channel.fd, &what)) == 0) {
+            what = "posix_spawn";
+            err = posix_spawn(&p->pid, exe, &fa, &attr, argv, environ);
+        }
+        posix_spawnattr_destroy(&attr);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    if (err == 0)
+        return PTO_OK;
+    p->pid = 0;
+    return err == ENOENT || err == EACCES || err == ENOEXEC
+               ? pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: cannot run %s: %s", exe, strerror(err))
+               : sys_fail(what, err);
+}
+
+int chip_process_start(const char *exe, ChipProcess *out)
+{
+    *out = (ChipProcess){ .pidfd = -1, .channel = { .fd = -1 } };
+    if (exe == NULL || access(exe, X_OK) != 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: %s is no executable: %s", exe ? exe : "(null)",
+                        strerror(exe ? errno : EINVAL));
+    int rc = chip_channel_create(&out->channel);
+    if (rc == PTO_OK)
+        rc = move_off_child_fd(&out->channel);
+    if (rc == PTO_OK)
+        rc = spawn(exe, out);
+    if (rc == PTO_OK) {
+        out->pidfd = (int)syscall(SYS_pidfd_open, out->pid, 0); /* always close-on-exec */
+        if (out->pidfd < 0 && errno != ENOSYS) /* ENOSYS: collect() falls back to waitpid */
+            rc = sys_fail("pidfd_open", errno);
+    }
+    if (rc == PTO_OK) /* it runs once it answers: its channel mapped, its life tied to ours */
+        rc = chip_process_call(out, CHIP_OP_PING, NULL, 0, NULL, 0, NULL, START_TIMEOUT_MS);
+    if (rc == PTO_OK)
+        return PTO_OK;
+
+    /* unwind in reverse: the child (killed and collected), its pidfd, the channel */
+    if (out->pid > 0 && !out->gone) {
+        kill(out->pid, SIGKILL); /* not collected yet: the pid is still ours */
+        while (waitpid(out->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (out->pidfd >= 0)
+        close(out->pidfd);
+    chip_channel_close(&out->channel);
+    *out = (ChipProcess){ .pidfd = -1, .channel = { .fd = -1 } };
+    return rc;
+}
+
+/* ---- calls and stop ----------------------------------------------------------------- */
+
+int chip_process_call(ChipProcess *p, uint32_t op, const void *payload, size_t len, void *reply, size_t reply_cap,
+                      size_t *reply_len, uint32_t timeout_ms)
+{
+    if (p == NULL || p->pid <= 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: no process started");
+    if (p->gone)
+        return pto_fail(PTO_ERR_CHIP_CRASHED, "%s", p->death);
+    return chip_channel_call(&p->channel, op, payload, len, reply, reply_cap, reply_len, timeout_ms, peer_check, p);
+}
+
+void chip_process_stop(ChipProcess *p, uint32_t grace_ms)
+{
+    if (p == NULL)
+        return;
+    if (p->pid > 0 && !p->gone) {
+        /* stop never fails, and leaves the caller's last error as it was */
+        char saved[PTO_ERROR_MESSAGE_BYTES];
+        int saved_code = pto_last_error_code();
+        snprintf(saved, sizeof saved, "%s", pto_last_error());
+        uint64_t deadline = pto_monotonic_ns() + (uint64_t)grace_ms * 1000000u;
+        if (grace_ms > 0 &&
+            chip_process_call(p, CHIP_OP_EXIT, NULL, 0, NULL, 0, NULL, grace_ms) == PTO_OK) {
+            uint64_t now = pto_monotonic_ns();
+            if (now < deadline)
+                (void)await_death(p, (uint32_t)((deadline - now + 999999u) / 1000000u));
+        }
+        if (!collect(p, 0)) {
+            kill(p->pid, SIGKILL); /* not collected yet: the pid is still ours */
+            (void)collect(p, 1);
+        }
+        if (saved_code != 0)
+            (void)pto_fail(saved_code, "%s", saved);
+        else
+            pto_clear_error();
+    }
+    if (p->pidfd >= 0)
+        close(p->pidfd);
+    chip_channel_close(&p->channel);
+    p->pidfd = -1;
+}
