@@ -182,16 +182,32 @@ static int take_response(ChipChannel *ch, uint64_t seq, void *reply, size_t repl
     return atomic_load_explicit(&r->seq, memory_order_acquire) == seq && frame_read(r, head, reply, reply_cap) == seq;
 }
 
-static int answered(const FrameHead *head, uint32_t op, uint64_t seq, size_t reply_cap, size_t *reply_len)
+/* A failing answer's payload is its message: copied again from the response
+   frame (it stays as it is until the next request), whatever the reply buffer. */
+static int failed(ChipChannel *ch, const FrameHead *head, uint32_t op, uint64_t seq)
 {
+    char message[PTO_ERROR_MESSAGE_BYTES];
+    FrameHead again;
+    if (head->len == 0 || frame_read(&ch->ctl->response, &again, (unsigned char *)message, sizeof message - 1) != seq)
+        return pto_fail(head->status, "chip channel: the child failed op %u (request %llu) with status %d", op,
+                        (unsigned long long)seq, (int)head->status);
+    message[again.len < sizeof message - 1 ? again.len : sizeof message - 1] = '\0';
+    return pto_fail(head->status, "%s", message);
+}
+
+static int answered(ChipChannel *ch, const FrameHead *head, uint32_t op, uint64_t seq, size_t reply_cap,
+                    size_t *reply_len)
+{
+    if (head->status != PTO_OK) {
+        if (reply_len != NULL)
+            *reply_len = 0;
+        return failed(ch, head, op, seq);
+    }
     if (reply_len != NULL)
         *reply_len = head->len;
     if (head->len > reply_cap)
         return pto_fail(PTO_ERR_CAPACITY, "chip channel: the answer to op %u (request %llu) has %u bytes, %zu fit",
                         op, (unsigned long long)seq, head->len, reply_cap);
-    if (head->status != PTO_OK)
-        return pto_fail(head->status, "chip channel: the child failed op %u (request %llu) with status %d", op,
-                        (unsigned long long)seq, (int)head->status);
     return PTO_OK;
 }
 
@@ -217,10 +233,10 @@ int chip_channel_call(ChipChannel *ch, uint32_t op, const void *payload, size_t 
         /* the word first: an answer published after this read wakes the wait below at once */
         uint32_t word = atomic_load(&c->response_word);
         if (take_response(ch, seq, reply, reply_cap, &head))
-            return answered(&head, op, seq, reply_cap, reply_len);
+            return answered(ch, &head, op, seq, reply_cap, reply_len);
         int rc = check == NULL ? PTO_OK : check(check_arg);
         if (rc != PTO_OK) /* an answer given just before the child died still counts */
-            return take_response(ch, seq, reply, reply_cap, &head) ? answered(&head, op, seq, reply_cap, reply_len)
+            return take_response(ch, seq, reply, reply_cap, &head) ? answered(ch, &head, op, seq, reply_cap, reply_len)
                                                                    : rc;
         uint64_t now = pto_monotonic_ns();
         if (now >= deadline)

@@ -48,7 +48,8 @@ typedef int (*ChipPeerCheck)(void *arg);
 
 /* Serves one request in the child: reads in[0..in_len), writes at most
  * CHIP_CHANNEL_PAYLOAD_BYTES to out and its length to *out_len (0 before the
- * call), returns the status the parent's call returns. */
+ * call), returns the status the parent's call returns. With a failing status,
+ * out holds the failure's message (text, no NUL needed) or nothing. */
 typedef int32_t (*ChipHandler)(void *arg, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len);
 
 /* Parent: a fresh region (memfd, close-on-exec). */
@@ -65,6 +66,10 @@ void chip_channel_close(ChipChannel *ch);
  * timeout_ms (0: no bound). The answer's payload goes to reply (up to
  * reply_cap; reply may be NULL when reply_cap is 0), its length to *reply_len
  * (may be NULL). Returns the child's status (PTO_OK or its code), or:
+ * A failing status comes with the child's message when its answer has a
+ * payload (the handler's convention: a failure's payload is its message text):
+ * that text becomes the pto_fail message; *reply_len is 0 then and reply's
+ * content unspecified. Or:
  * PTO_ERR_INVALID_ARGUMENT (len above CHIP_CHANNEL_PAYLOAD_BYTES),
  * PTO_ERR_TIMEOUT (no answer in time; the request stays posted, its late
  * answer is ignored), PTO_ERR_CAPACITY (the answer is longer than reply_cap;

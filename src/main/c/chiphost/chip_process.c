@@ -21,8 +21,9 @@
 #include "util/last_error.h"
 #include "util/spin_wait.h"
 
-/* The fd number the child finds its channel at (passed in its argv too). */
+/* The fd numbers the child finds its channel and its arena at (passed in its argv too). */
 #define CHILD_CHANNEL_FD 3
+#define CHILD_ARENA_FD 4
 /* How long a fresh child may take to answer its first ping. */
 #define START_TIMEOUT_MS 10000u
 
@@ -109,19 +110,24 @@ static int move_off_child_fd(ChipChannel *ch)
     return PTO_OK;
 }
 
-/* The child gets the channel at CHILD_CHANNEL_FD and no other inherited fd
-   beyond stdio (an fd the parent left inheritable, e.g. a JVM's, stays
-   behind); default signal dispositions and an empty mask, whatever the
-   parent set for itself. Returns 0 or an errno value, naming the call in *what. */
-static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, int fd, const char **what)
+/* The child gets the channel at CHILD_CHANNEL_FD, the arena (arena_fd >= 0)
+   at CHILD_ARENA_FD, and no other inherited fd beyond stdio (an fd the parent
+   left inheritable, e.g. a JVM's, stays behind); default signal dispositions
+   and an empty mask, whatever the parent set for itself. The actions run in
+   order: arena_fd is above CHILD_ARENA_FD, so the first dup2 cannot clobber it.
+   Returns 0 or an errno value, naming the call in *what. */
+static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, int fd, int arena_fd,
+                       const char **what)
 {
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
     int err;
-    if ((err = posix_spawn_file_actions_adddup2(fa, fd, CHILD_CHANNEL_FD)) != 0)
+    if ((err = posix_spawn_file_actions_adddup2(fa, fd, CHILD_CHANNEL_FD)) != 0 ||
+        (arena_fd >= 0 && (err = posix_spawn_file_actions_adddup2(fa, arena_fd, CHILD_ARENA_FD)) != 0))
         *what = "posix_spawn_file_actions_adddup2";
-    else if ((err = posix_spawn_file_actions_addclosefrom_np(fa, CHILD_CHANNEL_FD + 1)) != 0)
+    else if ((err = posix_spawn_file_actions_addclosefrom_np(fa, arena_fd >= 0 ? CHILD_ARENA_FD + 1
+                                                                               : CHILD_CHANNEL_FD + 1)) != 0)
         *what = "posix_spawn_file_actions_addclosefrom_np";
     else if ((err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
              (err = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
@@ -130,12 +136,22 @@ static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, 
     return err;
 }
 
-static int spawn(const char *exe, ChipProcess *p)
+/* ptorun-chiphost <channel fd> <parent pid> [<arena fd> <arena base> <arena bytes> [test-arena-taken]] */
+static int spawn(const char *exe, const ChipProcessConfig *cfg, int arena_fd, ChipProcess *p)
 {
-    char fd_arg[16], ppid_arg[24];
+    char fd_arg[16], ppid_arg[24], arena_fd_arg[16], base_arg[24], bytes_arg[24];
     snprintf(fd_arg, sizeof fd_arg, "%d", CHILD_CHANNEL_FD);
     snprintf(ppid_arg, sizeof ppid_arg, "%d", (int)getpid());
-    char *argv[] = { (char *)exe, fd_arg, ppid_arg, NULL };
+    char *argv[8] = { (char *)exe, fd_arg, ppid_arg, NULL };
+    if (arena_fd >= 0) {
+        snprintf(arena_fd_arg, sizeof arena_fd_arg, "%d", CHILD_ARENA_FD);
+        snprintf(base_arg, sizeof base_arg, "0x%llx", (unsigned long long)(uintptr_t)cfg->arena->base);
+        snprintf(bytes_arg, sizeof bytes_arg, "%zu", cfg->arena->bytes);
+        argv[3] = arena_fd_arg;
+        argv[4] = base_arg;
+        argv[5] = bytes_arg;
+        argv[6] = cfg->test_arena_taken ? "test-arena-taken" : NULL;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     const char *what = "posix_spawn_file_actions_init";
@@ -144,7 +160,7 @@ static int spawn(const char *exe, ChipProcess *p)
         return sys_fail(what, err);
     what = "posix_spawnattr_init";
     if ((err = posix_spawnattr_init(&attr)) == 0) {
-        if ((err = spawn_setup(&fa, &attr, p->channel.fd, &what)) == 0) {
+        if ((err = spawn_setup(&fa, &attr, p->channel.fd, arena_fd, &what)) == 0) {
             what = "posix_spawn";
             err = posix_spawn(&p->pid, exe, &fa, &attr, argv, environ);
         }
@@ -159,23 +175,53 @@ static int spawn(const char *exe, ChipProcess *p)
                : sys_fail(what, err);
 }
 
+/* The arena's fd for the child, above CHILD_ARENA_FD (spawn_setup's order
+   needs it there); a close-on-exec duplicate of the caller's when its own is
+   not, which the start closes after the spawn: the caller's arena stays as it is. */
+static int arena_fd_for_child(const ChipProcessConfig *cfg, int *fd, int *dup_fd)
+{
+    *fd = *dup_fd = -1;
+    if (cfg == NULL || cfg->arena == NULL)
+        return PTO_OK;
+    if (cfg->arena->base == NULL || cfg->arena->fd < 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: the arena is closed");
+    *fd = cfg->arena->fd;
+    if (*fd > CHILD_ARENA_FD)
+        return PTO_OK;
+    if ((*dup_fd = fcntl(*fd, F_DUPFD_CLOEXEC, CHILD_ARENA_FD + 1)) < 0)
+        return sys_fail("fcntl(F_DUPFD_CLOEXEC)", errno);
+    *fd = *dup_fd;
+    return PTO_OK;
+}
+
 int chip_process_start(const char *exe, ChipProcess *out)
+{
+    return chip_process_start_with(exe, NULL, out);
+}
+
+int chip_process_start_with(const char *exe, const ChipProcessConfig *cfg, ChipProcess *out)
 {
     *out = (ChipProcess){ .pidfd = -1, .channel = { .fd = -1 } };
     if (exe == NULL || access(exe, X_OK) != 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: %s is no executable: %s", exe ? exe : "(null)",
                         strerror(exe ? errno : EINVAL));
-    int rc = chip_channel_create(&out->channel);
+    int arena_fd, arena_dup;
+    int rc = arena_fd_for_child(cfg, &arena_fd, &arena_dup);
+    if (rc == PTO_OK)
+        rc = chip_channel_create(&out->channel);
     if (rc == PTO_OK)
         rc = move_off_child_fd(&out->channel);
     if (rc == PTO_OK)
-        rc = spawn(exe, out);
+        rc = spawn(exe, cfg, arena_fd, out);
+    if (arena_dup >= 0) /* the child has its own copy now (or none: the spawn failed) */
+        close(arena_dup);
     if (rc == PTO_OK) {
         out->pidfd = (int)syscall(SYS_pidfd_open, out->pid, 0); /* always close-on-exec */
         if (out->pidfd < 0 && errno != ENOSYS) /* ENOSYS: collect() falls back to waitpid */
             rc = sys_fail("pidfd_open", errno);
     }
-    if (rc == PTO_OK) /* it runs once it answers: its channel mapped, its life tied to ours */
+    if (rc == PTO_OK) /* it runs once it answers: its arena and channel mapped, its life tied to ours;
+                         a child that could not map its arena answers with why */
         rc = chip_process_call(out, CHIP_OP_PING, NULL, 0, NULL, 0, NULL, START_TIMEOUT_MS);
     if (rc == PTO_OK)
         return PTO_OK;

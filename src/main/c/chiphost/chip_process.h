@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "chiphost/chip_arena.h"
 #include "chiphost/chip_channel.h"
 
 /* How long chip_process_stop waits for the child to honour CHIP_OP_EXIT
@@ -36,12 +37,27 @@ typedef struct ChipProcess {
     char death[192];    /* why the child is gone */
 } ChipProcess;
 
+/* What a chip host starts with beyond its channel; a zeroed one is "nothing". */
+typedef struct ChipProcessConfig {
+    /* The caller's arena (chiphost/chip_arena.h), mapped by the child at its
+       address; NULL: none. The caller keeps it and closes it after the stop. */
+    const ChipArena *arena;
+    /* Tests only: the child maps a page of its own at the arena's base before
+       it attaches the arena, so the start fails as a real clash would. */
+    int test_arena_taken;
+} ChipProcessConfig;
+
 /* Starts the executable `exe` (a ptorun-chiphost) with a fresh channel, and
  * returns once it runs (the first ping answered): PTO_ERR_INVALID_ARGUMENT
  * (exe missing or not executable), PTO_ERR_CHIP_CRASHED (it died before it
  * answered), PTO_ERR_OUT_OF_MEMORY or PTO_ERR_FAILED (a system call failed).
  * On failure nothing is left: no process, no fd. */
 int chip_process_start(const char *exe, ChipProcess *out);
+
+/* chip_process_start with a configuration (cfg may be NULL). With an arena,
+ * the start fails too when the child cannot map it at the parent's address:
+ * PTO_ERR_BUSY, the child's message naming the range (chip_arena_attach). */
+int chip_process_start_with(const char *exe, const ChipProcessConfig *cfg, ChipProcess *out);
 
 /* One request (chip_channel_call): PTO_ERR_CHIP_CRASHED once the child is
  * gone, PTO_ERR_TIMEOUT after timeout_ms (0: no bound) without an answer. */

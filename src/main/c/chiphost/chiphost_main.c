@@ -1,12 +1,15 @@
 /*
  * ptorun-chiphost: the child process one chip runs in (docs/isolation.md).
  *
- *   ptorun-chiphost <channel fd> <parent pid>
+ *   ptorun-chiphost <channel fd> <parent pid> [<arena fd> <arena base> <arena bytes> [test-arena-taken]]
  *
- * Ties its life to the parent's, maps the chip channel it inherited
- * (chiphost/chip_channel.h) and serves the ops of chiphost/chip_ops.h until
- * CHIP_OP_EXIT. It never prints: a failure to start is its exit status only
- * (StartFailure), which the parent reports.
+ * Maps the parent's arena at the parent's address (chiphost/chip_arena.h)
+ * before anything else, ties its life to the parent's, maps the chip channel
+ * it inherited (chiphost/chip_channel.h) and serves the ops of
+ * chiphost/chip_ops.h until CHIP_OP_EXIT. It never prints: a failure to start
+ * is its exit status only (StartFailure), which the parent reports; an arena
+ * it could not map is the answer to every request instead (with the message
+ * naming the range), so the parent's start fails with it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -14,14 +17,22 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "chiphost/chip_arena.h"
 #include "chiphost/chip_channel.h"
+#include "chiphost/chip_library.h"
 #include "chiphost/chip_ops.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/futex_word.h"
+#include "util/last_error.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
 
 /* Exit statuses of a child that could not start serving. */
 enum StartFailure {
@@ -31,12 +42,98 @@ enum StartFailure {
     START_NO_CHANNEL = 67   /* the fd holds no chip channel */
 };
 
+/* The child's state: its arena, or why it has none it was given. */
+typedef struct Host {
+    ChipArena arena;       /* base NULL: none */
+    int32_t arena_error;   /* PTO_OK, or the failure every request answers */
+    char arena_message[PTO_ERROR_MESSAGE_BYTES];
+} Host;
+
 static int parse_int(const char *s, long *out)
 {
     char *end;
     errno = 0;
     *out = strtol(s, &end, 10);
     return errno == 0 && end != s && *end == '\0' && *out > 0 && *out <= INT_MAX;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    *out = v;
+    return errno == 0 && end != s && *end == '\0' && v > 0 && s[0] != '-';
+}
+
+/* A failure's answer: its status, its message as payload (chip_ops.h). */
+static int32_t answer_failure(int32_t status, const char *message, void *out, size_t *out_len)
+{
+    size_t n = strlen(message);
+    n = n < CHIP_CHANNEL_PAYLOAD_BYTES ? n : CHIP_CHANNEL_PAYLOAD_BYTES;
+    memcpy(out, message, n);
+    *out_len = n;
+    return status;
+}
+
+/* Whether [addr, addr + len) is in the arena; a pto_fail naming both ranges otherwise. */
+static int in_arena(const Host *h, uint64_t addr, size_t len)
+{
+    if (chip_arena_holds(&h->arena, addr, len))
+        return PTO_OK;
+    if (h->arena.base == NULL)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: no arena (asked for %zu bytes at 0x%llx)", len,
+                        (unsigned long long)addr);
+    uint64_t base = (uint64_t)(uintptr_t)h->arena.base;
+    return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: [0x%llx, +%zu) is outside the arena [0x%llx, 0x%llx)",
+                    (unsigned long long)addr, len, (unsigned long long)base,
+                    (unsigned long long)(base + h->arena.bytes));
+}
+
+/* CHIP_OP_ARENA_PEEK: the bytes at an arena address, read through this process's mapping. */
+static int32_t peek(const Host *h, const unsigned char *in, size_t len, void *out, size_t *out_len)
+{
+    uint64_t addr;
+    uint32_t n;
+    if (len != CHIP_OP_PEEK_BYTES)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: PEEK takes %u bytes, got %zu", CHIP_OP_PEEK_BYTES, len);
+    memcpy(&addr, in + CHIP_OP_ADDRESS_AT, sizeof addr);
+    memcpy(&n, in + CHIP_OP_PEEK_LENGTH_AT, sizeof n);
+    if (n > CHIP_CHANNEL_PAYLOAD_BYTES)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: PEEK of %u bytes (at most %u)", n,
+                        CHIP_CHANNEL_PAYLOAD_BYTES);
+    int rc = in_arena(h, addr, n);
+    if (rc != PTO_OK)
+        return rc;
+    memcpy(out, (const void *)(uintptr_t)addr, n);
+    *out_len = n;
+    return PTO_OK;
+}
+
+/* CHIP_OP_ARENA_POKE: writes bytes at an arena address. */
+static int32_t poke(const Host *h, const unsigned char *in, size_t len)
+{
+    uint64_t addr;
+    if (len < CHIP_OP_POKE_DATA_AT)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: POKE takes an address and bytes, got %zu bytes", len);
+    memcpy(&addr, in + CHIP_OP_ADDRESS_AT, sizeof addr);
+    size_t n = len - CHIP_OP_POKE_DATA_AT;
+    int rc = in_arena(h, addr, n);
+    if (rc != PTO_OK)
+        return rc;
+    memcpy((void *)(uintptr_t)addr, in + CHIP_OP_POKE_DATA_AT, n);
+    return PTO_OK;
+}
+
+static int32_t load(const void *in, size_t len, void *out, size_t *out_len)
+{
+    ChipLibraryInfo info;
+    int rc = chip_library_load(in, len, &info);
+    if (rc != PTO_OK)
+        return rc;
+    memcpy(out, &info, sizeof info);
+    *out_len = sizeof info;
+    return PTO_OK;
 }
 
 /* CHIP_OP_CRASH: dies of the signal asked for, without a core file (a crash on
@@ -68,9 +165,8 @@ static _Noreturn void hang(void)
         pto_futex_wait(&never, 0);
 }
 
-static int32_t serve(void *arg, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len)
+static int32_t dispatch(Host *h, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len)
 {
-    (void)arg;
     switch (op) {
     case CHIP_OP_PING:
         memcpy(out, in, in_len);
@@ -82,16 +178,67 @@ static int32_t serve(void *arg, uint32_t op, const void *in, size_t in_len, void
         hang();
     case CHIP_OP_EXIT:
         return PTO_OK;
+    case CHIP_OP_ARENA_PEEK:
+        return peek(h, in, in_len, out, out_len);
+    case CHIP_OP_ARENA_POKE:
+        return poke(h, in, in_len);
+    case CHIP_OP_LOAD:
+        return load(in, in_len, out, out_len);
     default:
-        return PTO_RUNTIME_ERR_UNSUPPORTED;
+        return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "chip host: no op %u", op);
+    }
+}
+
+/* Every failure goes back with its message (chip_ops.h); a child without the
+   arena it was given answers every request but EXIT with why. */
+static int32_t serve(void *arg, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len)
+{
+    Host *h = arg;
+    if (h->arena_error != PTO_OK && op != CHIP_OP_EXIT)
+        return answer_failure(h->arena_error, h->arena_message, out, out_len);
+    pto_clear_error();
+    int32_t status = dispatch(h, op, in, in_len, out, out_len);
+    if (status != PTO_OK) {
+        *out_len = 0;
+        status = answer_failure(status, pto_last_error(), out, out_len);
+    }
+    return status;
+}
+
+/* Maps the arena argv names, FIRST in main: anything this process maps later
+   (malloc's arenas, the channel, the library LOAD brings with its own
+   dependencies, thread stacks) may land anywhere the kernel likes, the
+   parent's arena range included; mapped first, the arena only competes with
+   what exec and the dynamic loader placed before main. A failure is kept for
+   the answers (serve), not an exit: the parent gets the message. `taken`
+   (tests): a page of our own sits at the base first, as a real clash would. */
+static void attach_arena(Host *h, char **argv, int taken)
+{
+    long fd;
+    uint64_t base, bytes;
+    int rc;
+    if (!parse_int(argv[0], &fd) || !parse_u64(argv[1], &base) || !parse_u64(argv[2], &bytes) || bytes > SIZE_MAX)
+        rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: bad arena arguments %s %s %s", argv[0], argv[1], argv[2]);
+    else {
+        if (taken)
+            (void)mmap((void *)(uintptr_t)base, 1, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        rc = chip_arena_attach((int)fd, base, (size_t)bytes, &h->arena);
+    }
+    if (rc != PTO_OK) {
+        h->arena_error = rc;
+        memcpy(h->arena_message, pto_last_error(), sizeof h->arena_message);
     }
 }
 
 int main(int argc, char **argv)
 {
+    static Host host; /* static: no stack frame of main's is in its way, and it is zeroed */
     long fd, parent;
-    if (argc != 3 || !parse_int(argv[1], &fd) || !parse_int(argv[2], &parent))
+    int taken = argc == 7 && strcmp(argv[6], "test-arena-taken") == 0;
+    if ((argc != 3 && argc != 6 && !taken) || !parse_int(argv[1], &fd) || !parse_int(argv[2], &parent))
         return START_USAGE;
+    if (argc >= 6)
+        attach_arena(&host, argv + 3, taken);
     /* die with the parent; then close the race of a parent that died before
        the tie was made (we were reparented already: getppid differs) */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
@@ -101,8 +248,9 @@ int main(int argc, char **argv)
     ChipChannel ch;
     if (chip_channel_attach((int)fd, &ch) != PTO_OK)
         return START_NO_CHANNEL;
-    while (chip_channel_serve_next(&ch, serve, NULL) != CHIP_OP_EXIT) {
+    while (chip_channel_serve_next(&ch, serve, &host) != CHIP_OP_EXIT) {
     }
     chip_channel_close(&ch);
+    chip_arena_close(&host.arena);
     return 0;
 }

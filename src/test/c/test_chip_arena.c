@@ -1,0 +1,366 @@
+/*
+ * The chip arena and the chip host's library (docs/isolation.md): the parent
+ * writes into its arena and the real ptorun-chiphost (PTO_CHIPHOST_EXE) reads
+ * the same bytes at the same address, and the other way round; addresses
+ * outside the arena refused; an arena range taken in the child fails the start
+ * naming it; LOAD of a variant library resolving the whole contract
+ * (PTO_CONTRACT_HEADER's count), and of what is no library failing with
+ * messages naming the path; nothing left behind (no fd, no /dev/shm entry).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chiphost/chip_arena.h"
+#include "chiphost/chip_library.h"
+#include "chiphost/chip_ops.h"
+#include "chiphost/chip_process.h"
+#include "ptest.h"
+#include "ptorun/pto_runtime_c_api.h"
+#include "util/last_error.h"
+
+#ifndef PTO_CHIPHOST_EXE
+#error "PTO_CHIPHOST_EXE: the path of ptorun-chiphost (src/test/c/Makefile sets it)"
+#endif
+#ifndef PTO_CONTRACT_HEADER
+#error "PTO_CONTRACT_HEADER: the path of ptorun/pto_runtime_c_api.h (src/test/c/Makefile sets it)"
+#endif
+
+#define CALL_BOUND_MS 10000u
+#define ARENA_BYTES (1u << 20)
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* The fds of process pid above stdio, as a bit set of 0..63 (-1 when unreadable). */
+static long long fds_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return -1;
+    long long set = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd > 2 && fd < 64)
+            set |= 1ll << fd;
+        else if (fd >= 64)
+            set |= 1ll << 63;
+    }
+    closedir(d);
+    return set;
+}
+
+static int peek(ChipProcess *p, const void *addr, uint32_t len, void *out, size_t *got)
+{
+    unsigned char req[CHIP_OP_PEEK_BYTES];
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    memcpy(req + CHIP_OP_ADDRESS_AT, &a, sizeof a);
+    memcpy(req + CHIP_OP_PEEK_LENGTH_AT, &len, sizeof len);
+    return chip_process_call(p, CHIP_OP_ARENA_PEEK, req, sizeof req, out, len, got, CALL_BOUND_MS);
+}
+
+static int poke(ChipProcess *p, const void *addr, const void *bytes, size_t len)
+{
+    unsigned char req[CHIP_CHANNEL_PAYLOAD_BYTES];
+    uint64_t a = (uint64_t)(uintptr_t)addr;
+    memcpy(req + CHIP_OP_ADDRESS_AT, &a, sizeof a);
+    memcpy(req + CHIP_OP_POKE_DATA_AT, bytes, len);
+    return chip_process_call(p, CHIP_OP_ARENA_POKE, req, CHIP_OP_POKE_DATA_AT + len, NULL, 0, NULL, CALL_BOUND_MS);
+}
+
+static int load(ChipProcess *p, const char *path, ChipLibraryInfo *info)
+{
+    size_t len = 0;
+    int rc = chip_process_call(p, CHIP_OP_LOAD, path, strlen(path), info, sizeof *info, &len, CALL_BOUND_MS);
+    return rc == PTO_OK && len != sizeof *info ? PTO_ERR_FAILED : rc;
+}
+
+static int start_with_arena(ChipArena *a, ChipProcess *p)
+{
+    ChipProcessConfig cfg = { .arena = a };
+    return chip_process_start_with(PTO_CHIPHOST_EXE, &cfg, p);
+}
+
+/* The PTO_EXPORT functions the contract header declares. */
+static int header_exports(void)
+{
+    FILE *f = fopen(PTO_CONTRACT_HEADER, "re");
+    if (f == NULL)
+        return -1;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "PTO_EXPORT ", 11) == 0 && strchr(line, '(') != NULL)
+            n++;
+    fclose(f);
+    return n;
+}
+
+static void lib_path(char *out, size_t cap, const char *env, const char *file)
+{
+    const char *dir = getenv(env);
+    snprintf(out, cap, "%s/%s", dir ? dir : ".", file);
+}
+
+/* ---- the arena in one process --------------------------------------------------- */
+
+TEST(chiphost_arena_alloc_bumps_aligned)
+{
+    ChipArena a;
+    REQUIRE(chip_arena_create(5000, &a) == PTO_OK);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    CHECK_EQ_INT(a.bytes, (5000 + page - 1) / page * page);
+    CHECK_EQ_INT((uintptr_t)a.base % page, 0);
+    unsigned char *x = chip_arena_alloc(&a, 3, 1);
+    unsigned char *y = chip_arena_alloc(&a, 100, 64);
+    CHECK(x == a.base);
+    CHECK(y == a.base + 64);
+    CHECK(chip_arena_alloc(&a, a.bytes, 8) == NULL);
+    CHECK_EQ_INT(pto_last_error_code(), PTO_ERR_CAPACITY);
+    CHECK(chip_arena_alloc(&a, 8, 3) == NULL);
+    CHECK_EQ_INT(pto_last_error_code(), PTO_ERR_INVALID_ARGUMENT);
+    unsigned char *rest = chip_arena_alloc(&a, a.bytes - 164, 4);
+    CHECK(rest == a.base + 164);
+    CHECK(chip_arena_alloc(&a, 1, 1) == NULL);
+    CHECK(chip_arena_holds(&a, (uintptr_t)a.base, a.bytes));
+    CHECK(!chip_arena_holds(&a, (uintptr_t)a.base - 1, 1));
+    CHECK(!chip_arena_holds(&a, (uintptr_t)a.base + a.bytes - 1, 2));
+    CHECK_EQ_INT(chip_arena_create(0, &(ChipArena){ .fd = -1 }), PTO_ERR_INVALID_ARGUMENT);
+    chip_arena_close(&a);
+    chip_arena_close(&a); /* twice is harmless */
+}
+
+TEST(chiphost_arena_attach_refuses_a_taken_range)
+{
+    /* in the parent itself the arena's range is taken: by the arena */
+    ChipArena a, b;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    int fd = dup(a.fd);
+    REQUIRE(fd >= 0);
+    char range[64];
+    snprintf(range, sizeof range, "[0x%llx, 0x%llx)", (unsigned long long)(uintptr_t)a.base,
+             (unsigned long long)(uintptr_t)(a.base + a.bytes));
+    CHECK_EQ_INT(chip_arena_attach(fd, (uintptr_t)a.base, a.bytes, &b), PTO_ERR_BUSY);
+    CHECK_CONTAINS(pto_last_error(), range);
+    CHECK_CONTAINS(pto_last_error(), "is taken");
+    CHECK_EQ_INT(chip_arena_attach(fd, (uintptr_t)a.base, a.bytes / 2, &b), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(chip_arena_attach(fd, (uintptr_t)a.base + 1, a.bytes, &b), PTO_ERR_INVALID_ARGUMENT);
+    close(fd); /* a failed attach leaves the fd to its caller */
+    chip_arena_close(&a);
+}
+
+/* ---- the arena shared with the child ------------------------------------------- */
+
+TEST(chiphost_arena_peek_reads_the_parents_bytes)
+{
+    ChipArena a;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    ChipProcess p;
+    REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+    (void)chip_arena_alloc(&a, 24, 8); /* the pattern does not sit at the base */
+    unsigned char *mine = chip_arena_alloc(&a, CHIP_CHANNEL_PAYLOAD_BYTES, 64);
+    REQUIRE(mine != NULL);
+    for (size_t i = 0; i < CHIP_CHANNEL_PAYLOAD_BYTES; i++)
+        mine[i] = (unsigned char)(i * 131u + 17u);
+    static unsigned char back[CHIP_CHANNEL_PAYLOAD_BYTES];
+    size_t got = 0;
+    CHECK_EQ_INT(peek(&p, mine, CHIP_CHANNEL_PAYLOAD_BYTES, back, &got), PTO_OK);
+    CHECK_EQ_INT(got, CHIP_CHANNEL_PAYLOAD_BYTES);
+    CHECK(memcmp(back, mine, CHIP_CHANNEL_PAYLOAD_BYTES) == 0);
+    /* rewritten: the child sees the new bytes, at an unaligned address too */
+    memcpy(mine + 3, "rewritten", 9);
+    memset(back, 0, sizeof back);
+    CHECK_EQ_INT(peek(&p, mine + 3, 9, back, &got), PTO_OK);
+    CHECK_EQ_INT(got, 9);
+    CHECK(memcmp(back, "rewritten", 9) == 0);
+    /* the arena's last byte is in it */
+    a.base[a.bytes - 1] = 0x5A;
+    CHECK_EQ_INT(peek(&p, a.base + a.bytes - 1, 1, back, &got), PTO_OK);
+    CHECK_EQ_INT(back[0], 0x5A);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+    chip_arena_close(&a);
+}
+
+TEST(chiphost_arena_poke_lands_at_the_same_pointer)
+{
+    ChipArena a;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    ChipProcess p;
+    REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+    uint64_t *words = chip_arena_alloc(&a, 64 * sizeof(uint64_t), 64);
+    REQUIRE(words != NULL);
+    uint64_t pattern[64];
+    for (size_t i = 0; i < 64; i++)
+        pattern[i] = i * 0x9E3779B97F4A7C15ull + 1;
+    CHECK_EQ_INT(poke(&p, words, pattern, sizeof pattern), PTO_OK);
+    CHECK(memcmp(words, pattern, sizeof pattern) == 0);
+    /* a pointer the child writes is one the parent follows as it is */
+    uint64_t *slot = chip_arena_alloc(&a, sizeof(uint64_t), 8);
+    REQUIRE(slot != NULL);
+    uint64_t target = (uint64_t)(uintptr_t)&words[5];
+    CHECK_EQ_INT(poke(&p, slot, &target, sizeof target), PTO_OK);
+    CHECK(*(uint64_t **)slot == &words[5] && **(uint64_t **)slot == pattern[5]);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+    chip_arena_close(&a);
+}
+
+TEST(chiphost_arena_refuses_addresses_outside)
+{
+    ChipArena a;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    ChipProcess p;
+    REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+    char arena_range[64];
+    snprintf(arena_range, sizeof arena_range, "the arena [0x%llx, 0x%llx)", (unsigned long long)(uintptr_t)a.base,
+             (unsigned long long)(uintptr_t)(a.base + a.bytes));
+    unsigned char back[16];
+    size_t got = 1;
+    CHECK_EQ_INT(peek(&p, a.base - 1, 2, back, &got), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "is outside");
+    CHECK_CONTAINS(pto_last_error(), arena_range);
+    CHECK_EQ_INT(got, 0);
+    CHECK_EQ_INT(peek(&p, a.base + a.bytes - 4, 8, back, &got), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), arena_range);
+    CHECK_EQ_INT(peek(&p, &got, sizeof got, back, &got), PTO_ERR_INVALID_ARGUMENT); /* our stack */
+    CHECK_EQ_INT(poke(&p, a.base + a.bytes - 2, "abcd", 4), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), arena_range);
+    CHECK_EQ_INT(poke(&p, (void *)(uintptr_t)UINT64_MAX, "ab", 2), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(a.base[a.bytes - 1], 0); /* nothing written */
+    CHECK_EQ_INT(chip_process_call(&p, CHIP_OP_PING, NULL, 0, NULL, 0, NULL, CALL_BOUND_MS), PTO_OK);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+
+    /* a child without an arena refuses every address */
+    REQUIRE(chip_process_start(PTO_CHIPHOST_EXE, &p) == PTO_OK);
+    CHECK_EQ_INT(peek(&p, a.base, 1, back, &got), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "no arena");
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+    chip_arena_close(&a);
+}
+
+TEST(chiphost_arena_taken_in_the_child_fails_the_start)
+{
+    int fds = count_entries("/proc/self/fd");
+    ChipArena a;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    ChipProcessConfig cfg = { .arena = &a, .test_arena_taken = 1 };
+    ChipProcess p;
+    char range[64];
+    snprintf(range, sizeof range, "[0x%llx, 0x%llx) is taken in pid ",
+             (unsigned long long)(uintptr_t)a.base, (unsigned long long)(uintptr_t)(a.base + a.bytes));
+    CHECK_EQ_INT(chip_process_start_with(PTO_CHIPHOST_EXE, &cfg, &p), PTO_ERR_BUSY);
+    CHECK_CONTAINS(pto_last_error(), range);
+    CHECK_EQ_INT(p.pid, 0); /* nothing left: the child killed and collected */
+    CHECK(waitpid(-1, NULL, WNOHANG) <= 0);
+    /* the same arena serves a child that could map it */
+    REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+    chip_arena_close(&a);
+    CHECK_EQ_INT(count_entries("/proc/self/fd"), fds);
+}
+
+TEST(chiphost_arena_leaves_nothing_behind)
+{
+    int fds = count_entries("/proc/self/fd");
+    int shm = count_entries("/dev/shm");
+    ChipArena a;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    ChipProcess p;
+    REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+    /* the child holds its channel at 3, its arena at 4, nothing else above stdio */
+    CHECK_EQ_INT(fds_of(p.pid), (1ll << 3) | (1ll << 4));
+    CHECK_EQ_INT(count_entries("/dev/shm"), shm);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+    chip_arena_close(&a);
+    CHECK_EQ_INT(count_entries("/proc/self/fd"), fds);
+    CHECK_EQ_INT(count_entries("/dev/shm"), shm);
+
+    /* an arena at a low fd (3 or 4, the child's own numbers) still reaches the child whole */
+    int low = fcntl(0, F_DUPFD, 0);
+    REQUIRE(low >= 0);
+    close(low);
+    if (low >= 3 && low <= 4) {
+        REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+        if (a.fd != low) { /* move it down to the free low number */
+            int moved = dup3(a.fd, low, O_CLOEXEC);
+            REQUIRE(moved == low);
+            close(a.fd);
+            a.fd = moved;
+        }
+        REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+        a.base[100] = 42;
+        unsigned char back = 0;
+        size_t got = 0;
+        CHECK_EQ_INT(peek(&p, a.base + 100, 1, &back, &got), PTO_OK);
+        CHECK_EQ_INT(back, 42);
+        CHECK_EQ_INT(a.fd, low);
+        chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+        chip_arena_close(&a);
+        CHECK_EQ_INT(count_entries("/proc/self/fd"), fds);
+    }
+}
+
+/* ---- loading the library ------------------------------------------------------- */
+
+TEST(chiphost_load_resolves_the_contract)
+{
+    char path[256];
+    lib_path(path, sizeof path, "PTORUN_LIB_DIR", "libptorun_a2a3_sim_hbg.so");
+    ChipProcess p;
+    REQUIRE(chip_process_start(PTO_CHIPHOST_EXE, &p) == PTO_OK);
+    ChipLibraryInfo info = { 0 };
+    CHECK_EQ_INT(load(&p, path, &info), PTO_OK);
+    CHECK_EQ_INT(info.abi_version, PTO_PIPELINE_CONTRACT_ABI_VERSION);
+    CHECK(header_exports() > 25);
+    CHECK_EQ_INT(info.symbol_count, header_exports()); /* the child's list is the whole contract */
+    CHECK(strcmp(info.variant, "a2a3/sim/hbg") == 0);
+    /* one library per child */
+    CHECK_EQ_INT(load(&p, path, &info), PTO_ERR_WRONG_PHASE);
+    CHECK_CONTAINS(pto_last_error(), "loaded already");
+    CHECK_EQ_INT(chip_process_call(&p, CHIP_OP_PING, NULL, 0, NULL, 0, NULL, CALL_BOUND_MS), PTO_OK);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+}
+
+TEST(chiphost_load_failures_name_the_path)
+{
+    ChipProcess p;
+    REQUIRE(chip_process_start(PTO_CHIPHOST_EXE, &p) == PTO_OK);
+    ChipLibraryInfo info;
+    CHECK_EQ_INT(load(&p, "/nonexistent/libptorun_nothing.so", &info), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "/nonexistent/libptorun_nothing.so");
+    CHECK_EQ_INT(load(&p, PTO_CONTRACT_HEADER, &info), PTO_ERR_INVALID_ARGUMENT); /* no ELF file */
+    CHECK_CONTAINS(pto_last_error(), PTO_CONTRACT_HEADER);
+    CHECK_CONTAINS(pto_last_error(), "cannot load");
+    /* a real shared library that is no ptorun variant */
+    char fixture[256];
+    lib_path(fixture, sizeof fixture, "PTORUN_FIXTURE_DIR", "libptorun_fixture_kernels.so");
+    CHECK_EQ_INT(load(&p, fixture, &info), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), fixture);
+    CHECK_CONTAINS(pto_last_error(), "lacks ptorun_variant");
+    CHECK_EQ_INT(chip_process_call(&p, CHIP_OP_LOAD, NULL, 0, NULL, 0, NULL, CALL_BOUND_MS),
+                 PTO_ERR_INVALID_ARGUMENT);
+    /* nothing stayed loaded: a real library still loads */
+    char path[256];
+    lib_path(path, sizeof path, "PTORUN_LIB_DIR", "libptorun_a2a3_sim_hbg.so");
+    CHECK_EQ_INT(load(&p, path, &info), PTO_OK);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+}
