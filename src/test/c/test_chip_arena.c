@@ -22,6 +22,7 @@
 #include "chiphost/chip_ops.h"
 #include "chiphost/chip_process.h"
 #include "ptest.h"
+#include "test_util.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/last_error.h"
 
@@ -34,20 +35,6 @@
 
 #define CALL_BOUND_MS 10000u
 #define ARENA_BYTES (1u << 20)
-
-/* ---- helpers ------------------------------------------------------------------ */
-
-static int count_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n;
-}
 
 /* The fds of process pid above stdio, as a bit set of 0..63 (-1 when unreadable). */
 static long long fds_of(pid_t pid)
@@ -259,7 +246,7 @@ TEST(chiphost_arena_refuses_addresses_outside)
 
 TEST(chiphost_arena_taken_in_the_child_fails_the_start)
 {
-    int fds = count_entries("/proc/self/fd");
+    int fds = test_dir_entries("/proc/self/fd");
     ChipArena a;
     REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
     ChipProcessConfig cfg = { .arena = &a, .test_arena_taken = 1 };
@@ -275,24 +262,24 @@ TEST(chiphost_arena_taken_in_the_child_fails_the_start)
     REQUIRE(start_with_arena(&a, &p) == PTO_OK);
     chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
     chip_arena_close(&a);
-    CHECK_EQ_INT(count_entries("/proc/self/fd"), fds);
+    CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
 }
 
 TEST(chiphost_arena_leaves_nothing_behind)
 {
-    int fds = count_entries("/proc/self/fd");
-    int shm = count_entries("/dev/shm");
+    int fds = test_dir_entries("/proc/self/fd");
+    int shm = test_dir_entries("/dev/shm");
     ChipArena a;
     REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
     ChipProcess p;
     REQUIRE(start_with_arena(&a, &p) == PTO_OK);
     /* the child holds its channel at 3, its arena at 4, nothing else above stdio */
     CHECK_EQ_INT(fds_of(p.pid), (1ll << 3) | (1ll << 4));
-    CHECK_EQ_INT(count_entries("/dev/shm"), shm);
+    CHECK_EQ_INT(test_dir_entries("/dev/shm"), shm);
     chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
     chip_arena_close(&a);
-    CHECK_EQ_INT(count_entries("/proc/self/fd"), fds);
-    CHECK_EQ_INT(count_entries("/dev/shm"), shm);
+    CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
+    CHECK_EQ_INT(test_dir_entries("/dev/shm"), shm);
 
     /* an arena at a low fd (3 or 4, the child's own numbers) still reaches the child whole */
     int low = fcntl(0, F_DUPFD, 0);
@@ -315,7 +302,7 @@ TEST(chiphost_arena_leaves_nothing_behind)
         CHECK_EQ_INT(a.fd, low);
         chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
         chip_arena_close(&a);
-        CHECK_EQ_INT(count_entries("/proc/self/fd"), fds);
+        CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
     }
 }
 

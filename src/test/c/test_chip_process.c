@@ -26,6 +26,7 @@
 #include "chiphost/chip_ops.h"
 #include "chiphost/chip_process.h"
 #include "ptest.h"
+#include "test_util.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/futex_word.h"
 #include "util/last_error.h"
@@ -38,20 +39,6 @@
 /* Bounds for waits that should end at once; reached only when something is broken. */
 #define CALL_BOUND_MS 10000u
 #define GONE_BOUND_MS 10000
-
-/* ---- helpers ------------------------------------------------------------------ */
-
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n;
-}
 
 /* utime + stime of process pid, in clock ticks; -1 when unreadable. */
 static long cpu_ticks(pid_t pid)
@@ -333,7 +320,7 @@ TEST(chiphost_killed_while_a_call_waits)
 
 TEST(chiphost_timeout_on_a_hung_child)
 {
-    int fds = count_fds();
+    int fds = test_dir_entries("/proc/self/fd");
     ChipProcess p;
     REQUIRE(chip_process_start(PTO_CHIPHOST_EXE, &p) == PTO_OK);
     pid_t pid = p.pid;
@@ -342,26 +329,26 @@ TEST(chiphost_timeout_on_a_hung_child)
     /* stop asks, finds no answer within its grace, kills, collects */
     chip_process_stop(&p, 50);
     CHECK(not_our_child(pid));
-    CHECK_EQ_INT(count_fds(), fds);
+    CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
 }
 
 TEST(chiphost_stop_collects_the_child_and_its_fds)
 {
-    int fds = count_fds();
+    int fds = test_dir_entries("/proc/self/fd");
     ChipProcess p;
     REQUIRE(chip_process_start(PTO_CHIPHOST_EXE, &p) == PTO_OK);
     pid_t pid = p.pid;
     CHECK_EQ_INT(ping(&p, 42), PTO_OK);
-    CHECK(count_fds() > fds);
+    CHECK(test_dir_entries("/proc/self/fd") > fds);
     chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
     CHECK(not_our_child(pid));
-    CHECK_EQ_INT(count_fds(), fds);
+    CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
     chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS); /* twice is harmless */
 
     /* a start that fails leaves nothing either */
     CHECK_EQ_INT(chip_process_start("/nonexistent/ptorun-chiphost", &p), PTO_ERR_INVALID_ARGUMENT);
     CHECK_EQ_INT(chip_process_start("/dev/null", &p), PTO_ERR_INVALID_ARGUMENT);
-    CHECK_EQ_INT(count_fds(), fds);
+    CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
 }
 
 TEST(chiphost_idle_child_burns_no_cpu)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ptest.h"
+#include "test_util.h"
 #include "util/last_error.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -143,17 +144,6 @@ int shm_tmp_make(ShmTmp *t)
         return 0;
     snprintf(t->path, sizeof t->path, "%s/rootinfo", t->dir);
     return 1;
-}
-
-int shm_dir_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    if (d != NULL)
-        closedir(d);
-    return d == NULL ? -1 : n;
 }
 
 void shm_fill(void *base, size_t bytes, uint32_t rank, uint32_t tag)
@@ -300,7 +290,7 @@ TEST(comm_shm_ranks_as_threads_meet_and_read_each_others_windows)
         shm_run(team, ranks, (1u << SIZES[s]) - 1, 0, script_basic);
         SHM_CHECK_JOINED(ranks, SIZES[s]);
         SHM_REPORT(ranks, SIZES[s]);
-        CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0); /* the root info and its temporary name are gone */
+        CHECK_EQ_INT(test_dir_entries(tmp.dir), 0); /* the root info and its temporary name are gone */
         CHECK_EQ_INT(rmdir(tmp.dir), 0);
         CHECK_EQ_INT(shm_names_left(), 0);
         free(ranks);
@@ -389,7 +379,7 @@ TEST(comm_shm_ranks_as_processes_meet_and_read_each_others_windows)
         if (all_forked)
             CHECK_EQ_INT(WEXITSTATUS(status), 0);
     }
-    CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0);
+    CHECK_EQ_INT(test_dir_entries(tmp.dir), 0);
     CHECK_EQ_INT(rmdir(tmp.dir), 0);
     CHECK_EQ_INT(shm_names_left(), 0);
 }

@@ -75,8 +75,6 @@ typedef struct ShmTmp {
     char path[96];
 } ShmTmp;
 int shm_tmp_make(ShmTmp *t);
-/* Entries of the directory (the root info, temporary files), "." and ".." not counted. */
-int shm_dir_entries(const char *dir);
 
 /* The byte at offset i of rank `rank`'s window written under `tag`. */
 static inline unsigned char shm_pattern(uint32_t rank, uint32_t tag, size_t i)

@@ -17,6 +17,7 @@
 
 #include "ptest.h"
 #include "test_comm_shm.h"
+#include "test_util.h"
 #include "util/comm_shm_internal.h"
 #include "util/last_error.h"
 
@@ -59,7 +60,7 @@ TEST(comm_shm_a_join_times_out_and_leaves_nothing_behind)
     shm_run(t, ranks, 1u << 0, 0, NULL);
     CHECK_EQ_INT(ranks[0].rc_join, PTO_ERR_TIMEOUT);
     check_names_rank(ranks[0].join_message, 1);
-    CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0); /* rank 0 removed the root info it wrote */
+    CHECK_EQ_INT(test_dir_entries(tmp.dir), 0); /* rank 0 removed the root info it wrote */
     CHECK_EQ_INT(shm_names_left(), 0);
     /* only rank 1 comes */
     shm_run(t, ranks, 1u << 1, 0, NULL);
@@ -73,7 +74,7 @@ TEST(comm_shm_a_join_times_out_and_leaves_nothing_behind)
         CHECK_EQ_INT(ranks[i].rc_join, PTO_ERR_TIMEOUT);
         check_names_rank(ranks[i].join_message, 2);
     }
-    CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0);
+    CHECK_EQ_INT(test_dir_entries(tmp.dir), 0);
     CHECK_EQ_INT(shm_names_left(), 0);
 
     ShmGroup *g = NULL;
@@ -189,7 +190,7 @@ TEST(comm_shm_a_peer_whose_process_exited_fails_the_barrier_naming_it)
         if (during)
             pthread_join(reaper.thread, NULL);
         CHECK(WIFEXITED(reaper.status) && WEXITSTATUS(reaper.status) == 0);
-        CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0);
+        CHECK_EQ_INT(test_dir_entries(tmp.dir), 0);
         CHECK_EQ_INT(rmdir(tmp.dir), 0);
         CHECK_EQ_INT(shm_names_left(), 0);
     }
@@ -383,7 +384,7 @@ TEST(comm_shm_a_stale_root_info_is_not_joined)
         shm_run(t, ranks, 3u, 1, script_barrier);
         SHM_CHECK_JOINED(ranks, 2);
         SHM_REPORT(ranks, 2);
-        CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0);
+        CHECK_EQ_INT(test_dir_entries(tmp.dir), 0);
         if (c != NULL) {
             CHECK(c->rank_state[1] == SHM_RANK_ABSENT && c->pid[1] == 0);
             munmap(c, sizeof *c);
@@ -438,7 +439,7 @@ TEST(comm_shm_a_root_info_whose_rank_0_died_is_not_joined_and_its_segment_goes)
     shm_run(t, ranks, 3u, 1, script_barrier);
     SHM_CHECK_JOINED(ranks, 2);
     SHM_REPORT(ranks, 2);
-    CHECK_EQ_INT(shm_dir_entries(tmp.dir), 0);
+    CHECK_EQ_INT(test_dir_entries(tmp.dir), 0);
     CHECK_EQ_INT(shm_names_left(), 0);
     CHECK_EQ_INT(rmdir(tmp.dir), 0);
     free(t);

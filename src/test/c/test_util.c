@@ -1,8 +1,10 @@
 #include "test_util.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *const TEST_SIM_VARIANTS[4] = { "a2a3_sim_hbg", "a2a3_sim_trb", "a5_sim_hbg", "a5_sim_trb" };
 const char *const TEST_ALL_VARIANTS[8] = {
@@ -56,4 +58,15 @@ int test_load_run_api(const char *variant, TestRunApi *api)
     *(void **)&api->run = dlsym(api->lib.handle, "simpler_run");
     *(void **)&api->size = dlsym(api->lib.handle, "get_runtime_size");
     return api->init && api->register_ && api->run && api->size ? 0 : -1;
+}
+
+int test_dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d != NULL)
+        closedir(d);
+    return d == NULL ? -1 : n;
 }

@@ -35,6 +35,10 @@ typedef struct TestRunApi {
 /* test_load_lib plus simpler_init, simpler_register_callable, simpler_run and get_runtime_size; -1 if one is missing. */
 int test_load_run_api(const char *variant, TestRunApi *api);
 
+/* Entries of a directory, "." and ".." not counted (fds in /proc/self/fd, names in
+   /dev/shm or a temporary folder); -1 when it cannot be read. */
+int test_dir_entries(const char *dir);
+
 extern const char *const TEST_SIM_VARIANTS[4];
 extern const char *const TEST_ALL_VARIANTS[8];
 
