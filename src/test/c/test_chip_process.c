@@ -8,7 +8,6 @@
  * parent. Waits are on events (the child took the request, a pidfd); no
  * test asserts on timing.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +26,7 @@
 #include "chiphost/chip_process.h"
 #include "ptest.h"
 #include "test_util.h"
+#include "util/comm_shm_internal.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/futex_word.h"
 #include "util/last_error.h"
@@ -68,21 +68,6 @@ static void park_ms(uint32_t ms)
         pto_futex_wait_ns(&never, 0, end - now);
 }
 
-/* Whether process pid no longer runs: gone, or a zombie. */
-static int exited(pid_t pid)
-{
-    char path[64], stat[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return 1;
-    size_t n = fread(stat, 1, sizeof stat - 1, f);
-    fclose(f);
-    stat[n] = '\0';
-    const char *close = strrchr(stat, ')');
-    return close != NULL && close[1] == ' ' && close[2] == 'Z';
-}
-
 /* Whether process pid is gone within GONE_BOUND_MS: its pidfd turns readable,
    or (no pidfd_open, e.g. under valgrind) /proc says so, looked at every 2 ms. */
 static int gone_soon(pid_t pid)
@@ -92,11 +77,11 @@ static int gone_soon(pid_t pid)
         return 1;
     if (fd < 0) {
         for (int waited = 0; waited < GONE_BOUND_MS; waited += 2) {
-            if (exited(pid))
+            if (shm_process_exited(pid))
                 return 1;
             park_ms(2);
         }
-        return exited(pid);
+        return shm_process_exited(pid);
     }
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
     int ready = poll(&pfd, 1, GONE_BOUND_MS);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chiphost/chip_memfd.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/last_error.h"
 
@@ -29,18 +30,12 @@ int chip_arena_create(size_t bytes, ChipArena *out)
     if (bytes == 0 || bytes > SIZE_MAX - page)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip arena: %zu bytes", bytes);
     bytes = (bytes + page - 1) / page * page;
-    int fd = memfd_create("ptorun-chip-arena", MFD_CLOEXEC);
-    if (fd < 0)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "chip arena: memfd_create failed: %s", strerror(errno));
-    void *base = MAP_FAILED;
-    if (ftruncate(fd, (off_t)bytes) != 0 ||
-        (base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        int err = errno;
-        close(fd);
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "chip arena: %zu bytes of shared memory: %s", bytes, strerror(err));
-    }
-    *out = (ChipArena){ .base = base, .bytes = bytes, .fd = fd }; /* a fresh memfd reads as zeros */
-    return PTO_OK;
+    int fd;
+    void *base;
+    int rc = chip_memfd_map("chip arena", "ptorun-chip-arena", bytes, &fd, &base);
+    if (rc == PTO_OK)
+        *out = (ChipArena){ .base = base, .bytes = bytes, .fd = fd };
+    return rc;
 }
 
 int chip_arena_attach(int fd, uint64_t base, size_t bytes, ChipArena *out)

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chiphost/chip_memfd.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/futex_word.h"
 #include "util/last_error.h"
@@ -118,16 +119,11 @@ int chip_channel_create(ChipChannel *out)
 {
     *out = (ChipChannel){ .fd = -1 };
     size_t bytes = region_bytes();
-    int fd = memfd_create("ptorun-chip-channel", MFD_CLOEXEC);
-    if (fd < 0)
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "chip channel: memfd_create failed: %s", strerror(errno));
-    void *base = MAP_FAILED;
-    if (ftruncate(fd, (off_t)bytes) != 0 ||
-        (base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        int err = errno;
-        close(fd);
-        return pto_fail(PTO_ERR_OUT_OF_MEMORY, "chip channel: %zu bytes of shared memory: %s", bytes, strerror(err));
-    }
+    int fd;
+    void *base;
+    int rc = chip_memfd_map("chip channel", "ptorun-chip-channel", bytes, &fd, &base);
+    if (rc != PTO_OK)
+        return rc;
     ChipControl *c = base; /* a fresh memfd reads as zeros */
     c->magic = CHIP_CHANNEL_MAGIC;
     c->bytes = bytes;

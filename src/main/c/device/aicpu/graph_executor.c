@@ -115,8 +115,7 @@ void graph_start(AicpuDevice *d, PtoAicpuArgs *args)
     GraphRun *g = &graph_run;
     uint32_t block_dim = args->block_dim >= 1 && args->block_dim <= PTO_ARCH_MAX_BLOCKS ? args->block_dim : 1;
     aicpu_device_start(d, args, block_dim);
-    if (!bind_image(g, args)) {
-        g->task_count = 0;
+    if (!bind_image(g, args)) { /* it left task_count 0 */
         aicpu_record_error(d, PTO_ERR_DEVICE, 0, 0, 0, 0);
         aicpu_end_run(d);
         return;
