@@ -88,17 +88,36 @@ static int start_with_arena(ChipArena *a, ChipProcess *p)
     return chip_process_start_with(PTO_CHIPHOST_EXE, &cfg, p);
 }
 
-/* The PTO_EXPORT functions the contract header declares. */
-static int header_exports(void)
+/* The chip host's contract list (chiphost/chip_library.h), as one string of " name " entries. */
+#define CONTRACT_NAME(name) " " #name " "
+static const char CONTRACT_NAMES[] = CHIP_CONTRACT_FUNCTIONS(CONTRACT_NAME);
+
+/* The PTO_EXPORT functions the contract header declares; *unlisted counts
+   those missing from the chip host's list. */
+static int header_exports(int *unlisted)
 {
     FILE *f = fopen(PTO_CONTRACT_HEADER, "re");
     if (f == NULL)
         return -1;
     char line[1024];
     int n = 0;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (strncmp(line, "PTO_EXPORT ", 11) == 0 && strchr(line, '(') != NULL)
-            n++;
+    *unlisted = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        char *paren = strchr(line, '(');
+        if (strncmp(line, "PTO_EXPORT ", 11) != 0 || paren == NULL)
+            continue;
+        n++;
+        char *name = paren;
+        while (name > line && (name[-1] == '_' || (name[-1] >= 'a' && name[-1] <= 'z') ||
+                               (name[-1] >= '0' && name[-1] <= '9')))
+            name--;
+        char key[128];
+        snprintf(key, sizeof key, " %.*s ", (int)(paren - name), name);
+        if (strstr(CONTRACT_NAMES, key) == NULL) {
+            fprintf(stderr, "%s is not in CHIP_CONTRACT_FUNCTIONS\n", key);
+            ++*unlisted;
+        }
+    }
     fclose(f);
     return n;
 }
@@ -111,7 +130,7 @@ static void lib_path(char *out, size_t cap, const char *env, const char *file)
 
 /* ---- the arena in one process --------------------------------------------------- */
 
-TEST(chiphost_arena_alloc_bumps_aligned)
+TEST(chiphost_arena_alloc_first_fit_frees_and_coalesces)
 {
     ChipArena a;
     REQUIRE(chip_arena_create(5000, &a) == PTO_OK);
@@ -126,9 +145,24 @@ TEST(chiphost_arena_alloc_bumps_aligned)
     CHECK_EQ_INT(pto_last_error_code(), PTO_ERR_CAPACITY);
     CHECK(chip_arena_alloc(&a, 8, 3) == NULL);
     CHECK_EQ_INT(pto_last_error_code(), PTO_ERR_INVALID_ARGUMENT);
-    unsigned char *rest = chip_arena_alloc(&a, a.bytes - 164, 4);
-    CHECK(rest == a.base + 164);
+    unsigned char *z = chip_arena_alloc(&a, 20, 8); /* first fit: the gap between x and y */
+    CHECK(z == a.base + 16);
+    memset(z, 0xAB, 20);
+    chip_arena_free(&a, z);
+    unsigned char *again = chip_arena_alloc(&a, 20, 8); /* reused, and zeroed */
+    CHECK(again == z);
+    CHECK(again != NULL && again[0] == 0 && again[19] == 0);
+    chip_arena_free(&a, again);
+    chip_arena_free(&a, x);
+    chip_arena_free(&a, x + 1); /* no block: ignored */
+    chip_arena_free(&a, NULL);
+    CHECK(chip_arena_largest_free(&a) < a.bytes);
+    chip_arena_free(&a, y);
+    CHECK_EQ_INT(chip_arena_largest_free(&a), a.bytes); /* coalesced whole */
+    unsigned char *all = chip_arena_alloc(&a, a.bytes, page);
+    CHECK(all == a.base);
     CHECK(chip_arena_alloc(&a, 1, 1) == NULL);
+    chip_arena_free(&a, all);
     CHECK(chip_arena_holds(&a, (uintptr_t)a.base, a.bytes));
     CHECK(!chip_arena_holds(&a, (uintptr_t)a.base - 1, 1));
     CHECK(!chip_arena_holds(&a, (uintptr_t)a.base + a.bytes - 1, 2));
@@ -317,8 +351,11 @@ TEST(chiphost_load_resolves_the_contract)
     ChipLibraryInfo info = { 0 };
     CHECK_EQ_INT(load(&p, path, &info), PTO_OK);
     CHECK_EQ_INT(info.abi_version, PTO_PIPELINE_CONTRACT_ABI_VERSION);
-    CHECK(header_exports() > 25);
-    CHECK_EQ_INT(info.symbol_count, header_exports()); /* the child's list is the whole contract */
+    int unlisted = -1;
+    CHECK(header_exports(&unlisted) > 25);
+    CHECK_EQ_INT(info.symbol_count, header_exports(&unlisted)); /* the child's list is the whole contract */
+    CHECK_EQ_INT(unlisted, 0);
+    CHECK_EQ_INT(CHIP_CONTRACT_COUNT, info.symbol_count);
     CHECK(strcmp(info.variant, "a2a3/sim/hbg") == 0);
     /* one library per child */
     CHECK_EQ_INT(load(&p, path, &info), PTO_ERR_WRONG_PHASE);

@@ -1,6 +1,6 @@
 /*
  * The chip arena (chiphost/chip_arena.h): a memfd mapped at one address in
- * the parent and in its chip host, and the parent's bump allocator over it.
+ * the parent and in its chip host (the allocator is chip_arena_alloc.c).
  */
 #include "chiphost/chip_arena.h"
 
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chiphost/chip_arena_book.h"
 #include "chiphost/chip_memfd.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/last_error.h"
@@ -33,8 +34,12 @@ int chip_arena_create(size_t bytes, ChipArena *out)
     int fd;
     void *base;
     int rc = chip_memfd_map("chip arena", "ptorun-chip-arena", bytes, &fd, &base);
-    if (rc == PTO_OK)
-        *out = (ChipArena){ .base = base, .bytes = bytes, .fd = fd };
+    if (rc != PTO_OK)
+        return rc;
+    *out = (ChipArena){ .base = base, .bytes = bytes, .fd = fd };
+    rc = chip_arena_book_create(out);
+    if (rc != PTO_OK)
+        chip_arena_close(out);
     return rc;
 }
 
@@ -67,28 +72,6 @@ int chip_arena_attach(int fd, uint64_t base, size_t bytes, ChipArena *out)
     return PTO_OK;
 }
 
-void *chip_arena_alloc(ChipArena *a, size_t bytes, size_t align)
-{
-    if (a == NULL || a->base == NULL || bytes == 0 || align == 0 || (align & (align - 1)) != 0 ||
-        align > page_bytes()) {
-        (void)pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip arena: no arena, or %zu bytes aligned to %zu", bytes, align);
-        return NULL;
-    }
-    /* the base is page aligned, so an offset aligned to `align` is an address aligned to it */
-    size_t used = atomic_load_explicit(&a->used, memory_order_relaxed);
-    size_t at;
-    do {
-        at = (used + align - 1) & ~(align - 1);
-        if (at < used || at > a->bytes || bytes > a->bytes - at) {
-            (void)pto_fail(PTO_ERR_CAPACITY, "chip arena: %zu bytes aligned to %zu do not fit (%zu of %zu used)",
-                           bytes, align, used, a->bytes);
-            return NULL;
-        }
-    } while (!atomic_compare_exchange_weak_explicit(&a->used, &used, at + bytes, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    return a->base + at;
-}
-
 int chip_arena_holds(const ChipArena *a, uint64_t addr, size_t len)
 {
     uint64_t base = (uint64_t)(uintptr_t)a->base;
@@ -97,6 +80,7 @@ int chip_arena_holds(const ChipArena *a, uint64_t addr, size_t len)
 
 void chip_arena_close(ChipArena *a)
 {
+    chip_arena_book_free(a);
     if (a->base != NULL)
         munmap(a->base, a->bytes);
     if (a->fd >= 0)

@@ -149,9 +149,40 @@ int chip_channel_attach(int fd, ChipChannel *out)
     return PTO_OK;
 }
 
+size_t chip_channel_bytes(void)
+{
+    return sizeof(ChipControl);
+}
+
+int chip_channel_init_at(void *mem, size_t bytes, ChipChannel *out)
+{
+    *out = (ChipChannel){ .fd = -1 };
+    if (mem == NULL || bytes < sizeof(ChipControl) || (uintptr_t)mem % _Alignof(ChipControl) != 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip channel: %zu bytes at %p hold no control block (%zu needed)",
+                        bytes, mem, sizeof(ChipControl));
+    ChipControl *c = mem;
+    memset(c, 0, sizeof *c);
+    c->magic = CHIP_CHANNEL_MAGIC;
+    c->bytes = sizeof *c;
+    *out = (ChipChannel){ .ctl = c, .fd = -1 };
+    return PTO_OK;
+}
+
+int chip_channel_attach_at(void *mem, size_t bytes, ChipChannel *out)
+{
+    *out = (ChipChannel){ .fd = -1 };
+    ChipControl *c = mem;
+    if (mem == NULL || bytes < sizeof(ChipControl) || (uintptr_t)mem % _Alignof(ChipControl) != 0 ||
+        c->magic != CHIP_CHANNEL_MAGIC || c->bytes != sizeof *c)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip channel: %p holds no chip channel", mem);
+    *out = (ChipChannel){ .ctl = c, .fd = -1, .last_seq = atomic_load(&c->taken) };
+    return PTO_OK;
+}
+
 void chip_channel_close(ChipChannel *ch)
 {
-    if (ch->ctl != NULL)
+    /* a block at an address (fd -1) belongs to whoever laid it out */
+    if (ch->ctl != NULL && ch->fd >= 0)
         munmap(ch->ctl, region_bytes());
     if (ch->fd >= 0)
         close(ch->fd);

@@ -21,8 +21,13 @@
  * slices whether the child still lives, so a dead child fails a call within
  * one slice.
  *
+ * A control block may also sit in memory its creator owns (a lane in the
+ * chip arena, chip_channel_init_at / chip_channel_attach_at): the channel then
+ * never unmaps it (its fd is -1).
+ *
  * One thread at a time per side and channel (the parent's calls are
- * serialized by their caller). Functions returning int return PTO_OK or a
+ * serialized by their caller; a parent calling from many threads uses one
+ * channel, a lane, per thread). Functions returning int return PTO_OK or a
  * PTO_ERR_* code with a pto_fail message.
  */
 #ifndef PTORUN_CHIP_CHANNEL_H
@@ -38,7 +43,7 @@ typedef struct ChipControl ChipControl;
 
 typedef struct ChipChannel {
     ChipControl *ctl;
-    int fd;             /* the memfd; -1 once closed */
+    int fd;             /* the memfd; -1 once closed, or when the block sits in memory the channel does not own */
     uint64_t last_seq;  /* parent: the last request's number; child: the last request taken */
 } ChipChannel;
 
@@ -59,7 +64,20 @@ int chip_channel_create(ChipChannel *out);
  * on); PTO_ERR_INVALID_ARGUMENT when it is not a chip channel. */
 int chip_channel_attach(int fd, ChipChannel *out);
 
-/* Unmaps and closes; tolerates a zeroed or closed channel. */
+/* The bytes one control block takes (chip_channel_init_at). */
+size_t chip_channel_bytes(void);
+
+/* Parent: lays a fresh control block out at mem (bytes >= chip_channel_bytes(),
+ * 8-byte aligned), in memory the caller owns and keeps mapped while the channel
+ * is used (a lane in the chip arena). PTO_ERR_INVALID_ARGUMENT otherwise. */
+int chip_channel_init_at(void *mem, size_t bytes, ChipChannel *out);
+
+/* Child: a control block the parent laid out at mem (its magic and size
+ * checked); PTO_ERR_INVALID_ARGUMENT when none is there. */
+int chip_channel_attach_at(void *mem, size_t bytes, ChipChannel *out);
+
+/* Unmaps and closes what the channel owns (nothing of a block at an address);
+ * tolerates a zeroed or closed channel. */
 void chip_channel_close(ChipChannel *ch);
 
 /* Parent: sends `op` with payload[0..len) and waits for its answer, at most

@@ -24,6 +24,9 @@
 /* The fd numbers the child finds its channel and its arena at (passed in its argv too). */
 #define CHILD_CHANNEL_FD 3
 #define CHILD_ARENA_FD 4
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424 /* Linux >= 5.1; older C library headers lack it */
+#endif
 /* How long a fresh child may take to answer its first ping. */
 #define START_TIMEOUT_MS 10000u
 
@@ -53,24 +56,30 @@ static void describe_death(ChipProcess *p, pid_t got, int status, int err)
 /* Collects the child when it is dead, or blocking when `wait` is set;
  * returns whether it is gone. With a pidfd, the child is dead once the pidfd
  * turns readable; without (pidfd_open unsupported, e.g. under valgrind),
- * waitpid(WNOHANG) tells. */
+ * waitpid(WNOHANG) tells. The collection is under the lock: many lanes' calls
+ * check at once, and chip_process_kill must never signal a collected pid. */
 static int collect(ChipProcess *p, int wait)
 {
-    if (p->gone)
+    if (atomic_load(&p->gone))
         return 1;
     struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
     if (!wait && p->pidfd >= 0 && poll(&pfd, 1, 0) <= 0)
         return 0;
-    int status = 0;
-    pid_t got;
-    do
-        got = waitpid(p->pid, &status, wait || p->pidfd >= 0 ? 0 : WNOHANG);
-    while (got < 0 && errno == EINTR);
-    if (got == 0)
-        return 0;
-    describe_death(p, got, status, errno);
-    p->gone = 1;
-    return 1;
+    pthread_mutex_lock(&p->lock);
+    if (!atomic_load(&p->gone)) {
+        int status = 0;
+        pid_t got;
+        do
+            got = waitpid(p->pid, &status, wait || p->pidfd >= 0 ? 0 : WNOHANG);
+        while (got < 0 && errno == EINTR);
+        if (got != 0) {
+            describe_death(p, got, status, errno);
+            atomic_store(&p->gone, 1); /* after death: a reader that sees gone reads the whole message */
+        }
+    }
+    int gone = atomic_load(&p->gone);
+    pthread_mutex_unlock(&p->lock);
+    return gone;
 }
 
 /* Waits at most ms for the child to die (without collecting it unless it has
@@ -202,6 +211,7 @@ int chip_process_start(const char *exe, ChipProcess *out)
 int chip_process_start_with(const char *exe, const ChipProcessConfig *cfg, ChipProcess *out)
 {
     *out = (ChipProcess){ .pidfd = -1, .channel = { .fd = -1 } };
+    pthread_mutex_init(&out->lock, NULL);
     if (exe == NULL || access(exe, X_OK) != 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: %s is no executable: %s", exe ? exe : "(null)",
                         strerror(exe ? errno : EINVAL));
@@ -236,19 +246,52 @@ int chip_process_start_with(const char *exe, const ChipProcessConfig *cfg, ChipP
         close(out->pidfd);
     chip_channel_close(&out->channel);
     *out = (ChipProcess){ .pidfd = -1, .channel = { .fd = -1 } };
+    pthread_mutex_init(&out->lock, NULL);
     return rc;
 }
 
 /* ---- calls and stop ----------------------------------------------------------------- */
 
-int chip_process_call(ChipProcess *p, uint32_t op, const void *payload, size_t len, void *reply, size_t reply_cap,
-                      size_t *reply_len, uint32_t timeout_ms)
+int chip_process_call_on(ChipProcess *p, ChipChannel *lane, uint32_t op, const void *payload, size_t len,
+                         void *reply, size_t reply_cap, size_t *reply_len, uint32_t timeout_ms)
 {
     if (p == NULL || p->pid <= 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: no process started");
-    if (p->gone)
+    if (atomic_load(&p->gone))
         return pto_fail(PTO_ERR_CHIP_CRASHED, "%s", p->death);
-    return chip_channel_call(&p->channel, op, payload, len, reply, reply_cap, reply_len, timeout_ms, peer_check, p);
+    return chip_channel_call(lane, op, payload, len, reply, reply_cap, reply_len, timeout_ms, peer_check, p);
+}
+
+int chip_process_call(ChipProcess *p, uint32_t op, const void *payload, size_t len, void *reply, size_t reply_cap,
+                      size_t *reply_len, uint32_t timeout_ms)
+{
+    return chip_process_call_on(p, p == NULL ? NULL : &p->channel, op, payload, len, reply, reply_cap, reply_len,
+                                timeout_ms);
+}
+
+int chip_process_gone(ChipProcess *p)
+{
+    return collect(p, 0);
+}
+
+int chip_process_kill(ChipProcess *p, int sig)
+{
+    if (p == NULL || p->pid <= 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: no process started");
+    pthread_mutex_lock(&p->lock);
+    int err = 0, was_gone = atomic_load(&p->gone);
+    if (!was_gone) {
+        /* under the lock, not collected: the pid is still ours (the pidfd is anyway) */
+        long rc = p->pidfd >= 0 ? syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0) : kill(p->pid, sig);
+        err = rc == 0 ? 0 : errno;
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (was_gone || (err == ESRCH && collect(p, 1))) /* ESRCH: dead, not collected yet */
+        return pto_fail(PTO_ERR_CHIP_CRASHED, "%s", p->death);
+    if (err != 0)
+        return pto_fail(err == EINVAL ? PTO_ERR_INVALID_ARGUMENT : PTO_ERR_FAILED,
+                        "chip host: signal %d to pid %d failed: %s", sig, (int)p->pid, strerror(err));
+    return PTO_OK;
 }
 
 void chip_process_stop(ChipProcess *p, uint32_t grace_ms)

@@ -11,13 +11,17 @@
  * names the signal (strsignal) or the exit status and the pid. The parent
  * collects the child as soon as it finds it dead: no zombie stays.
  *
- * One thread at a time per ChipProcess (its caller serializes the calls);
- * reading pid from another thread is fine. Functions returning int return
- * PTO_OK or a PTO_ERR_* code with a pto_fail message.
+ * Calls may come from many threads at once, each on a lane of its own
+ * (chip_process_call_on; chip_process_call is lane 0, the fd-3 channel): the
+ * death detection (collecting the child, `gone`, `death`) is under a mutex.
+ * Start and stop are not concurrent with any call. Functions returning int
+ * return PTO_OK or a PTO_ERR_* code with a pto_fail message.
  */
 #ifndef PTORUN_CHIP_PROCESS_H
 #define PTORUN_CHIP_PROCESS_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,9 +36,11 @@
 typedef struct ChipProcess {
     pid_t pid;          /* the child's; kept after it is collected, for messages */
     int pidfd;          /* -1 once closed, or without pidfd_open (e.g. valgrind): waitpid(WNOHANG) then */
-    int gone;           /* the child is dead and collected: every call fails with `death` */
-    ChipChannel channel;
-    char death[192];    /* why the child is gone */
+    _Atomic int gone;   /* the child is dead and collected: every call fails with `death`
+                           (written under lock, after death; read without) */
+    ChipChannel channel; /* lane 0 */
+    char death[192];    /* why the child is gone; fixed once gone is set */
+    pthread_mutex_t lock; /* collecting the child and signalling it */
 } ChipProcess;
 
 /* What a chip host starts with beyond its channel; a zeroed one is "nothing". */
@@ -63,6 +69,20 @@ int chip_process_start_with(const char *exe, const ChipProcessConfig *cfg, ChipP
  * gone, PTO_ERR_TIMEOUT after timeout_ms (0: no bound) without an answer. */
 int chip_process_call(ChipProcess *p, uint32_t op, const void *payload, size_t len, void *reply, size_t reply_cap,
                       size_t *reply_len, uint32_t timeout_ms);
+
+/* chip_process_call on a lane of the caller's (a control block in the arena
+ * the child serves, CHIP_OP_OPEN_LANE); one thread at a time per lane. */
+int chip_process_call_on(ChipProcess *p, ChipChannel *lane, uint32_t op, const void *payload, size_t len,
+                         void *reply, size_t reply_cap, size_t *reply_len, uint32_t timeout_ms);
+
+/* Sends signal sig to the child unless it is gone (never to a reaped pid:
+ * pidfd_send_signal with a pidfd, else kill(2) while not collected, under the
+ * lock). PTO_OK, PTO_ERR_CHIP_CRASHED (gone, with its death), or PTO_ERR_FAILED.
+ * Any thread. */
+int chip_process_kill(ChipProcess *p, int sig);
+
+/* Whether the child is gone (collects it when it died); any thread. */
+int chip_process_gone(ChipProcess *p);
 
 /* Asks the child to exit (CHIP_OP_EXIT), waits at most grace_ms for it,
  * then kills it (SIGKILL); collects it and closes every fd of it. Never

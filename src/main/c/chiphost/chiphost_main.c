@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@
 
 #include "chiphost/chip_arena.h"
 #include "chiphost/chip_channel.h"
+#include "chiphost/chip_contract_ops.h"
+#include "chiphost/chip_contract_serve.h"
 #include "chiphost/chip_library.h"
 #include "chiphost/chip_ops.h"
 #include "ptorun/pto_runtime_c_api.h"
@@ -165,6 +168,67 @@ static _Noreturn void hang(void)
         pto_futex_wait(&never, 0);
 }
 
+static int32_t serve(void *arg, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len);
+
+/* A lane (CHIP_OP_OPEN_LANE): a control block in the arena, served by a thread
+   of its own with the same handler; it parks in FUTEX_WAIT while idle. */
+typedef struct Lane {
+    ChipChannel ch;
+    Host *host;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int running;
+} Lane;
+
+static void *lane_main(void *arg)
+{
+    Lane *l = arg;
+    ChipChannel ch = l->ch;
+    Host *h = l->host;
+    pthread_mutex_lock(&l->lock);
+    l->running = 1; /* the opener waits for this, then frees l */
+    pthread_cond_signal(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+    while (chip_channel_serve_next(&ch, serve, h) != CHIP_OP_EXIT) {
+    }
+    exit(0); /* EXIT on any lane ends the chip host; its answer is published already */
+}
+
+static int32_t open_lane(Host *h, const void *in, size_t len)
+{
+    uint64_t addr;
+    if (len != sizeof addr)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: OPEN_LANE takes 8 bytes, got %zu", len);
+    memcpy(&addr, in, sizeof addr);
+    int rc = in_arena(h, addr, chip_channel_bytes());
+    Lane l = { .host = h };
+    if (rc == PTO_OK)
+        rc = chip_channel_attach_at((void *)(uintptr_t)addr, chip_channel_bytes(), &l.ch);
+    if (rc != PTO_OK)
+        return rc;
+    pthread_mutex_init(&l.lock, NULL);
+    pthread_cond_init(&l.cond, NULL);
+    pthread_attr_t attr;
+    pthread_t t;
+    int err = pthread_attr_init(&attr);
+    if (err == 0) {
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        err = pthread_create(&t, &attr, lane_main, &l);
+        pthread_attr_destroy(&attr);
+    }
+    if (err == 0) { /* answer once the thread runs: it copied what it needs of l */
+        pthread_mutex_lock(&l.lock);
+        while (!l.running)
+            pthread_cond_wait(&l.cond, &l.lock);
+        pthread_mutex_unlock(&l.lock);
+    }
+    pthread_cond_destroy(&l.cond);
+    pthread_mutex_destroy(&l.lock);
+    return err == 0 ? PTO_OK
+                    : pto_fail(err == EAGAIN ? PTO_ERR_OUT_OF_MEMORY : PTO_ERR_FAILED,
+                               "chip host: no thread for a lane: %s", strerror(err));
+}
+
 static int32_t dispatch(Host *h, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len)
 {
     switch (op) {
@@ -184,13 +248,20 @@ static int32_t dispatch(Host *h, uint32_t op, const void *in, size_t in_len, voi
         return poke(h, in, in_len);
     case CHIP_OP_LOAD:
         return load(in, in_len, out, out_len);
+    case CHIP_OP_OPEN_LANE:
+        return open_lane(h, in, in_len);
+    case CHIP_OP_DESCRIBE:
+        return chip_contract_describe(&h->arena, in, in_len, out, out_len);
     default:
+        if (op >= CHIP_OP_CONTRACT_BASE && op < CHIP_OP_CONTRACT_END)
+            return chip_contract_serve(&h->arena, op, in, in_len, out, out_len);
         return pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "chip host: no op %u", op);
     }
 }
 
 /* Every failure goes back with its message (chip_ops.h); a child without the
-   arena it was given answers every request but EXIT with why. */
+   arena it was given answers every request but EXIT with why. Lanes call it
+   concurrently: it keeps no state of its own. */
 static int32_t serve(void *arg, uint32_t op, const void *in, size_t in_len, void *out, size_t *out_len)
 {
     Host *h = arg;
@@ -198,6 +269,7 @@ static int32_t serve(void *arg, uint32_t op, const void *in, size_t in_len, void
         return answer_failure(h->arena_error, h->arena_message, out, out_len);
     pto_clear_error();
     int32_t status = dispatch(h, op, in, in_len, out, out_len);
+    chip_contract_drain_log(); /* before the answer: the parent sees what the op logged (EXIT too) */
     if (status != PTO_OK) {
         *out_len = 0;
         status = answer_failure(status, pto_last_error(), out, out_len);
@@ -250,7 +322,6 @@ int main(int argc, char **argv)
         return START_NO_CHANNEL;
     while (chip_channel_serve_next(&ch, serve, &host) != CHIP_OP_EXIT) {
     }
-    chip_channel_close(&ch);
-    chip_arena_close(&host.arena);
+    /* nothing unmapped: lane threads may still park on their blocks in the arena; exit unmaps */
     return 0;
 }
