@@ -57,9 +57,9 @@ enum ChipContractOp {
     CHIP_OP_RETAINED_TEMP_ADDR,       /* ctx, slot; value */
     CHIP_OP_DEVICE_POISONED,          /* ctx; value */
     CHIP_OP_COMM_INIT,                /* ChipCommInitCall; value: the comm */
-    CHIP_OP_COMM_ALLOC_WINDOWS,       /* comm, win_size; out[0]: device_ctx */
-    CHIP_OP_COMM_GET_LOCAL_WINDOW_BASE, /* comm; out[0]: base */
-    CHIP_OP_COMM_GET_WINDOW_SIZE,     /* comm; out[0]: size */
+    CHIP_OP_COMM_ALLOC_WINDOWS,       /* comm, win_size, -, -, -, outs; out[0]: device_ctx */
+    CHIP_OP_COMM_GET_LOCAL_WINDOW_BASE, /* comm, -, -, -, -, -, outs; out[0]: base */
+    CHIP_OP_COMM_GET_WINDOW_SIZE,     /* comm, -, -, -, -, -, outs; out[0]: size */
     CHIP_OP_COMM_DERIVE_CONTEXT,      /* ChipCommRanksCall (allocation_id unused); out[0]: device_ctx */
     CHIP_OP_COMM_ALLOC_DOMAIN_WINDOWS, /* ChipCommRanksCall (window_offset unused); out[0]: device_ctx,
                                           out[1]: local window base */
@@ -72,8 +72,14 @@ enum ChipContractOp {
 
 typedef struct ChipCall {
     uint64_t handle;     /* the child's ctx or comm */
-    uint64_t arg[6];
+    uint64_t arg[6];     /* an op with out parameters: arg[CHIP_CALL_OUTS] holds CHIP_OUT_* */
 } ChipCall;
+#define CHIP_CALL_OUTS 5
+
+/* Which out parameters the caller passed (a NULL one reaches the library as NULL,
+   so it answers as it would in process). */
+#define CHIP_OUT_0 1u
+#define CHIP_OUT_1 2u
 
 typedef struct ChipAnswer {
     uint64_t value;      /* the call's return value (an int's, when not negative) */
@@ -102,9 +108,11 @@ typedef struct ChipCommRanksCall {
     uint64_t window_offset;
     uint64_t window_size;
     uint32_t domain_rank;
-    uint32_t has_rank_ids; /* 0: rank_ids NULL */
+    uint32_t flags;        /* CHIP_RANKS_IDS: rank_ids present (else NULL); CHIP_OUT_0/1 << 1 */
     uint32_t rank_ids[(CHIP_CHANNEL_PAYLOAD_BYTES - 48) / sizeof(uint32_t)];
 } ChipCommRanksCall;
+#define CHIP_RANKS_IDS 1u
+#define CHIP_RANKS_OUTS_SHIFT 1u
 #define CHIP_COMM_MAX_RANK_IDS ((CHIP_CHANNEL_PAYLOAD_BYTES - 48) / sizeof(uint32_t))
 
 /* CHIP_OP_DESCRIBE's payload: where the log ring lies (chiphost/chip_log_ring.h),

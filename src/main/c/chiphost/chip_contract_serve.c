@@ -105,16 +105,19 @@ static int32_t comm_ranks_call(const ChipContract *f, uint32_t op, const void *i
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: a payload of %zu bytes", in_len);
     memset(&c, 0, sizeof c);
     memcpy(&c, in, in_len < sizeof c ? in_len : sizeof c);
-    if (c.has_rank_ids && (c.rank_count > CHIP_COMM_MAX_RANK_IDS || head + c.rank_count * sizeof(uint32_t) > in_len))
+    int has_ids = (c.flags & CHIP_RANKS_IDS) != 0;
+    uint32_t outs = c.flags >> CHIP_RANKS_OUTS_SHIFT;
+    if (has_ids && (c.rank_count > CHIP_COMM_MAX_RANK_IDS || head + c.rank_count * sizeof(uint32_t) > in_len))
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: %llu rank ids in a payload of %zu bytes",
                         (unsigned long long)c.rank_count, in_len);
-    const uint32_t *ids = c.has_rank_ids ? c.rank_ids : NULL;
+    const uint32_t *ids = has_ids ? c.rank_ids : NULL;
     uint64_t ctx_out = 0, base_out = 0;
+    uint64_t *out0 = outs & CHIP_OUT_0 ? &ctx_out : NULL, *out1 = outs & CHIP_OUT_1 ? &base_out : NULL;
     int rc = op == CHIP_OP_COMM_DERIVE_CONTEXT
                  ? f->comm_derive_context(PTR(c.comm), ids, (size_t)c.rank_count, c.domain_rank,
-                                          (size_t)c.window_offset, (size_t)c.window_size, &ctx_out)
+                                          (size_t)c.window_offset, (size_t)c.window_size, out0)
                  : f->comm_alloc_domain_windows(PTR(c.comm), c.allocation_id, ids, (size_t)c.rank_count,
-                                                c.domain_rank, (size_t)c.window_size, &ctx_out, &base_out);
+                                                c.domain_rank, (size_t)c.window_size, out0, out1);
     ans->out[0] = ctx_out;
     ans->out[1] = base_out;
     return int_answer(f, rc, ans);
@@ -229,14 +232,14 @@ static int32_t plain_call(const ChipArena *a, const ChipContract *f, uint32_t op
         ans->value = (uint64_t)f->device_poisoned_ctx(h);
         return PTO_OK;
     case CHIP_OP_COMM_ALLOC_WINDOWS:
-        rc = f->comm_alloc_windows(h, (size_t)x[0], &ans->out[0]);
+        rc = f->comm_alloc_windows(h, (size_t)x[0], x[CHIP_CALL_OUTS] & CHIP_OUT_0 ? &ans->out[0] : NULL);
         return int_answer(f, rc, ans);
     case CHIP_OP_COMM_GET_LOCAL_WINDOW_BASE:
-        rc = f->comm_get_local_window_base(h, &ans->out[0]);
+        rc = f->comm_get_local_window_base(h, x[CHIP_CALL_OUTS] & CHIP_OUT_0 ? &ans->out[0] : NULL);
         return int_answer(f, rc, ans);
     case CHIP_OP_COMM_GET_WINDOW_SIZE: {
         size_t size = 0;
-        rc = f->comm_get_window_size(h, &size);
+        rc = f->comm_get_window_size(h, x[CHIP_CALL_OUTS] & CHIP_OUT_0 ? &size : NULL);
         ans->out[0] = size;
         return int_answer(f, rc, ans);
     }
