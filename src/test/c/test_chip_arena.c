@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,4 +388,141 @@ TEST(chiphost_load_failures_name_the_path)
     lib_path(path, sizeof path, "PTORUN_LIB_DIR", "libptorun_a2a3_sim_hbg.so");
     CHECK_EQ_INT(load(&p, path, &info), PTO_OK);
     chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
+}
+
+/* ---- the allocator under threads --------------------------------------------------- */
+
+enum { RACE_THREADS = 4, RACE_ROUNDS = 3000, RACE_LIVE = 16 };
+
+typedef struct RaceBlock {
+    unsigned char *p;
+    size_t bytes;
+} RaceBlock;
+
+typedef struct Race {
+    ChipArena *arena;
+    pthread_mutex_t lock; /* the live blocks of every thread, for the overlap check */
+    RaceBlock live[RACE_THREADS * RACE_LIVE];
+    int failures;         /* counted by the threads, checked by the test */
+} Race;
+
+typedef struct Racer {
+    Race *race;
+    int id;
+} Racer;
+
+static uint64_t race_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void race_fail(Race *r, const char *what, const void *p, size_t bytes)
+{
+    pthread_mutex_lock(&r->lock);
+    if (r->failures++ < 5)
+        fprintf(stderr, "arena race: %s (%p, %zu bytes)\n", what, p, bytes);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Registers a fresh block, or fails when it overlaps one still live. */
+static void race_register(Race *r, int slot, unsigned char *p, size_t bytes)
+{
+    pthread_mutex_lock(&r->lock);
+    int overlap = 0;
+    for (int i = 0; i < RACE_THREADS * RACE_LIVE; i++) {
+        RaceBlock *b = &r->live[i];
+        if (b->p != NULL && p < b->p + b->bytes && b->p < p + bytes)
+            overlap = 1;
+    }
+    r->live[slot] = (RaceBlock){ p, bytes };
+    pthread_mutex_unlock(&r->lock);
+    if (overlap)
+        race_fail(r, "a block overlaps a live one", p, bytes);
+}
+
+static void *racer(void *arg)
+{
+    Racer *me = arg;
+    Race *r = me->race;
+    uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(me->id + 1);
+    RaceBlock mine[RACE_LIVE] = { { 0 } };
+    unsigned char pattern = (unsigned char)(0x11 * (me->id + 1));
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        int k = (int)(race_next(&seed) % RACE_LIVE);
+        RaceBlock *b = &mine[k];
+        if (b->p != NULL) { /* our pattern is intact, then the block goes back */
+            for (size_t i = 0; i < b->bytes; i++)
+                if (b->p[i] != pattern) {
+                    race_fail(r, "a block's pattern was overwritten", b->p, b->bytes);
+                    break;
+                }
+            pthread_mutex_lock(&r->lock);
+            r->live[me->id * RACE_LIVE + k] = (RaceBlock){ 0 };
+            pthread_mutex_unlock(&r->lock);
+            chip_arena_free(r->arena, b->p);
+            *b = (RaceBlock){ 0 };
+            continue;
+        }
+        uint64_t x = race_next(&seed);
+        /* mostly small, some of them large enough to have their pages punched */
+        size_t bytes = x % 16 == 0 ? CHIP_ARENA_RETURN_BYTES + (size_t)(x >> 8) % (1u << 20)
+                                   : 1 + (size_t)(x >> 8) % 20000;
+        size_t align = (size_t)1 << ((x >> 40) % 13);
+        unsigned char *p = chip_arena_alloc(r->arena, bytes, align);
+        if (p == NULL) {
+            if (pto_last_error_code() != PTO_ERR_CAPACITY)
+                race_fail(r, "alloc failed other than full", NULL, bytes);
+            continue;
+        }
+        if ((uintptr_t)p % align != 0)
+            race_fail(r, "a block is misaligned", p, bytes);
+        for (size_t i = 0; i < bytes; i++)
+            if (p[i] != 0) {
+                race_fail(r, "a fresh block is not zero", p, bytes);
+                break;
+            }
+        race_register(r, me->id * RACE_LIVE + k, p, bytes);
+        memset(p, pattern, bytes);
+        *b = (RaceBlock){ p, bytes };
+    }
+    for (int k = 0; k < RACE_LIVE; k++) {
+        pthread_mutex_lock(&r->lock);
+        r->live[me->id * RACE_LIVE + k] = (RaceBlock){ 0 };
+        pthread_mutex_unlock(&r->lock);
+        chip_arena_free(r->arena, mine[k].p);
+    }
+    return NULL;
+}
+
+TEST(chiphost_arena_alloc_and_free_race_from_threads)
+{
+    static Race r; /* static: the live table is large for a stack */
+    ChipArena a;
+    REQUIRE(chip_arena_create((size_t)24 << 20, &a) == PTO_OK);
+    memset(&r, 0, sizeof r);
+    r.arena = &a;
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_t threads[RACE_THREADS];
+    Racer racers[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+        racers[i] = (Racer){ &r, i };
+        REQUIRE(pthread_create(&threads[i], NULL, racer, &racers[i]) == 0);
+    }
+    for (int i = 0; i < RACE_THREADS; i++)
+        pthread_join(threads[i], NULL);
+    CHECK_EQ_INT(r.failures, 0);
+    /* everything given back: the arena is one free range again, and reads zero where punched */
+    CHECK_EQ_INT(chip_arena_largest_free(&a), a.bytes);
+    unsigned char *all = chip_arena_alloc(&a, a.bytes, 4096);
+    CHECK(all == a.base);
+    int zero = 1;
+    for (size_t i = 0; all != NULL && i < a.bytes; i += 4096)
+        zero &= all[i] == 0;
+    CHECK(zero);
+    chip_arena_free(&a, all);
+    pthread_mutex_destroy(&r.lock);
+    chip_arena_close(&a);
 }

@@ -208,11 +208,9 @@ void chip_arena_free(ChipArena *a, void *p)
     Span s = b->used[u];
     memmove(&b->used[u], &b->used[u + 1], (b->used_count - u - 1) * sizeof(Span));
     b->used_count--;
-    pthread_mutex_unlock(&b->lock);
-    /* neither handed out nor free in between: nobody else can reach the range */
+    /* under the lock: once the range is free, another thread may take and write it */
     if (s.bytes >= CHIP_ARENA_RETURN_BYTES)
         punch(a, s.at, s.bytes, 0);
-    pthread_mutex_lock(&b->lock);
     size_t i = lower_bound(b->free_spans, b->free_count, s.at);
     int join_prev = i > 0 && b->free_spans[i - 1].at + b->free_spans[i - 1].bytes == s.at;
     int join_next = i < b->free_count && s.at + s.bytes == b->free_spans[i].at;
