@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,5 +525,80 @@ TEST(chiphost_arena_alloc_and_free_race_from_threads)
     CHECK(zero);
     chip_arena_free(&a, all);
     pthread_mutex_destroy(&r.lock);
+    chip_arena_close(&a);
+}
+
+/* ---- lanes --------------------------------------------------------------------------- */
+
+typedef struct HungCall {
+    ChipProcess *p;
+    ChipChannel *lane;
+    int rc;
+    char message[256];
+} HungCall;
+
+static void *call_hang(void *arg)
+{
+    HungCall *h = arg;
+    h->rc = chip_process_call_on(h->p, h->lane, CHIP_OP_HANG, NULL, 0, NULL, 0, NULL, 0);
+    snprintf(h->message, sizeof h->message, "%s", pto_last_error());
+    return NULL;
+}
+
+static int open_lane(ChipProcess *p, ChipArena *a, ChipChannel *lane)
+{
+    void *mem = chip_arena_alloc(a, chip_channel_bytes(), 64);
+    if (mem == NULL || chip_channel_init_at(mem, chip_channel_bytes(), lane) != PTO_OK)
+        return PTO_ERR_FAILED;
+    uint64_t addr = (uint64_t)(uintptr_t)mem;
+    return chip_process_call(p, CHIP_OP_OPEN_LANE, &addr, sizeof addr, NULL, 0, NULL, CALL_BOUND_MS);
+}
+
+TEST(chiphost_lanes_serve_beside_a_hung_one_and_exit_on_any)
+{
+    ChipArena a;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    ChipProcess p;
+    REQUIRE(start_with_arena(&a, &p) == PTO_OK);
+    /* refused: a block outside the arena, and arena memory holding no block */
+    uint64_t outside = (uint64_t)(uintptr_t)&p;
+    CHECK_EQ_INT(chip_process_call(&p, CHIP_OP_OPEN_LANE, &outside, 8, NULL, 0, NULL, CALL_BOUND_MS),
+                 PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "is outside the arena");
+    void *blank = chip_arena_alloc(&a, chip_channel_bytes(), 64);
+    uint64_t blank_at = (uint64_t)(uintptr_t)blank;
+    CHECK_EQ_INT(chip_process_call(&p, CHIP_OP_OPEN_LANE, &blank_at, 8, NULL, 0, NULL, CALL_BOUND_MS),
+                 PTO_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS(pto_last_error(), "holds no chip channel");
+    CHECK_EQ_INT(chip_channel_init_at(blank, 8, &(ChipChannel){ 0 }), PTO_ERR_INVALID_ARGUMENT);
+
+    ChipChannel lane1, lane2;
+    REQUIRE(open_lane(&p, &a, &lane1) == PTO_OK);
+    REQUIRE(open_lane(&p, &a, &lane2) == PTO_OK);
+    CHECK_EQ_INT(lane1.fd, -1);
+    HungCall h = { .p = &p, .lane = &lane1 };
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, call_hang, &h) == 0);
+    CHECK_EQ_INT(chip_channel_await_taken(&lane1, CALL_BOUND_MS), PTO_OK); /* the child hangs in it */
+    /* the other lanes serve meanwhile */
+    uint64_t v = 42, back = 0;
+    size_t len = 0;
+    CHECK_EQ_INT(chip_process_call_on(&p, &lane2, CHIP_OP_PING, &v, sizeof v, &back, sizeof back, &len,
+                                      CALL_BOUND_MS),
+                 PTO_OK);
+    CHECK(back == 42);
+    CHECK_EQ_INT(chip_process_call(&p, CHIP_OP_PING, NULL, 0, NULL, 0, NULL, CALL_BOUND_MS), PTO_OK);
+    /* EXIT on a lane ends the process: the hung call learns it */
+    CHECK_EQ_INT(chip_process_call_on(&p, &lane2, CHIP_OP_EXIT, NULL, 0, NULL, 0, NULL, CALL_BOUND_MS), PTO_OK);
+    pthread_join(thread, NULL);
+    CHECK_EQ_INT(h.rc, PTO_ERR_CHIP_CRASHED);
+    CHECK_CONTAINS(h.message, "exited with status 0");
+    CHECK_EQ_INT(chip_process_kill(&p, SIGKILL), PTO_ERR_CHIP_CRASHED); /* never a collected pid */
+    /* a lane at an address is not unmapped by its close: the arena still owns it */
+    unsigned char *mem = (unsigned char *)lane1.ctl;
+    chip_channel_close(&lane1);
+    mem[0] ^= 1;
+    chip_channel_close(&lane2);
+    chip_process_stop(&p, CHIP_PROCESS_STOP_GRACE_MS);
     chip_arena_close(&a);
 }
