@@ -23,7 +23,16 @@ public final class AcceptanceWord implements AutoCloseable {
     private static final VarHandle INT32 = MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
 
     private final OffHeapBlock block;
-    private final ByteBuffer view;
+    /** The word's own memory. */
+    private final ByteBuffer own;
+    /**
+     * Where the word is read: its own memory, or while a run of a chip in process isolation
+     * holds it, the slot's word in that chip's arena (the one the library writes; see
+     * {@link #capture}).
+     */
+    private volatile ByteBuffer view;
+    /** That arena word while placed; null otherwise (under this). */
+    private OffHeapBlock placed;
     private final int acceptedValue;
     private final LeakNet.Handle leakNet;
     private NativeRun capturedBy;
@@ -31,7 +40,8 @@ public final class AcceptanceWord implements AutoCloseable {
 
     private AcceptanceWord(int acceptedValue) {
         this.block = OffHeapBlock.allocate(8, 8);
-        this.view = block.buffer();
+        this.own = block.buffer();
+        this.view = own;
         this.acceptedValue = acceptedValue;
         this.leakNet = LeakNet.register(this, "AcceptanceWord@" + Long.toHexString(block.address()), block::close);
     }
@@ -65,7 +75,14 @@ public final class AcceptanceWord implements AutoCloseable {
      */
     public int value() {
         checkOpen();
-        return (int) INT32.getAcquire(view, 0);
+        for (;;) {
+            ByteBuffer v = view;
+            int value = (int) INT32.getAcquire(v, 0);
+            // still the same memory after the read: the value is the run's, not the next run's reset
+            if (view == v) {
+                return value;
+            }
+        }
     }
 
     /** What a run stores at its launch marker. */
@@ -84,7 +101,7 @@ public final class AcceptanceWord implements AutoCloseable {
             throw new IllegalStateException("the acceptance word is captured by the unfinalized run "
                     + capturedBy.identity() + "; finalize it before reset");
         }
-        INT32.setRelease(view, 0, 0);
+        INT32.setRelease(own, 0, 0);
     }
 
     /** True while an unfinalized run holds this word. */
@@ -92,24 +109,49 @@ public final class AcceptanceWord implements AutoCloseable {
         return capturedBy != null;
     }
 
-    /** The address the library writes (valid while captured). */
+    /** The word's own memory (what the library writes unless the word is placed in an arena). */
     long address() {
         return block.address();
     }
 
-    /** Marks the word as the sink of {@code run} (at prepare). */
-    synchronized void capture(NativeRun run) {
+    /** Marks the word as the sink of {@code run}, in its own memory. */
+    void capture(NativeRun run) {
+        capture(run, null);
+    }
+
+    /** The address the library writes (valid while captured). */
+    synchronized long placedAddress() {
+        return placed == null ? block.address() : placed.address();
+    }
+
+    /**
+     * Marks the word as the sink of {@code run} (at prepare). With {@code arenaWord} (a
+     * chip in process isolation, whose library cannot write the JVM's memory), the run
+     * writes that word of the chip's arena instead, and this word reads it until the run
+     * is released, then keeps its last value.
+     */
+    synchronized void capture(NativeRun run, OffHeapBlock arenaWord) {
         checkOpen();
         if (capturedBy != null) {
             throw new IllegalArgumentException("the acceptance word is already captured by the unfinalized run "
                     + capturedBy.identity());
         }
         capturedBy = run;
+        if (arenaWord != null) {
+            INT32.setRelease(arenaWord.buffer(), 0, (int) INT32.getAcquire(own, 0));
+            placed = arenaWord;
+            view = arenaWord.buffer();
+        }
     }
 
     /** The run is finalized (or its prepare failed): the library no longer holds the word. */
     synchronized void release() {
         capturedBy = null;
+        if (placed != null) {
+            INT32.setRelease(own, 0, (int) INT32.getAcquire(placed.buffer(), 0));
+            view = own;
+            placed = null;
+        }
     }
 
     /**

@@ -104,7 +104,7 @@ final class CallableRegistry {
         Objects.requireNonNull(callable, "callable");
         checkCallableId(id);
         Direction[] directions = callable.tensorDirections().toArray(new Direction[0]);
-        OffHeapBlock block = ChipDevice.copyOffHeap(callable.bytes());
+        OffHeapBlock block = device.copyOffHeap(callable.bytes());
         boolean registered = false;
         long stamp = lock.writeLock();
         try {

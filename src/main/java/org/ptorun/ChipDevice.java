@@ -3,7 +3,9 @@ package org.ptorun;
 import java.util.Objects;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
+import org.ptorun.internal.ChipHost;
 import org.ptorun.internal.EmulatedDriverLibrary;
+import org.ptorun.internal.HostMemory;
 import org.ptorun.internal.NativeApi;
 import org.ptorun.internal.NativeFolder;
 import org.ptorun.internal.NativeMemory;
@@ -25,6 +27,10 @@ final class ChipDevice {
     final Variant variant;
     final int deviceId;
     final long ctx;
+    /** Where the host memory the library touches comes from (the chip host's arena in process isolation). */
+    final HostMemory hostMemory;
+    /** The process the chip runs in; null in process. */
+    final ChipHost host;
     private final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     /** Comm handles of ranks on this device ({@link CommRank}): they pin the context, so release leaves them first. */
     private final java.util.Set<Long> commHandles = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -35,10 +41,12 @@ final class ChipDevice {
     private boolean released;
 
     /** Creates the device context and brings the device up with the images (copied off-heap for the call). */
-    ChipDevice(NativeApi api, Variant variant, int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+    ChipDevice(NativeApi api, Variant variant, int deviceId, byte[] aicpuImage, byte[] aicoreImage, ChipHost host) {
         this.api = Objects.requireNonNull(api, "api");
         this.variant = Objects.requireNonNull(variant, "variant");
         this.deviceId = deviceId;
+        this.host = host;
+        this.hostMemory = host == null ? HostMemory.JVM : host.memory();
         long context = api.createDeviceContext();
         if (context == 0) {
             throw failure("create_device_context", PtoError.OUT_OF_MEMORY.code(), lastError(), null);
@@ -75,14 +83,32 @@ final class ChipDevice {
         }
     }
 
-    static OffHeapBlock copyOffHeap(byte[] bytes) {
-        OffHeapBlock block = OffHeapBlock.allocate(bytes.length, 64);
+    /** What a run's call into a chip host may take beyond the run's timeout before the host is killed. */
+    static final long HANG_GRACE_MS = 2_000;
+
+    private static final Runnable NO_WATCH = () -> { };
+    private static final int SIGKILL = 9;
+
+    /**
+     * In process isolation, bounds a call of a run by the run's timeout plus
+     * {@link #HANG_GRACE_MS}: a chip host that makes no progress past it is killed, and the
+     * call fails with {@link ChipCrashedException} (docs/isolation.md). Run the result when
+     * the call returned. In process nothing.
+     */
+    Runnable watch(RunBinding b, String call) {
+        return host == null ? NO_WATCH : host.watch(b.timeoutMs() + HANG_GRACE_MS, call);
+    }
+
+    /** The bytes in host memory the library can read. */
+    OffHeapBlock copyOffHeap(byte[] bytes) {
+        OffHeapBlock block = hostMemory.allocate(bytes.length, 64);
         block.buffer().put(0, bytes);
         return block;
     }
 
     String describe() {
-        return "chip " + variant + " device " + deviceId;
+        return host == null ? "chip " + variant + " device " + deviceId
+                : "chip " + variant + " device " + deviceId + " (process " + host.pid() + ")";
     }
 
     Variant variant() {
@@ -109,6 +135,11 @@ final class ChipDevice {
      * failure, so a successful call costs nothing more.
      */
     PtoRunException failure(String operation, int code, String nativeMessage, NativeRun run) {
+        if (code == PtoError.CHIP_CRASHED.code() && host != null) {
+            poisoned = true; // a chip whose process is gone takes nothing more
+            return NativeErrors.fromNative(operation + " on " + describe(), code, nativeMessage, run,
+                    host.lastLogLines());
+        }
         if (libraryPoisoned()) {
             poisoned = true;
         }
@@ -219,6 +250,15 @@ final class ChipDevice {
      */
     boolean release(boolean leak, java.util.function.Consumer<String> warn) {
         lock.writeLock().lock();
+        // a chip host that turned unhealthy goes whole: its process is killed, nothing in it
+        // is finalized (a kernel may still hang there); the calls below only free the proxy's
+        // handles. A healthy one is finalized, bounded like a run's call.
+        boolean dropped = host != null && (poisoned || !host.alive());
+        if (dropped) {
+            host.kill(SIGKILL);
+        }
+        Runnable watched = host == null || dropped ? NO_WATCH
+                : host.watch(ChipLifecycle.CLOSE_GRACE_MS, "finalize_device of " + describe());
         try {
             released = true;
             if (leak) {
@@ -232,17 +272,18 @@ final class ChipDevice {
             commHandles.clear();
             commDomains.clear();
             int rc = api.finalizeDevice(ctx);
-            if (rc == PtoError.BUSY.code()) {
+            if (rc == PtoError.BUSY.code() && !dropped) {
                 warn.accept("finalize_device refused (" + lastError() + "); leaking the device context and every"
                         + " run storage");
                 return false;
             }
-            if (rc != 0) {
+            if (rc != 0 && !dropped) {
                 warn.accept("finalize_device failed: " + PtoError.nameOf(rc) + " (" + lastError() + ")");
             }
             api.destroyDeviceContext(ctx);
             return true;
         } finally {
+            watched.run();
             lock.writeLock().unlock();
         }
     }

@@ -1,6 +1,8 @@
 package org.ptorun;
 
 import java.util.Objects;
+import org.ptorun.internal.ChipHost;
+import org.ptorun.internal.HostMemory;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.NativeApi;
 import org.slf4j.Logger;
@@ -18,6 +20,7 @@ final class ChipLifecycle {
 
     /** How long past a run's timeout close waits for a call of that run to return. */
     static final long CLOSE_GRACE_MS = 5_000;
+    private static final int SIGKILL = 9;
 
     final ChipDevice device;
     final SlotTable table;
@@ -30,7 +33,7 @@ final class ChipLifecycle {
 
     /** Opens a device: allocates every slot's blocks, then creates the device context and brings it up. */
     ChipLifecycle(NativeApi api, Variant variant, PipelineContract contract, long storageSize, long storageAlignment,
-                  int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+                  int deviceId, byte[] aicpuImage, byte[] aicoreImage, ChipHost host) {
         Objects.requireNonNull(api, "api");
         Objects.requireNonNull(variant, "variant");
         Objects.requireNonNull(contract, "contract");
@@ -53,9 +56,10 @@ final class ChipLifecycle {
         ChipDevice opened = null;
         try {
             for (int i = 0; i < made.length; i++) {
-                made[i] = new RunBinding(i, contract.bankOfSlot(i), storageSize, storageAlignment);
+                made[i] = new RunBinding(i, contract.bankOfSlot(i), storageSize, storageAlignment,
+                        host == null ? HostMemory.JVM : host.memory());
             }
-            opened = new ChipDevice(api, variant, deviceId, aicpuImage, aicoreImage);
+            opened = new ChipDevice(api, variant, deviceId, aicpuImage, aicoreImage, host);
         } finally {
             if (opened == null) {
                 for (RunBinding b : made) {
@@ -111,12 +115,32 @@ final class ChipLifecycle {
                             f.run().identity(), e.getMessage());
                 }
             }
-            release(closing);
+            boolean midCall = release(closing);
             table.closed();
+            stopHost(midCall);
         }
     }
 
-    private void release(SlotTable.Closing closing) {
+    /**
+     * The chip host goes with the chip. While a call is still inside it, it is killed
+     * instead: the call fails at once, and the arena (the call's lane, the slot's blocks)
+     * stays mapped rather than unmapped under it.
+     */
+    private void stopHost(boolean midCall) {
+        if (device.host == null) {
+            return;
+        }
+        if (midCall) {
+            device.host.kill(SIGKILL);
+            LOG.error("close of {}: killed its chip host, a call was still inside it; its arena stays mapped",
+                    device.describe());
+            return;
+        }
+        device.host.close();
+    }
+
+    /** Releases the device and frees the blocks; true when a call was still inside the library. */
+    private boolean release(SlotTable.Closing closing) {
         try {
             boolean leak = !closing.midCall().isEmpty();
             for (SlotTable.MidCall m : closing.midCall()) {
@@ -133,15 +157,16 @@ final class ChipLifecycle {
                         b.free();
                     }
                 }
-                return;
+                return true;
             }
             if (!destroyed) {
-                return; // the library still holds a run we do not know of: free nothing it may use
+                return false; // the library still holds a run we do not know of: free nothing it may use
             }
             for (RunBinding b : bindings) {
                 b.free();
             }
             callables.freeAll();
+            return false;
         } finally {
             LOG.info("closed {}", device.describe());
         }

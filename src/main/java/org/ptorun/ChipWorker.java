@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.ptorun.callable.ChipCallable;
 import org.ptorun.callable.Direction;
 import org.ptorun.capture.RunCapture;
+import org.ptorun.internal.ChipHost;
 import org.ptorun.internal.LeakNet;
 import org.ptorun.internal.LibraryLoader;
 import org.ptorun.internal.NativeApi;
@@ -88,10 +89,22 @@ public final class ChipWorker implements AutoCloseable {
      * @throws PtoRunException when the library cannot create or initialize the device
      */
     public static ChipWorker open(HostRuntime runtime, int deviceId) {
+        return open(runtime, deviceId, ChipIsolation.configuredDefault());
+    }
+
+    /**
+     * Opens device {@code deviceId} with the packaged device images, in the JVM or in a
+     * chip host process of its own (docs/isolation.md).
+     *
+     * @throws LibraryLoadException when an image is not on the classpath, or the chip host
+     *         cannot start
+     * @throws PtoRunException when the library cannot create or initialize the device
+     */
+    public static ChipWorker open(HostRuntime runtime, int deviceId, ChipIsolation isolation) {
         Objects.requireNonNull(runtime, "runtime");
         String arch = runtime.variant().arch().name().toLowerCase(Locale.ROOT);
         return open(runtime, deviceId, readImage("libptorun_aicpu_" + arch + ".so"),
-                readImage("libptorun_aicore_" + arch + ".so"));
+                readImage("libptorun_aicore_" + arch + ".so"), isolation);
     }
 
     /**
@@ -99,16 +112,38 @@ public final class ChipWorker implements AutoCloseable {
      * executor image and the AICore kernel image); the library copies them.
      */
     public static ChipWorker open(HostRuntime runtime, int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+        return open(runtime, deviceId, aicpuImage, aicoreImage, ChipIsolation.configuredDefault());
+    }
+
+    /** Opens device {@code deviceId} with caller-supplied device images, in the isolation asked for. */
+    public static ChipWorker open(HostRuntime runtime, int deviceId, byte[] aicpuImage, byte[] aicoreImage,
+                                  ChipIsolation isolation) {
         Objects.requireNonNull(runtime, "runtime");
-        return new ChipWorker(runtime.api(), runtime.variant(), runtime.contract(), runtime.runStorageSize(),
-                runtime.runStorageAlignment(), deviceId, aicpuImage, aicoreImage);
+        Objects.requireNonNull(isolation, "isolation");
+        if (isolation == ChipIsolation.IN_PROCESS) {
+            return new ChipWorker(runtime.api(), runtime.variant(), runtime.contract(), runtime.runStorageSize(),
+                    runtime.runStorageAlignment(), deviceId, aicpuImage, aicoreImage);
+        }
+        ChipHost host = runtime.startChipHost();
+        try {
+            return new ChipWorker(host.api(), runtime.variant(), runtime.contract(), runtime.runStorageSize(),
+                    runtime.runStorageAlignment(), deviceId, aicpuImage, aicoreImage, host);
+        } catch (RuntimeException | Error e) {
+            host.close();
+            throw e;
+        }
     }
 
     /** Opens a device through any {@link NativeApi} (tests drive the phase table with a fake). */
     ChipWorker(NativeApi api, Variant variant, PipelineContract contract, long storageSize, long storageAlignment,
                int deviceId, byte[] aicpuImage, byte[] aicoreImage) {
+        this(api, variant, contract, storageSize, storageAlignment, deviceId, aicpuImage, aicoreImage, null);
+    }
+
+    private ChipWorker(NativeApi api, Variant variant, PipelineContract contract, long storageSize,
+                       long storageAlignment, int deviceId, byte[] aicpuImage, byte[] aicoreImage, ChipHost host) {
         ChipLifecycle opened = new ChipLifecycle(api, variant, contract, storageSize, storageAlignment, deviceId,
-                aicpuImage, aicoreImage);
+                aicpuImage, aicoreImage, host);
         this.lifecycle = opened;
         this.device = opened.device;
         this.table = opened.table;
@@ -151,6 +186,28 @@ public final class ChipWorker implements AutoCloseable {
     }
 
     // ---- identity --------------------------------------------------------------------
+
+    /** Where this chip's library runs. */
+    public ChipIsolation isolation() {
+        return device.host == null ? ChipIsolation.IN_PROCESS : ChipIsolation.PROCESS;
+    }
+
+    /** The process id of this chip's chip host ({@link ChipIsolation#PROCESS}); empty in process. */
+    public java.util.OptionalLong processId() {
+        return device.host == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(device.host.pid());
+    }
+
+    /**
+     * Why this chip's chip host is gone ({@link ChipIsolation#PROCESS}), e.g. {@code chip host
+     * pid 4711 was killed by signal 11 (Segmentation fault)}; empty while it runs, and in
+     * process.
+     */
+    public java.util.Optional<String> processDeath() {
+        if (device.host == null || device.host.alive()) {
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(device.host.death());
+    }
 
     public Variant variant() {
         return device.variant();
@@ -437,12 +494,14 @@ public final class ChipWorker implements AutoCloseable {
         RunBinding b = bindings[run.slot()];
         int rc = PtoError.FAILED.code();
         String message = null;
+        Runnable watched = device.watch(b, "simpler_wait_run of " + run.identity());
         try {
             rc = device.api.waitRun(device.ctx, b.storage());
             if (rc != 0) {
                 message = device.lastError();
             }
         } finally {
+            watched.run();
             table.awaited(run.slot(), rc, message);
         }
         ended(device, b, run, rc);
@@ -511,6 +570,7 @@ public final class ChipWorker implements AutoCloseable {
         String message = null;
         RunReport report = null;
         RunEvents.Finalize event = RunEvents.beginFinalize();
+        Runnable watched = device.watch(b, "simpler_finalize_run of " + run.identity());
         try {
             rc = device.api.finalizeRun(device.ctx, b.storage());
             if (rc != 0) {
@@ -523,6 +583,7 @@ public final class ChipWorker implements AutoCloseable {
                 }
             }
         } finally {
+            watched.run();
             if (f.previous() == SlotTable.Phase.RUNNING) {
                 ended(device, b, run, rc);
             }
@@ -608,10 +669,17 @@ public final class ChipWorker implements AutoCloseable {
             }
             try {
                 b.bind(run, args, config, acceptance, directions);
-                rc = blocking
-                        ? device.api.run(device.ctx, b.storage(), callableId, b.args(), b.config(), b.descriptor())
-                        : device.api.prepareRun(device.ctx, b.storage(), callableId, b.args(), b.config(),
-                                b.descriptor());
+                Runnable watched = device.watch(b, (blocking ? "simpler_run of " : "simpler_prepare_run of ")
+                        + run.identity());
+                try {
+                    rc = blocking
+                            ? device.api.run(device.ctx, b.storage(), callableId, b.args(), b.config(),
+                                    b.descriptor())
+                            : device.api.prepareRun(device.ctx, b.storage(), callableId, b.args(), b.config(),
+                                    b.descriptor());
+                } finally {
+                    watched.run();
+                }
                 if (rc != 0) {
                     message = device.lastError(); // before release: freeing a pinned buffer is a native call
                 } else if (blocking) {

@@ -97,7 +97,7 @@ final class DeviceMemory {
             copyTo(dst, dstOffset, 0, 0, array);
             return;
         }
-        try (OffHeapBlock staging = OffHeapBlock.allocate(bytes, 64)) {
+        try (OffHeapBlock staging = device.hostMemory.allocate(bytes, 64)) {
             NativeMemory.copyIn(staging.address(), array);
             copyTo(dst, dstOffset, staging.address(), bytes, staging);
         }
@@ -123,7 +123,7 @@ final class DeviceMemory {
             copyFrom(src, srcOffset, 0, 0, array);
             return;
         }
-        try (OffHeapBlock staging = OffHeapBlock.allocate(bytes, 64)) {
+        try (OffHeapBlock staging = device.hostMemory.allocate(bytes, 64)) {
             copyFrom(src, srcOffset, staging.address(), bytes, staging);
             NativeMemory.copyOut(staging.address(), array);
         }

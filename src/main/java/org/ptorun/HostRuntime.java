@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import org.ptorun.internal.ChipHost;
 import org.ptorun.internal.FlushingNativeApi;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.LibraryLoader;
@@ -176,6 +177,32 @@ public final class HostRuntime {
     /** The contract symbols this library exports, every one resolved at load. */
     public List<String> exportedSymbols() {
         return NativeApi.SYMBOLS;
+    }
+
+    /**
+     * A chip host process that loaded this library (docs/isolation.md), admitted like the
+     * library itself: it must report this variant, contract and run storage shape.
+     *
+     * @throws LibraryLoadException when it cannot start or answers differently
+     */
+    ChipHost startChipHost() {
+        ChipHost host = ChipHost.start(variant.toString(), file, ChipHost.configuredArenaBytes());
+        try {
+            NativeApi child = host.api();
+            String reported = NativeMemory.cString(child.variant());
+            PipelineContract childContract = readContract(child.pipelineContract(), host.name());
+            if (!variant.toString().equals(reported) || !contract.equals(childContract)
+                    || child.runtimeSize() != runStorageSize || child.runtimeAlignment() != runStorageAlignment) {
+                throw new LibraryLoadException(host.name() + " loaded " + file + " as '" + reported + "', contract "
+                        + childContract + ", run storage " + child.runtimeSize() + " bytes aligned "
+                        + child.runtimeAlignment() + "; this JVM loaded '" + variant + "', " + contract + ", "
+                        + runStorageSize + " bytes aligned " + runStorageAlignment);
+            }
+            return host;
+        } catch (RuntimeException e) {
+            host.close();
+            throw e;
+        }
     }
 
     /** The bound native functions (internal use). */

@@ -1,5 +1,6 @@
 package org.ptorun;
 
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -28,6 +29,15 @@ final class NativeErrors {
      * @param run the run concerned, or null
      */
     static PtoRunException fromNative(String operation, int code, String nativeMessage, NativeRun run) {
+        return fromNative(operation, code, nativeMessage, run, List.of());
+    }
+
+    /**
+     * The same, for a chip whose process may be gone: a {@link ChipCrashedException} then
+     * quotes {@code lastNativeLogLines}, the chip's last native log lines.
+     */
+    static PtoRunException fromNative(String operation, int code, String nativeMessage, NativeRun run,
+                                      List<String> lastNativeLogLines) {
         PtoError error = PtoError.lookup(code).orElse(PtoError.FAILED);
         String what = nativeMessage == null ? "" : nativeMessage;
         if (run != null) {
@@ -40,6 +50,9 @@ final class NativeErrors {
                 : operation + " failed";
         String description = subject + ": " + PtoError.nameOf(code) + " (" + code + ")"
                 + (what.isEmpty() ? "" : ": " + what);
+        if (error == PtoError.CHIP_CRASHED) {
+            return new ChipCrashedException(description, code, nativeMessage, run, lastNativeLogLines);
+        }
         return exception(error, description, code, nativeMessage, run);
     }
 

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
 import org.ptorun.callable.Direction;
+import org.ptorun.internal.HostMemory;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.NativeMemory;
 import org.ptorun.internal.OffHeapBlock;
@@ -21,6 +22,13 @@ final class RunBinding implements TaskArgs.TensorPlacement {
 
     final int slot;
     final int bank;
+    /** Where every block the library touches comes from (a chip host's arena in process isolation). */
+    private final HostMemory memory;
+    /**
+     * In process isolation, the word the library writes at the launch marker in the arena
+     * (the caller's {@link AcceptanceWord} reads it while the run holds it); null in process.
+     */
+    private final OffHeapBlock placedWord;
     private final OffHeapBlock storage;
     private final OffHeapBlock args;
     private final OffHeapBlock config;
@@ -48,23 +56,25 @@ final class RunBinding implements TaskArgs.TensorPlacement {
     /** System.nanoTime() when launch returned: the Completion event's origin. */
     long launchedAt;
 
-    RunBinding(int slot, int bank, long storageSize, long storageAlignment) {
+    RunBinding(int slot, int bank, long storageSize, long storageAlignment, HostMemory memory) {
         this.slot = slot;
         this.bank = bank;
+        this.memory = memory;
         OffHeapBlock s = null;
         OffHeapBlock a = null;
         OffHeapBlock c = null;
+        OffHeapBlock w = null;
         boolean done = false;
         try {
-            s = OffHeapBlock.allocate(storageSize, storageAlignment);
-            a = OffHeapBlock.allocate(Layouts.ChipStorageTaskArgs.SIZE, Layouts.ChipStorageTaskArgs.ALIGN);
-            c = OffHeapBlock.allocate(Layouts.CallConfig.SIZE, 8);
-            this.descriptor = OffHeapBlock.allocate(Layouts.NativeRunDescriptor.SIZE,
-                    Layouts.NativeRunDescriptor.ALIGN);
+            s = memory.allocate(storageSize, storageAlignment);
+            a = memory.allocate(Layouts.ChipStorageTaskArgs.SIZE, Layouts.ChipStorageTaskArgs.ALIGN);
+            c = memory.allocate(Layouts.CallConfig.SIZE, 8);
+            w = memory == HostMemory.JVM ? null : memory.allocate(8, 8);
+            this.descriptor = memory.allocate(Layouts.NativeRunDescriptor.SIZE, Layouts.NativeRunDescriptor.ALIGN);
             done = true;
         } finally {
             if (!done) {
-                for (OffHeapBlock b : new OffHeapBlock[] {s, a, c}) {
+                for (OffHeapBlock b : new OffHeapBlock[] {s, a, c, w}) {
                     if (b != null) {
                         b.close();
                     }
@@ -72,6 +82,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
             }
         }
         this.storage = s;
+        this.placedWord = w;
         this.args = a;
         this.config = c;
         this.storageAddress = s.address();
@@ -129,7 +140,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
     /** Writes the run's args, config and descriptor blocks; stages host arrays; pins what the run uses. */
     void bind(NativeRun run, TaskArgs taskArgs, CallConfig callConfig, AcceptanceWord word, Direction[] signature) {
         if (word != null) {
-            word.capture(run);
+            word.capture(run, placedWord);
             this.acceptance = word;
         }
         this.directions = signature;
@@ -138,7 +149,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         boolean anyArray = false;
         for (int i = 0; i < taskArgs.tensorCount(); i++) {
             Tensor t = taskArgs.tensorAt(i);
-            if (t.source() == Tensor.Source.ARRAY) {
+            if (staged(t)) {
                 anyArray = true;
                 bytes += alignUp(t.byteSize());
             }
@@ -159,7 +170,7 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         d.putLong(Layouts.NativeRunDescriptor.GENERATION, run.generation());
         d.putLong(Layouts.NativeRunDescriptor.DISPATCH_ID, run.dispatchId());
         d.putLong(Layouts.NativeRunDescriptor.RUN_EPOCH, run.runEpoch());
-        d.putLong(Layouts.NativeRunDescriptor.ACCEPTED_STATE, word == null ? 0 : word.address());
+        d.putLong(Layouts.NativeRunDescriptor.ACCEPTED_STATE, word == null ? 0 : word.placedAddress());
         d.putInt(Layouts.NativeRunDescriptor.ACCEPTED_VALUE, word == null ? 0 : word.acceptedValue());
         d.putInt(Layouts.NativeRunDescriptor.ACCEPTED_VALUE + 4, 0);
     }
@@ -173,7 +184,16 @@ final class RunBinding implements TaskArgs.TensorPlacement {
             staging.close();
             staging = null;
         }
-        staging = OffHeapBlock.allocate(size, STAGING_ALIGN);
+        staging = memory.allocate(size, STAGING_ALIGN);
+    }
+
+    /**
+     * Whether a host tensor is copied into the slot's staging: an array always, a direct
+     * buffer when the library cannot use its memory as it is (outside a chip host's arena).
+     */
+    private boolean staged(Tensor t) {
+        return t.source() == Tensor.Source.ARRAY
+                || t.source() == Tensor.Source.DIRECT && !memory.holds(t.hostAddress(), t.byteSize());
     }
 
     private static long alignUp(long n) {
@@ -186,11 +206,17 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         long address;
         switch (t.source()) {
             case DIRECT:
-                address = t.hostAddress();
+                if (!staged(t)) {
+                    address = t.hostAddress();
+                    break;
+                }
+                address = stage(t);
+                if (directionOf(directions, i).reads()) {
+                    NativeMemory.view(address, t.byteSize()).put(NativeMemory.view(t.hostAddress(), t.byteSize()));
+                }
                 break;
             case ARRAY:
-                address = staging.address() + stagingUsed;
-                stagingUsed += alignUp(t.byteSize());
+                address = stage(t);
                 if (directionOf(directions, i).reads()) {
                     NativeMemory.copyIn(address, t.data());
                 }
@@ -205,6 +231,18 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         addresses[i] = address;
         tensorCount = i + 1;
         return address;
+    }
+
+    private long stage(Tensor t) {
+        long address = staging.address() + stagingUsed;
+        stagingUsed += alignUp(t.byteSize());
+        return address;
+    }
+
+    /** The bound run's timeout (its CallConfig's; 0 means the default). */
+    int timeoutMs() {
+        CallConfig c = writtenConfig;
+        return c == null || c.timeoutMs() == 0 ? CallConfig.DEFAULT_TIMEOUT_MS : c.timeoutMs();
     }
 
     /**
@@ -237,8 +275,13 @@ final class RunBinding implements TaskArgs.TensorPlacement {
     void copyBack() {
         for (int i = 0; i < tensorCount; i++) {
             Tensor t = tensors[i];
-            if (t.source() == Tensor.Source.ARRAY && directionOf(directions, i).writes()) {
+            if (!directionOf(directions, i).writes()) {
+                continue;
+            }
+            if (t.source() == Tensor.Source.ARRAY) {
                 NativeMemory.copyOut(addresses[i], t.data());
+            } else if (t.source() == Tensor.Source.DIRECT && addresses[i] != t.hostAddress()) {
+                NativeMemory.view(t.hostAddress(), t.byteSize()).put(NativeMemory.view(addresses[i], t.byteSize()));
             }
         }
     }
@@ -264,6 +307,9 @@ final class RunBinding implements TaskArgs.TensorPlacement {
     /** Frees the slot's blocks (close: never under a call in flight). */
     void free() {
         storage.close();
+        if (placedWord != null) {
+            placedWord.close();
+        }
         args.close();
         config.close();
         descriptor.close();

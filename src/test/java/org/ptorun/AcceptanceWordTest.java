@@ -54,4 +54,24 @@ class AcceptanceWordTest {
         assertThatThrownBy(() -> word.capture(run)).isInstanceOf(IllegalStateException.class);
         assertThat(word.toString()).contains("closed");
     }
+
+    @Test
+    void aWordPlacedInAnArenaReadsTheArenaWhileCapturedAndKeepsTheValueAfter() {
+        try (AcceptanceWord word = AcceptanceWord.allocate(3);
+             org.ptorun.internal.OffHeapBlock arena = org.ptorun.internal.OffHeapBlock.allocate(8, 8)) {
+            NativeRun run = new NativeRun(0, 1, 12, 3, 4);
+            arena.buffer().putInt(0, 99); // stale: capture sets it to the word's value
+            word.capture(run, arena);
+            assertThat(word.placedAddress()).isEqualTo(arena.address());
+            assertThat(word.value()).isZero();
+            arena.buffer().putInt(0, 3); // the chip host's store at the launch marker
+            assertThat(word.isAccepted()).isTrue();
+            word.release();
+            arena.buffer().putInt(0, 0); // the slot's next run reuses the arena word
+            assertThat(word.value()).as("the value the run left").isEqualTo(3);
+            assertThat(word.placedAddress()).isEqualTo(word.address());
+            word.reset();
+            assertThat(word.value()).isZero();
+        }
+    }
 }

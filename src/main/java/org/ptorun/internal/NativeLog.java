@@ -1,5 +1,7 @@
 package org.ptorun.internal;
 
+import java.util.ArrayDeque;
+import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,10 +22,15 @@ public final class NativeLog {
 
     private static final Logger LOG = LoggerFactory.getLogger(LOGGER_NAME);
 
+    /** Records {@link #lastLines()} keeps: what a crash report quotes. */
+    static final int TAIL_LINES = 16;
+
     private final NativeApi api;
     private final String variant;
     private final ReentrantLock lock = new ReentrantLock();
     private long buffer;
+    /** The last records logged, oldest first (under lock). */
+    private final ArrayDeque<String> tail = new ArrayDeque<>(TAIL_LINES);
 
     /** The log of the library behind {@code api}, named {@code variant} in each line. */
     public NativeLog(NativeApi api, String variant) {
@@ -47,10 +54,41 @@ public final class NativeLog {
             }
             int level;
             while ((level = api.logNext(buffer, RECORD_BYTES)) > 0) {
-                log(level, NativeMemory.cString(buffer));
+                String text = NativeMemory.cString(buffer);
+                log(level, text);
+                if (tail.size() == TAIL_LINES) {
+                    tail.removeFirst();
+                }
+                tail.addLast(levelName(level) + " " + text);
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Flushes, then the last {@value #TAIL_LINES} records logged, oldest first, each "LEVEL text". */
+    public List<String> lastLines() {
+        flush();
+        lock.lock();
+        try {
+            return List.copyOf(tail);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static String levelName(int level) {
+        switch (level) {
+            case NativeConstants.PTO_LOG_ERROR:
+                return "ERROR";
+            case NativeConstants.PTO_LOG_WARN:
+                return "WARN";
+            case NativeConstants.PTO_LOG_INFO:
+                return "INFO";
+            case NativeConstants.PTO_LOG_DEBUG:
+                return "DEBUG";
+            default:
+                return "TRACE";
         }
     }
 

@@ -2,10 +2,12 @@ package org.ptorun.internal;
 
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 
 /**
  * An aligned, zeroed, address-stable block of native memory with a little-endian
- * {@link ByteBuffer} view. Freed by {@link #close()} (idempotent, thread-safe).
+ * {@link ByteBuffer} view: the JVM's own ({@link #allocate}) or a piece of a chip's arena
+ * ({@link #adopt}, {@link HostMemory}). Freed by {@link #close()} (idempotent, thread-safe).
  */
 public final class OffHeapBlock implements AutoCloseable {
 
@@ -13,12 +15,14 @@ public final class OffHeapBlock implements AutoCloseable {
     private final long address;
     private final long size;
     private final ByteBuffer buffer;
+    private final LongConsumer free;
 
-    private OffHeapBlock(long raw, long address, long size) {
+    private OffHeapBlock(long raw, long address, long size, LongConsumer free) {
         this.raw = new AtomicLong(raw);
         this.address = address;
         this.size = size;
         this.buffer = NativeMemory.view(address, size);
+        this.free = free;
     }
 
     /**
@@ -38,7 +42,18 @@ public final class OffHeapBlock implements AutoCloseable {
             throw new OutOfMemoryError("native allocation of " + size + " bytes failed");
         }
         long aligned = (raw + alignment - 1) & -alignment;
-        return new OffHeapBlock(raw, aligned, size);
+        return new OffHeapBlock(raw, aligned, size, NativeMemory::free);
+    }
+
+    /**
+     * A block someone else allocated, zeroed and aligned: {@code close()} hands
+     * {@code address} to {@code free} once.
+     */
+    public static OffHeapBlock adopt(long address, long size, LongConsumer free) {
+        if (address == 0 || size <= 0 || size > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("block of " + size + " bytes at 0x" + Long.toHexString(address));
+        }
+        return new OffHeapBlock(address, address, size, free);
     }
 
     public long address() {
@@ -60,6 +75,9 @@ public final class OffHeapBlock implements AutoCloseable {
 
     @Override
     public void close() {
-        NativeMemory.free(raw.getAndSet(0));
+        long r = raw.getAndSet(0);
+        if (r != 0) {
+            free.accept(r);
+        }
     }
 }

@@ -11,7 +11,11 @@ package org.ptorun.worker;
  * @param committedDeviceMemory bytes of device memory committed on the chip now; once the
  *        Worker is closed, what was committed after its last run was finalized, just before
  *        the chip was closed (so a run that leaked device memory shows here)
+ * @param processId the pid of the chip's chip host in process isolation; 0 in process
+ * @param restarts how often the Worker restarted the chip ({@link RestartPolicy})
+ * @param down why the chip is unhealthy and stays down (e.g. its last crash and that the
+ *        policy allows no more restarts); "" while it is healthy
  */
 public record ChipHealth(int deviceId, boolean healthy, long outstanding, long succeeded, long failed,
-        long committedDeviceMemory) {
+        long committedDeviceMemory, long processId, int restarts, String down) {
 }

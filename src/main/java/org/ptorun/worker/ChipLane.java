@@ -1,17 +1,24 @@
 package org.ptorun.worker;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.ChipBusyException;
+import org.ptorun.ChipIsolation;
 import org.ptorun.ChipPoisonedException;
 import org.ptorun.ChipWorker;
 import org.ptorun.OverlapNotNowException;
 import org.ptorun.PipelineSlotPool;
 import org.ptorun.PtoError;
 import org.ptorun.RunReport;
+import org.ptorun.callable.ChipCallable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -55,7 +62,8 @@ final class ChipLane {
         Thread.yield();
     }
 
-    final ChipWorker chip;
+    /** Replaced only by the driver's {@link #restart()}, under this (health() reads it so). */
+    volatile ChipWorker chip;
     final int index;
     private final AdmissionQueue queue;
     private final DrainLedger ledger;
@@ -63,7 +71,16 @@ final class ChipLane {
     private final AcceptanceWord[] words;
     /** Overlap: a successor may be prepared while a run executes (depth 2 and the library supports it). */
     private final boolean overlaps;
-    private final DeviceWait deviceWait;
+    private DeviceWait deviceWait; // replaced with the chip
+    /** Opens a fresh chip on the lane's device (process isolation); null: the lane never restarts. */
+    private final Supplier<ChipWorker> reopen;
+    private final RestartPolicy policy;
+    /** When the restarts within the policy's window happened (driver-owned). */
+    private final ArrayDeque<Long> restartTimes = new ArrayDeque<>();
+    /** What the Worker registered on this chip, in order: what a restarted chip gets again (driver-owned). */
+    private final Map<Integer, ChipCallable> registered = new LinkedHashMap<>();
+    private volatile int restarts;
+    private volatile String down = "";
     /** Held by the lane's driver (the lane's rule, above). */
     private final ReentrantLock drive = new ReentrantLock();
 
@@ -77,7 +94,14 @@ final class ChipLane {
     private long committedAtClose; // guarded by this
 
     ChipLane(ChipWorker chip, int index, int requestedDepth, AdmissionQueue queue, DrainLedger ledger) {
+        this(chip, index, requestedDepth, queue, ledger, null, RestartPolicy.NEVER);
+    }
+
+    ChipLane(ChipWorker chip, int index, int requestedDepth, AdmissionQueue queue, DrainLedger ledger,
+             Supplier<ChipWorker> reopen, RestartPolicy policy) {
         this.chip = chip;
+        this.reopen = reopen;
+        this.policy = policy;
         this.index = index;
         this.queue = queue;
         this.ledger = ledger;
@@ -279,7 +303,9 @@ final class ChipLane {
                     return advanced + failQueuedFast();
                 case IDLE: {
                     if (unhealthy()) {
-                        poison();
+                        if (!restart()) {
+                            poison();
+                        }
                         continue;
                     }
                     Object head = queue.take(index, false);
@@ -436,6 +462,7 @@ final class ChipLane {
     private void apply(Registration r) {
         try {
             chip.registerCallable(r.id(), r.callable());
+            registered.put(r.id(), r.callable());
             r.done().complete(null);
         } catch (RuntimeException e) {
             r.done().completeExceptionally(e);
@@ -580,11 +607,82 @@ final class ChipLane {
         ledger.runFinished(index, t, result, outcome);
     }
 
-    // ---- poisoned chip -----------------------------------------------------------------------------
+    // ---- poisoned chip, restarts ---------------------------------------------------------------------
 
     private void poison() {
         to(LaneState.Event.POISON);
-        LOG.warn("device {} is poisoned: its queued runs fail with ChipPoisonedException", chip.deviceId());
+        if (down.isEmpty()) {
+            down = chip.processDeath().orElse("poisoned");
+        }
+        LOG.warn("device {} is down ({}): its queued runs fail with ChipPoisonedException", chip.deviceId(), down);
+    }
+
+    /** How often the Worker restarted this chip. */
+    int restarts() {
+        return restarts;
+    }
+
+    /** Why the chip stays down; "" while it is not. */
+    String down() {
+        return down;
+    }
+
+    /**
+     * The lane holds no run and its chip, in process isolation, turned unhealthy: replaces
+     * it with a fresh chip host on the same device as the policy allows (after its backoff,
+     * on this driver), registering every callable again. The queued runs stay and run on
+     * the new chip. False when the chip stays down ({@link #down} says why).
+     */
+    private boolean restart() {
+        if (reopen == null || chip.isolation() != ChipIsolation.PROCESS) {
+            return false;
+        }
+        String why = chip.processDeath().orElse("its library poisoned it");
+        long now = System.nanoTime();
+        long window = policy.window().toNanos();
+        while (!restartTimes.isEmpty() && now - restartTimes.peekFirst() >= window) {
+            restartTimes.removeFirst();
+        }
+        if (restartTimes.size() >= policy.maxRestarts()) {
+            down = why + "; not restarted: " + restartTimes.size() + " restart(s) within " + policy.window()
+                    + " already (" + policy + ")";
+            return false;
+        }
+        long backoff = policy.backoffBefore(restartTimes.size()).toNanos();
+        restartTimes.addLast(now);
+        LOG.warn("device {} is unhealthy ({}): restarting it in {} ms", chip.deviceId(), why, backoff / 1_000_000);
+        long until = System.nanoTime() + backoff;
+        for (long left = backoff; left > 0; left = until - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+        }
+        ChipWorker old = chip;
+        deviceWait.stop();
+        synchronized (this) {
+            try {
+                old.close();
+            } catch (RuntimeException e) {
+                LOG.warn("closing the unhealthy device {} failed", old.deviceId(), e);
+            }
+        }
+        ChipWorker fresh;
+        try {
+            fresh = reopen.get();
+            for (Map.Entry<Integer, ChipCallable> r : registered.entrySet()) {
+                fresh.registerCallable(r.getKey(), r.getValue());
+            }
+        } catch (RuntimeException e) {
+            down = why + "; its restart failed: " + e.getMessage();
+            LOG.error("restarting device {} failed; it stays down", old.deviceId(), e);
+            return false;
+        }
+        synchronized (this) {
+            chip = fresh;
+        }
+        deviceWait = new DeviceWait(fresh, () -> queue.post(index));
+        restarts++;
+        LOG.warn("device {} restarted ({} restart(s)); chip host pid {}", fresh.deviceId(), restarts,
+                fresh.processId().orElse(0));
+        return true;
     }
 
     private int failQueuedFast() {

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipPoisonedException;
+import org.ptorun.ChipIsolation;
 import org.ptorun.ChipWorker;
 import org.ptorun.CommGroup;
 import org.ptorun.CommRank;
@@ -79,7 +80,8 @@ public final class Worker implements AutoCloseable {
     private final Object closeMonitor = new Object();
     private boolean closed; // guarded by closeMonitor
 
-    private Worker(Builder b, Variant variant, List<ChipWorker> chips) {
+    private Worker(Builder b, HostRuntime runtime, List<ChipWorker> chips) {
+        Variant variant = runtime.variant();
         this.variant = variant;
         this.background = b.background;
         this.shutdownPolicy = b.shutdownPolicy;
@@ -96,7 +98,11 @@ public final class Worker implements AutoCloseable {
                 i -> !lanes[i].isPoisoned(), ledger, callbacks);
         queue.captureFailures(new FailureCapture(chips.get(0).variant(), b.captureDir, b.captureMaxBytes));
         for (int i = 0; i < n; i++) {
-            lanes[i] = new ChipLane(chips.get(i), i, b.pipelineDepth, queue, ledger);
+            ChipWorker chip = chips.get(i);
+            int device = chip.deviceId();
+            // a chip in process isolation is restarted on its device as the policy says
+            lanes[i] = new ChipLane(chip, i, b.pipelineDepth, queue, ledger,
+                    () -> ChipWorker.open(runtime, device, ChipIsolation.PROCESS), b.restartPolicy);
         }
         if (background) {
             queue.startDispatchers(i -> new Thread(lanes[i]::dispatch, "ptorun-dispatch-" + ids[i]));
@@ -436,8 +442,11 @@ public final class Worker implements AutoCloseable {
         List<ChipHealth> out = new ArrayList<>(lanes.length);
         for (ChipLane lane : lanes) {
             long memory = lane.committedDeviceMemory();
-            out.add(new ChipHealth(lane.chip.deviceId(), !lane.isPoisoned() && lane.chip.isHealthy(),
-                    ledger.outstanding(lane.index), ledger.succeeded(lane.index), ledger.failed(lane.index), memory));
+            ChipWorker chip = lane.chip;
+            boolean healthy = !lane.isPoisoned() && chip.isHealthy();
+            out.add(new ChipHealth(chip.deviceId(), healthy, ledger.outstanding(lane.index),
+                    ledger.succeeded(lane.index), ledger.failed(lane.index), memory, chip.processId().orElse(0),
+                    lane.restarts(), healthy ? "" : lane.down()));
         }
         return out;
     }
@@ -597,6 +606,9 @@ public final class Worker implements AutoCloseable {
         private RunObserver observer;
         private WorkerTimeline timeline;
 
+        private ChipIsolation isolation;
+        private RestartPolicy restartPolicy = RestartPolicy.DEFAULT;
+
         private Builder() {
         }
 
@@ -719,6 +731,26 @@ public final class Worker implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Where each chip's library runs (default {@link ChipIsolation#configuredDefault()}):
+         * {@link ChipIsolation#PROCESS} puts every chip in a chip host process of its own, so
+         * a kernel that crashes fails that chip's runs, not the service (docs/isolation.md).
+         */
+        public Builder isolation(ChipIsolation isolation) {
+            this.isolation = Objects.requireNonNull(isolation, "isolation");
+            return this;
+        }
+
+        /**
+         * How chips in {@link ChipIsolation#PROCESS process isolation} are restarted when
+         * they turn unhealthy (default {@link RestartPolicy#DEFAULT}; {@link RestartPolicy#NEVER}
+         * keeps a crashed chip down). Chips in process are never restarted.
+         */
+        public Builder restartPolicy(RestartPolicy policy) {
+            this.restartPolicy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
         /** At most this many pipeline slots per chip, 1 or 2 (default 2; the library's contract may allow fewer). */
         public Builder pipelineDepth(int depth) {
             if (depth < 1 || depth > 2) {
@@ -753,9 +785,10 @@ public final class Worker implements AutoCloseable {
             Worker worker;
             try {
                 for (int id : devices) {
-                    chips.add(ChipWorker.open(rt, id));
+                    chips.add(ChipWorker.open(rt, id, isolation == null ? ChipIsolation.configuredDefault()
+                            : isolation));
                 }
-                worker = new Worker(this, rt.variant(), chips);
+                worker = new Worker(this, rt, chips);
             } catch (RuntimeException | Error e) {
                 for (ChipWorker c : chips) {
                     c.close();

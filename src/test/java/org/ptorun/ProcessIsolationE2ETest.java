@@ -1,0 +1,252 @@
+package org.ptorun;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.ptorun.SimE2E.SENTINEL;
+import static org.ptorun.SimE2E.assertBitExact;
+import static org.ptorun.SimE2E.filled;
+import static org.ptorun.SimE2E.random;
+import static org.ptorun.callable.Direction.IN;
+import static org.ptorun.callable.Direction.OUT;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.ptorun.callable.ChipCallable;
+import org.ptorun.callable.CoreType;
+import org.ptorun.callable.Kernel;
+import org.ptorun.callable.Param;
+import org.ptorun.callable.Program;
+import org.ptorun.testing.ChipCrashes;
+
+/**
+ * Chips in process isolation (docs/isolation.md) on all eight libraries: golden runs,
+ * host memory in and out of the chip host's arena, and the crashes a chip process must
+ * contain — a kernel that segfaults or aborts, a kill -9 — each failing the chip's run
+ * precisely while another chip goes on, and leaving no process or descriptor behind.
+ */
+class ProcessIsolationE2ETest {
+
+    static List<Variant> variants() {
+        return SimE2E.allVariants();
+    }
+
+    private static ChipWorker openProcess(Variant variant) {
+        return ChipWorker.open(HostRuntime.load(variant), 0, ChipIsolation.PROCESS);
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aChipInItsOwnProcessRunsTheVectorChainBitExact(Variant variant) {
+        int n = 4096;
+        try (ChipWorker chip = openProcess(variant)) {
+            assertThat(chip.isolation()).isEqualTo(ChipIsolation.PROCESS);
+            long pid = chip.processId().orElseThrow();
+            assertThat(pid).isNotEqualTo(ProcessHandle.current().pid());
+            assertThat(chipHosts()).contains(pid);
+            chip.registerCallable(1, ChipWorkerE2ETest.vectorChain(n));
+            for (int run = 0; run < 4; run++) {
+                float[] a = random(n, run);
+                float[] b = random(n, 100 + run);
+                float[] f = filled(n);
+                float[][] scratch = {filled(n), filled(n), filled(n), filled(n)};
+                chip.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(f), Tensor.of(scratch[0]),
+                        Tensor.of(scratch[1]), Tensor.of(scratch[2]), Tensor.of(scratch[3])), CallConfig.DEFAULT);
+                assertBitExact(f, ChipWorkerE2ETest.reference(a, b));
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void directBuffersAndDeviceBuffersCrossIntoTheChipProcess(Variant variant) {
+        int n = 1 << 20; // 4 MiB: more than one bounce through the arena
+        float[] a = random(n, 1);
+        float[] b = random(n, 2);
+        ByteBuffer da = direct(a);
+        ByteBuffer db = direct(b);
+        ByteBuffer dc = ByteBuffer.allocateDirect(4 * n).order(ByteOrder.nativeOrder());
+        try (ChipWorker chip = openProcess(variant)) {
+            chip.registerCallable(1, vadd(n));
+            // direct buffers outside the arena: staged into it and copied back
+            chip.run(1, TaskArgs.of(Tensor.of(da, DType.F32, n), Tensor.of(db, DType.F32, n),
+                    Tensor.of(dc, DType.F32, n)), CallConfig.DEFAULT);
+            float[] c = new float[n];
+            dc.asFloatBuffer().get(c);
+            assertBitExact(c, sum(a, b));
+            // device buffers: copies from arrays and direct buffers, and back
+            try (DeviceBuffer x = chip.malloc(4L * n); DeviceBuffer y = chip.malloc(4L * n);
+                 DeviceBuffer z = chip.malloc(4L * n)) {
+                chip.copyTo(x, a);
+                chip.copyTo(y, db.duplicate());
+                chip.run(1, TaskArgs.of(Tensor.of(x, DType.F32, n), Tensor.of(y, DType.F32, n),
+                        Tensor.of(z, DType.F32, n)), CallConfig.DEFAULT);
+                float[] back = new float[n];
+                chip.copyFrom(z, back);
+                assertBitExact(back, sum(a, b));
+                ByteBuffer out = ByteBuffer.allocateDirect(4 * n).order(ByteOrder.nativeOrder());
+                chip.copyFrom(z, out);
+                float[] viaDirect = new float[n];
+                out.asFloatBuffer().get(viaDirect);
+                assertBitExact(viaDirect, sum(a, b));
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aSegfaultingKernelFailsItsRunAndItsChipNotTheJvmNorAnotherChip(Variant variant) {
+        crashesItsChipOnly(variant, "segfault", "signal 11");
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void anAbortingKernelFailsItsRunAndItsChipNotTheJvmNorAnotherChip(Variant variant) {
+        crashesItsChipOnly(variant, "abort_kernel", "signal 6");
+    }
+
+    private void crashesItsChipOnly(Variant variant, String kernel, String signal) {
+        int n = 1024;
+        openProcess(variant).close(); // the first chip host of the JVM loads the proxy and starts its threads
+        long fds = openFds();
+        List<Long> before = chipHosts();
+        try (ChipWorker doomed = openProcess(variant); ChipWorker healthy = openProcess(variant)) {
+            long pid = doomed.processId().orElseThrow();
+            doomed.registerCallable(1, crashing(kernel, n));
+            healthy.registerCallable(1, vadd(n));
+            assertThatThrownBy(() -> doomed.run(1, TaskArgs.of(Tensor.of(random(n, 1)), Tensor.of(filled(n))),
+                    CallConfig.DEFAULT))
+                    .isInstanceOf(ChipCrashedException.class)
+                    .hasMessageContaining("pid " + pid)
+                    .hasMessageContaining(signal)
+                    .hasMessageContaining("run_id=");
+            assertThat(doomed.isHealthy()).as("a crashed chip is unhealthy").isFalse();
+            assertThatThrownBy(() -> doomed.malloc(64)).isInstanceOf(PtoRunException.class);
+            assertThat(chipHosts()).as("the dead chip host was collected").doesNotContain(pid);
+            // the other chip never stopped
+            float[] a = random(n, 2);
+            float[] b = random(n, 3);
+            float[] c = filled(n);
+            healthy.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)), CallConfig.DEFAULT);
+            assertBitExact(c, sum(a, b));
+        }
+        assertThat(chipHosts()).as("no chip host is left").isEqualTo(before);
+        assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aKilledChipFailsTheRunInFlightAndEveryLaterCall(Variant variant) {
+        int n = 1024;
+        try (ChipWorker chip = openProcess(variant)) {
+            chip.registerCallable(1, vadd(n));
+            float[] a = random(n, 4);
+            float[] b = random(n, 5);
+            float[] c = filled(n);
+            chip.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)), CallConfig.DEFAULT);
+            assertBitExact(c, sum(a, b));
+            assertThat(ChipCrashes.kill(chip, ChipCrashes.SIGKILL)).isTrue();
+            float[] d = filled(n);
+            assertThatThrownBy(() -> chip.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(d)),
+                    CallConfig.DEFAULT))
+                    .isInstanceOf(ChipCrashedException.class)
+                    .hasMessageContaining("signal 9");
+            assertThat(d).as("nothing copied back").containsOnly(SENTINEL);
+            assertThat(ChipCrashes.kill(chip, ChipCrashes.SIGKILL)).as("gone already").isFalse();
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aHangingKernelIsBoundedByItsTimeoutAndItsChipProcessNotTheJvm(Variant variant) {
+        int n = 256;
+        CallConfig bounded = CallConfig.builder().timeoutMs(300).build();
+        try (ChipWorker doomed = openProcess(variant); ChipWorker healthy = openProcess(variant)) {
+            long pid = doomed.processId().orElseThrow();
+            doomed.registerCallable(1, crashing("hang", n));
+            healthy.registerCallable(1, vadd(n));
+            float[] out = filled(n);
+            assertThatThrownBy(() -> doomed.run(1, TaskArgs.of(Tensor.of(random(n, 1)), Tensor.of(out)), bounded))
+                    .isInstanceOfAny(RunTimeoutException.class, ChipCrashedException.class)
+                    .hasMessageContaining("run_id=");
+            assertThat(out).as("nothing copied back").containsOnly(SENTINEL);
+            float[] a = random(n, 2);
+            float[] b = random(n, 3);
+            float[] c = filled(n);
+            healthy.run(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)), CallConfig.DEFAULT);
+            assertBitExact(c, sum(a, b));
+            doomed.close(); // a kernel still parked in the chip host: close kills it
+            assertThat(chipHosts()).doesNotContain(pid);
+        }
+    }
+
+    // ---- helpers ------------------------------------------------------------------------------------
+
+    static ChipCallable vadd(int n) {
+        long bytes = 4L * n;
+        return ChipCallable.builder()
+                .signature(IN, IN, OUT)
+                .child(0, Kernel.vadd())
+                .program(Program.builder()
+                        .submit(0, Param.tensor(0, IN, 0, bytes), Param.tensor(1, IN, 0, bytes),
+                                Param.tensor(2, OUT, 0, bytes))
+                        .build())
+                .build();
+    }
+
+    /** x IN, y OUT: one task of {@code kernel} of libptorun_test_crash.so. */
+    static ChipCallable crashing(String kernel, int n) {
+        long bytes = 4L * n;
+        return ChipCallable.builder()
+                .signature(IN, OUT)
+                .child(3, CoreType.AIV, Kernel.fromLibrary(SimE2E.testLibrary("libptorun_test_crash.so"), kernel))
+                .program(Program.builder()
+                        .submit(3, Param.tensor(0, IN, 0, bytes), Param.tensor(1, OUT, 0, bytes))
+                        .build())
+                .build();
+    }
+
+    static float[] sum(float[] a, float[] b) {
+        float[] c = new float[a.length];
+        for (int i = 0; i < a.length; i++) {
+            c[i] = a[i] + b[i];
+        }
+        return c;
+    }
+
+    private static ByteBuffer direct(float[] values) {
+        ByteBuffer b = ByteBuffer.allocateDirect(4 * values.length).order(ByteOrder.nativeOrder());
+        b.asFloatBuffer().put(values);
+        return b;
+    }
+
+    /** The pids of this JVM's chip host children that still exist (zombies included). */
+    static List<Long> chipHosts() {
+        try (Stream<ProcessHandle> children = ProcessHandle.current().children()) {
+            return children.filter(p -> p.info().command().map(c -> c.endsWith("ptorun-chiphost")).orElse(false)
+                    || isChipHost(p.pid())).map(ProcessHandle::pid).sorted().toList();
+        }
+    }
+
+    private static boolean isChipHost(long pid) {
+        try {
+            return Files.readString(Path.of("/proc/" + pid + "/comm")).trim().startsWith("ptorun-chiphos");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    static long openFds() {
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.count();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+}
