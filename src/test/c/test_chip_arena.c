@@ -192,6 +192,26 @@ TEST(chiphost_arena_attach_refuses_a_taken_range)
     chip_arena_close(&a);
 }
 
+TEST(chiphost_arena_sits_far_from_the_loaders_and_mmap_areas)
+{
+    /* two arenas: both in [16 TiB, 80 TiB) (chip_arena.c), whatever the kernel's own
+       choice would have been; a sanitizer's shadow owns that area, so there the kernel
+       places them */
+    ChipArena a, b;
+    REQUIRE(chip_arena_create(ARENA_BYTES, &a) == PTO_OK);
+    REQUIRE(chip_arena_create(ARENA_BYTES, &b) == PTO_OK);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    for (int i = 0; i < 2; i++) {
+        uint64_t base = (uint64_t)(uintptr_t)(i == 0 ? a.base : b.base);
+        CHECK(base >= 0x100000000000ull && base < 0x500000000000ull);
+        CHECK(base % (1ull << 30) == 0);
+    }
+#endif
+    CHECK(a.base != b.base);
+    chip_arena_close(&b);
+    chip_arena_close(&a);
+}
+
 /* ---- the arena shared with the child ------------------------------------------- */
 
 TEST(chiphost_arena_peek_reads_the_parents_bytes)

@@ -1169,7 +1169,19 @@ class LifecycleStressE2ETest {
         static NativeThreads now() {
             Map<String, Set<Long>> byName = new TreeMap<>();
             NAMES.forEach(n -> byName.put(n, new TreeSet<>()));
-            try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            // this JVM's, and in process isolation its chip hosts' (a chip's threads live there)
+            List<Path> taskDirs = new java.util.ArrayList<>(List.of(Path.of("/proc/self/task")));
+            for (long pid : ProcessIsolationE2ETest.chipHosts()) {
+                taskDirs.add(Path.of("/proc/" + pid + "/task"));
+            }
+            for (Path taskDir : taskDirs) {
+                addThreads(taskDir, byName);
+            }
+            return new NativeThreads(byName);
+        }
+
+        private static void addThreads(Path taskDir, Map<String, Set<Long>> byName) {
+            try (DirectoryStream<Path> tasks = Files.newDirectoryStream(taskDir)) {
                 for (Path task : tasks) {
                     String name;
                     try {
@@ -1190,10 +1202,11 @@ class LifecycleStressE2ETest {
                         ids.add(Long.parseLong(task.getFileName().toString()));
                     }
                 }
+            } catch (NoSuchFileException gone) {
+                // a chip host that exited since it was listed has no threads
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
-            return new NativeThreads(byName);
         }
 
         Set<Long> ids(String name) {

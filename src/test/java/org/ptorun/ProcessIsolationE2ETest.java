@@ -186,6 +186,86 @@ class ProcessIsolationE2ETest {
         }
     }
 
+    /**
+     * kill -9 lands at a random phase call (prepare, launch, poll, await or finalize; the
+     * killer is released just before the chosen call and kills while it runs or right
+     * after): every run before it is golden, the run it hits and every later one fail with
+     * {@link ChipCrashedException}, no failed run copies anything back, and the chip host
+     * is gone with no descriptor left.
+     */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aKillAtARandomPhaseFailsPreciselyAndNothingElse(Variant variant) throws Exception {
+        int n = 4096;
+        openProcess(variant).close(); // warm: the proxy and its threads
+        long fds = openFds();
+        java.util.SplittableRandom rnd = new java.util.SplittableRandom(variant.hashCode() * 31L + 7);
+        for (int trial = 0; trial < 3; trial++) {
+            int runs = 4;
+            int phasesPerRun = 4; // prepare, launch, poll, finalize (the third is an await every other run)
+            int killAt = rnd.nextInt(runs * phasesPerRun);
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            try (ChipWorker chip = openProcess(variant)) {
+                chip.registerCallable(1, vadd(n));
+                Thread killer = new Thread(() -> {
+                    try {
+                        release.await();
+                        ChipCrashes.kill(chip, ChipCrashes.SIGKILL);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }, "killer");
+                killer.start();
+                int phase = 0;
+                boolean crashed = false;
+                for (int r = 0; r < runs; r++) {
+                    float[] a = random(n, trial * 10L + r);
+                    float[] b = random(n, trial * 10L + r + 100);
+                    float[] c = filled(n);
+                    try {
+                        if (phase++ == killAt) {
+                            release.countDown();
+                        }
+                        NativeRun run = chip.prepare(1, TaskArgs.of(Tensor.of(a), Tensor.of(b), Tensor.of(c)),
+                                CallConfig.DEFAULT, PipelineSlotLease.of(0, 1), r, r, null);
+                        try {
+                            if (phase++ == killAt) {
+                                release.countDown();
+                            }
+                            chip.launch(run);
+                            if (phase++ == killAt) {
+                                release.countDown();
+                            }
+                            if (r % 2 == 0) {
+                                chip.await(run);
+                            } else {
+                                chip.poll(run);
+                            }
+                        } finally {
+                            if (phase++ == killAt) {
+                                release.countDown();
+                            }
+                            chip.finalizeRun(run);
+                        }
+                        assertThat(crashed).as("no run succeeds after a failed one").isFalse();
+                        assertBitExact(c, sum(a, b));
+                    } catch (ChipCrashedException e) {
+                        crashed = true;
+                        assertThat(e).hasMessageContaining("signal 9");
+                        assertThat(c).as("a failed run copies nothing back").containsOnly(SENTINEL);
+                    }
+                }
+                release.countDown(); // a kill point past the last call
+                killer.join();
+                if (!crashed) {
+                    assertThatThrownBy(() -> chip.malloc(64)).isInstanceOf(ChipCrashedException.class);
+                }
+            }
+        }
+        assertThat(chipHosts()).as("no chip host is left").isEmpty();
+        assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
+    }
+
     // ---- helpers ------------------------------------------------------------------------------------
 
     static ChipCallable vadd(int n) {
