@@ -149,7 +149,7 @@ PTO_EXPORT int chip_proxy_comm_release_domain_windows(void *comm, uint64_t alloc
 PTO_EXPORT int chip_proxy_comm_barrier(void *comm);
 /* comm_break_domain. */
 PTO_EXPORT int chip_proxy_comm_break_domain(void *comm, uint64_t device_ctx);
-/* comm_destroy, then frees the handle when it succeeded or the child is gone; NULL tolerated. */
+/* comm_destroy, then frees the handle when it succeeded; a gone child: frees it and returns PTO_OK (the rank left with its process); NULL tolerated. */
 PTO_EXPORT int chip_proxy_comm_destroy(void *comm);
 
 #endif

@@ -455,7 +455,14 @@ PTO_EXPORT int chip_proxy_comm_destroy(void *comm)
         return PTO_OK; /* as comm_destroy(NULL) */
     }
     int rc = int_call(comm, "comm_destroy", CHIP_OP_COMM_DESTROY, NULL, 0);
-    if (rc == PTO_OK || rc == PTO_ERR_CHIP_CRASHED) /* a gone chip: the handle only */
+    if (rc == PTO_ERR_CHIP_CRASHED) {
+        /* the rank left the group with its process: the handle is all there is to free,
+           and the call succeeded (a caller keeping the handle on a failure must not
+           destroy it twice) */
+        pto_clear_error();
+        rc = PTO_OK;
+    }
+    if (rc == PTO_OK)
         free(comm);
     return rc;
 }

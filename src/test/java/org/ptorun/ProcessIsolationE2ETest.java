@@ -112,9 +112,16 @@ class ProcessIsolationE2ETest {
     }
 
     private void crashesItsChipOnly(Variant variant, String kernel, String signal) {
-        int n = 1024;
-        openProcess(variant).close(); // the first chip host of the JVM loads the proxy and starts its threads
+        // once to warm what the JVM opens on first use (the proxy, its threads, lazily opened jars),
+        // then again counting descriptors
+        crashOnce(variant, kernel, signal);
         long fds = openFds();
+        crashOnce(variant, kernel, signal);
+        assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
+    }
+
+    private void crashOnce(Variant variant, String kernel, String signal) {
+        int n = 1024;
         List<Long> before = chipHosts();
         try (ChipWorker doomed = openProcess(variant); ChipWorker healthy = openProcess(variant)) {
             long pid = doomed.processId().orElseThrow();
@@ -137,7 +144,6 @@ class ProcessIsolationE2ETest {
             assertBitExact(c, sum(a, b));
         }
         assertThat(chipHosts()).as("no chip host is left").isEqualTo(before);
-        assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
     }
 
     @ParameterizedTest
@@ -264,6 +270,55 @@ class ProcessIsolationE2ETest {
         }
         assertThat(chipHosts()).as("no chip host is left").isEmpty();
         assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
+    }
+
+    /**
+     * A comm group whose ranks are chip processes loses one mid-collective (its process
+     * killed while its peers wait in a barrier for it): the lost rank's call fails with
+     * {@code PTO_ERR_CHIP_CRASHED}, every surviving rank's with a {@link CommException} naming it
+     * within the group's timeout, and nothing is left in /dev/shm once the chips close.
+     */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void aGroupLosingARanksProcessMidCollectiveFailsEverySurvivorPrecisely(Variant variant,
+            @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        HostRuntime runtime = HostRuntime.load(variant);
+        List<ChipWorker> chips = new java.util.ArrayList<>();
+        for (int d = 0; d < 3; d++) {
+            chips.add(ChipWorker.open(runtime, d, ChipIsolation.PROCESS));
+        }
+        try (CommGroup group = CommGroup.open(chips, dir.resolve("rootinfo"), java.time.Duration.ofSeconds(3))) {
+            group.allocWindows(4096);
+            group.barrier(); // all three alive: it completes
+            List<CommRank> ranks = group.ranks();
+            Throwable[] failures = new Throwable[2];
+            java.util.concurrent.CountDownLatch entering = new java.util.concurrent.CountDownLatch(2);
+            List<Thread> survivors = new java.util.ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                int rank = r;
+                Thread t = new Thread(() -> {
+                    entering.countDown();
+                    failures[rank] = org.assertj.core.api.Assertions.catchThrowable(() -> ranks.get(rank).barrier());
+                }, "rank-" + r);
+                survivors.add(t);
+                t.start();
+            }
+            entering.await();
+            assertThat(ChipCrashes.kill(chips.get(2), ChipCrashes.SIGKILL)).isTrue();
+            assertThatThrownBy(() -> ranks.get(2).barrier()).isInstanceOfSatisfying(CommException.class,
+                    e -> assertThat(e.error()).contains(PtoError.CHIP_CRASHED));
+            for (Thread t : survivors) {
+                t.join();
+            }
+            for (int r = 0; r < 2; r++) {
+                assertThat(failures[r]).as("rank %d", r).isInstanceOf(CommException.class);
+                assertThat(((CommException) failures[r]).failedRank()).as(failures[r].getMessage()).hasValue(2);
+            }
+        } finally {
+            chips.forEach(ChipWorker::close);
+        }
+        assertThat(chipHosts()).as("no chip host is left").isEmpty();
+        assertThat(CommMultiProcessE2ETest.leftInDevShm()).isEmpty();
     }
 
     // ---- helpers ------------------------------------------------------------------------------------
