@@ -4,6 +4,7 @@ import static org.ptorun.callable.Direction.OUT;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.ptorun.CallConfig;
+import org.ptorun.ChipIsolation;
 import org.ptorun.ChipWorker;
 import org.ptorun.HostRuntime;
 import org.ptorun.TaskArgs;
@@ -59,7 +60,9 @@ public final class JarSmoke {
                 if (variant.platform() == Variant.Platform.ONBOARD) {
                     driver = " driver " + EmulatedFaults.of(runtime).driverFile();
                 }
+                ChipIsolation isolation;
                 try (ChipWorker chip = ChipWorker.open(runtime, 0)) {
+                    isolation = chip.isolation();
                     chip.registerCallable(ADD, vectorAdd());
                     chip.registerCallable(CHAIN, vectorChain());
                     float[] a = ramp(1), b = ramp(5), c = new float[N];
@@ -79,7 +82,7 @@ public final class JarSmoke {
                     ticket.result().get(60, TimeUnit.SECONDS);
                     checkChain(a, b, f, name + " worker chain");
                 }
-                System.out.println("OK " + variant + " from " + runtime.libraryFile() + driver);
+                System.out.println("OK " + variant + " from " + runtime.libraryFile() + driver + " in " + isolation);
             }
         } catch (RuntimeException e) {
             System.out.println("FAIL " + e.getClass().getName() + ": " + e.getMessage());

@@ -48,11 +48,35 @@ class PackagedJarIT {
                     .contains("/libptorun_" + v.replace('/', '_') + ".so");
             if (v.contains("onboard")) {
                 assertThat(line).as("the bundled driver, extracted beside the runner")
-                        .matches(".* from (\\S+)/libptorun_\\S+\\.so driver \\1/libptorun_emudrv\\.so");
+                        .matches(".* from (\\S+)/libptorun_\\S+\\.so driver \\1/libptorun_emudrv\\.so in IN_PROCESS");
             }
         }
         try (Stream<Path> left = Files.list(tmp)) {
             assertThat(left).as("the private folder is deleted at exit").isEmpty();
+        }
+    }
+
+    /**
+     * The same in process isolation: every chip in a chip host process, the executable and
+     * the proxy library extracted from the jar beside the variant libraries; nothing of them
+     * is left once the JVM exits.
+     */
+    @Test
+    void allEightLibrariesRunFromTheJarInChipProcesses() throws Exception {
+        Path tmp = Files.createDirectory(work.resolve("tmp"));
+        JarChild.Outcome o = run(List.of("--enable-native-access=ALL-UNNAMED", "-Djava.io.tmpdir=" + tmp,
+                "-Dptorun.isolation=process"), Map.of(), "all");
+        assertThat(o.exitCode()).as(o.output()).isZero();
+        for (String v : VARIANTS) {
+            assertThat(o.output()).as("%s in:%n%s", v, o.output()).containsPattern("OK " + v + " from "
+                    + java.util.regex.Pattern.quote(tmp.resolve("ptorun-").toString()) + ".* in PROCESS");
+        }
+        try (Stream<Path> left = Files.list(tmp)) {
+            assertThat(left).as("the private folder is deleted at exit").isEmpty();
+        }
+        try (Stream<ProcessHandle> all = ProcessHandle.allProcesses()) {
+            assertThat(all.filter(p -> p.info().command().orElse("").startsWith(tmp.toString())))
+                    .as("no chip host outlives its JVM").isEmpty();
         }
     }
 
