@@ -7,11 +7,12 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.ptorun.LibraryLoadException;
 import org.ptorun.PtoError;
@@ -31,15 +32,18 @@ public final class ChipHost implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ChipHost.class);
 
     /**
-     * Starts every chip host. A child dies with the thread that started it
-     * (PR_SET_PDEATHSIG follows the thread, not the process), so one daemon thread that
-     * lives as long as the JVM starts them all.
+     * Starts every chip host, on the one thread {@code ptorun-chip-spawner}. A child dies
+     * with the thread that started it (PR_SET_PDEATHSIG follows the thread, not the
+     * process), so that thread lives while any chip host it started does; with none left
+     * it ends after a second idle, or at once when interrupted (the next start makes a new
+     * one). A daemon: it never holds the JVM up.
      */
-    private static final ExecutorService SPAWNER = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "ptorun-chip-spawner");
-        t.setDaemon(true);
-        return t;
-    });
+    private static final Executor SPAWNER = ChipHost::spawn;
+    private static final Object SPAWN_LOCK = new Object();
+    private static final LinkedBlockingQueue<Runnable> SPAWNS = new LinkedBlockingQueue<>();
+    /** Chip hosts started and not yet closed: the spawner stays while there is one. */
+    private static final AtomicInteger LIVE = new AtomicInteger();
+    private static Thread spawner; // guarded by SPAWN_LOCK
 
     /** The system property sizing a chip host's arena, in bytes (docs/isolation.md). */
     public static final String ARENA_BYTES_PROPERTY = "ptorun.chipArenaBytes";
@@ -97,6 +101,9 @@ public final class ChipHost implements AutoCloseable {
         // the failure message is thread-local: read on the thread that failed
         CompletableFuture<Started> started = CompletableFuture.supplyAsync(() -> {
             long handle = ChipProxy.chip_proxy_start(exePath, libraryPath, arenaBytes);
+            if (handle != 0) {
+                LIVE.incrementAndGet(); // before the spawner can look: it must not end under this child
+            }
             return new Started(handle, handle == 0 ? NativeMemory.cString(ChipProxy.chip_proxy_last_error()) : "");
         }, SPAWNER);
         Started s;
@@ -105,7 +112,12 @@ public final class ChipHost implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             // the start goes on: stop what it starts
-            started.thenAccept(h -> ChipProxy.chip_proxy_stop(h.handle()));
+            started.thenAccept(h -> {
+                if (h.handle() != 0) {
+                    ChipProxy.chip_proxy_stop(h.handle());
+                    LIVE.decrementAndGet();
+                }
+            });
             throw new IllegalStateException("interrupted while starting a chip host for " + variant, e);
         } catch (ExecutionException e) {
             throw new IllegalStateException("starting a chip host for " + variant + " failed", e.getCause());
@@ -122,6 +134,38 @@ public final class ChipHost implements AutoCloseable {
     }
 
     private record Started(long handle, String error) {
+    }
+
+    private static void spawn(Runnable start) {
+        synchronized (SPAWN_LOCK) {
+            SPAWNS.add(start);
+            if (spawner == null) {
+                spawner = new Thread(ChipHost::serveSpawns, "ptorun-chip-spawner");
+                spawner.setDaemon(true);
+                spawner.start();
+            }
+        }
+    }
+
+    private static void serveSpawns() {
+        for (;;) {
+            Runnable start = null;
+            try {
+                start = SPAWNS.poll(1, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                // asked to end: it may once no chip host it started lives
+            }
+            if (start != null) {
+                start.run();
+                continue;
+            }
+            synchronized (SPAWN_LOCK) {
+                if (SPAWNS.isEmpty() && LIVE.get() == 0) {
+                    spawner = null;
+                    return;
+                }
+            }
+        }
     }
 
     /**
@@ -207,6 +251,8 @@ public final class ChipHost implements AutoCloseable {
             return t;
         });
         e.setRemoveOnCancelPolicy(true); // a cancelled bound leaves nothing queued
+        e.setKeepAliveTime(1, TimeUnit.SECONDS);
+        e.allowCoreThreadTimeOut(true); // idle for a second, the thread ends; the next bound starts one
         return e;
     }
 
@@ -238,6 +284,7 @@ public final class ChipHost implements AutoCloseable {
             RUNNING.remove(pid, this);
             log.flush();
             ChipProxy.chip_proxy_stop(c);
+            LIVE.decrementAndGet();
             LOG.info("stopped {}", name);
         }
     }
