@@ -592,9 +592,10 @@ class WorkerE2ETest {
                     .shutdownPolicy(policy).chipSelection(ChipSelection.ROUND_ROBIN).build();
             w.register(CHAIN, ChipWorkerE2ETest.vectorChain(N)).get(60, TimeUnit.SECONDS);
             w.register(PACED, paced()).get(60, TimeUnit.SECONDS);
-            // warm-up: on each chip a 20 ms run with chain runs behind it, so that (hbg) a
-            // successor is staged in the second slot and both arena banks have been used
-            List<PacedJob> slow = List.of(enqueuePaced(w, 98, 0, 20_000), enqueuePaced(w, 99, 0, 20_000));
+            // warm-up: on each chip a 200 ms run with chain runs behind it, so that (hbg) a
+            // successor is staged in the second slot and both arena banks have been used (200 ms:
+            // long enough that the chain runs queue behind it even on a loaded machine)
+            List<PacedJob> slow = List.of(enqueuePaced(w, 98, 0, 200_000), enqueuePaced(w, 99, 0, 200_000));
             List<Job> warmUp = new ArrayList<>();
             for (int i = 0; i < 4; i++) {
                 warmUp.add(enqueueChain(w, 100 + i));

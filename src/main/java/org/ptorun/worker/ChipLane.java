@@ -614,7 +614,12 @@ final class ChipLane {
         if (down.isEmpty()) {
             down = chip.processDeath().orElse("poisoned");
         }
-        LOG.warn("device {} is down ({}): its queued runs fail with ChipPoisonedException", chip.deviceId(), down);
+        if (chip.isolation() == ChipIsolation.IN_PROCESS) {
+            LOG.warn("device {} is poisoned: its queued runs fail with ChipPoisonedException", chip.deviceId());
+        } else {
+            LOG.warn("device {} is down ({}): its queued runs fail with ChipPoisonedException", chip.deviceId(),
+                    down);
+        }
     }
 
     /** How often the Worker restarted this chip. */
