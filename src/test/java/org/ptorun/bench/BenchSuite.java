@@ -451,11 +451,24 @@ public final class BenchSuite {
                         .append(String.format(Locale.ROOT, " %.2f", v));
             }
         });
-        return new Row("P15", what, String.format(Locale.ROOT, "%.2f proxied calls per run (%s); sleeps per run:"
-                                + " caller %.2f, chip host %.2f; cycle %.1f us counted; round trip %.0f ns vs %.0f ns"
-                                + " in process", m.get("callsPerRun"), calls, m.get("parentSleepsPerRun"),
-                        m.get("childSleepsPerRun"), m.get("countedCycleUs"), m.get("pingProcessNs"),
-                        m.get("pingInNs")),
+        StringBuilder times = new StringBuilder();
+        new java.util.TreeMap<>(m).forEach((k, v) -> {
+            if (k.startsWith("us.")) {
+                String call = k.substring(3);
+                times.append(times.length() == 0 ? "" : ", ").append(call).append(String.format(Locale.ROOT,
+                        " %.1f / %.1f us", v, m.getOrDefault("inUs." + call, Double.NaN)));
+            }
+        });
+        return new Row("P15", what, String.format(Locale.ROOT, "%.2f proxied calls per run (%s); per call, process /"
+                                + " in process: %s; sleeps per run: caller %.2f, chip host %.2f; cycle %.1f us counted"
+                                + " (in process %.1f us); round trip mean %.0f ns, p50 %.0f ns vs %.0f ns in process,"
+                                + " with %.2f / %.2f involuntary switches (yields) per round trip, caller / chip host",
+                        m.get("callsPerRun"), calls, times, m.get("parentSleepsPerRun"),
+                        m.get("childSleepsPerRun"), m.get("countedCycleUs"),
+                        m.getOrDefault("inCountedCycleUs", Double.NaN), m.get("pingProcessNs"),
+                        m.getOrDefault("pingProcessP50Ns", Double.NaN), m.get("pingInNs"),
+                        m.getOrDefault("pingParentPreemptionsPerPing", Double.NaN),
+                        m.getOrDefault("pingChildPreemptionsPerPing", Double.NaN)),
                 String.format(Locale.ROOT, "%.2f calls, %.0f ns", m.get("callsPerRun"), m.get("pingProcessNs")),
                 "(counted)", "-");
     }

@@ -249,7 +249,9 @@ public final class ProcessIsolationBench {
 
     // ---- worker -----------------------------------------------------------------------------
 
-    static void worker(HostRuntime runtime) throws InterruptedException {
+    static void worker(HostRuntime runtime) throws InterruptedException, IOException {
+        double childSleeps;
+        long lanes;
         double[] in = new double[WORKER_ROUNDS];
         double[] proc = new double[WORKER_ROUNDS];
         double[] ratios = new double[WORKER_ROUNDS];
@@ -260,7 +262,12 @@ public final class ProcessIsolationBench {
                      .isolation(ChipIsolation.PROCESS).build()) {
             a.register(TrivialRun.CALLABLE_ID, TrivialRun.CALLABLE).join();
             b.register(TrivialRun.CALLABLE_ID, TrivialRun.CALLABLE).join();
+            long pid = b.health().get(0).processId();
+            long childBefore = 0;
             for (int k = -WORKER_WARMUP_ROUNDS; k < WORKER_ROUNDS; k++) {
+                if (k == 0) {
+                    childBefore = childSwitches(pid);
+                }
                 long i;
                 long p;
                 if ((k & 1) == 0) {
@@ -276,10 +283,13 @@ public final class ProcessIsolationBench {
                     ratios[k] = proc[k] / in[k];
                 }
             }
+            childSleeps = (childSwitches(pid) - childBefore) / (double) (WORKER_ROUNDS * BLOCK);
+            lanes = ChipHost.running(pid).map(ChipHost::laneCount).orElse(-1L);
         }
         print("worker", runtime.variant(), Map.of("rounds", (double) WORKER_ROUNDS, "block", (double) BLOCK,
                 "ratio", pct(ratios, 50), "ratioP25", pct(ratios, 25), "ratioP75", pct(ratios, 75),
-                "inRunsPerS", pct(in, 50), "processRunsPerS", pct(proc, 50)));
+                "inRunsPerS", pct(in, 50), "processRunsPerS", pct(proc, 50), "childSleepsPerRun", childSleeps,
+                "lanes", (double) lanes));
     }
 
     /** {@value #BLOCK} runs one at a time; nanoseconds per run. */
@@ -394,7 +404,12 @@ public final class ProcessIsolationBench {
             calls.clear();
             selfBefore = voluntarySwitches(Path.of("/proc/thread-self/status"));
             childBefore = childSwitches(host.pid());
+            long selfYields = involuntarySwitches(Path.of("/proc/thread-self/status"));
+            long childYields = childInvoluntary(host.pid());
             ping(chip, pings);
+            m.put("pingParentPreemptionsPerPing",
+                    (involuntarySwitches(Path.of("/proc/thread-self/status")) - selfYields) / (double) PINGS);
+            m.put("pingChildPreemptionsPerPing", (childInvoluntary(host.pid()) - childYields) / (double) PINGS);
             m.put("pingCallsPerPing", calls.get("committedDeviceMemory").get() / (double) PINGS);
             m.put("pingParentSleepsPerPing", (voluntarySwitches(Path.of("/proc/thread-self/status")) - selfBefore)
                     / (double) PINGS);
@@ -455,9 +470,28 @@ public final class ProcessIsolationBench {
     }
 
     private static long voluntarySwitches(Path status) {
+        return switches(status, "voluntary_ctxt_switches:");
+    }
+
+    /** Involuntary switches: preemptions, and a sched_yield that gave the core away (the spins yield). */
+    private static long involuntarySwitches(Path status) {
+        return switches(status, "nonvoluntary_ctxt_switches:");
+    }
+
+    private static long childInvoluntary(long pid) throws IOException {
+        long sum = 0;
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                sum += involuntarySwitches(t.resolve("status"));
+            }
+        }
+        return sum;
+    }
+
+    private static long switches(Path status, String key) {
         try {
             for (String line : Files.readAllLines(status)) {
-                if (line.startsWith("voluntary_ctxt_switches:")) {
+                if (line.startsWith(key)) {
                     return Long.parseLong(line.substring(line.indexOf(':') + 1).trim());
                 }
             }
