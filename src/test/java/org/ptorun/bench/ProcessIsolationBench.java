@@ -356,6 +356,7 @@ public final class ProcessIsolationBench {
             calls.clear();
             long selfBefore = voluntarySwitches(Path.of("/proc/thread-self/status"));
             long childBefore = childSwitches(host.pid());
+            Map<String, Long> threadsBefore = threadSwitches(host.pid());
             long t0 = System.nanoTime();
             for (int i = 0; i < COUNTED_RUNS; i++) {
                 run.cycle();
@@ -363,6 +364,10 @@ public final class ProcessIsolationBench {
             long t1 = System.nanoTime();
             long selfAfter = voluntarySwitches(Path.of("/proc/thread-self/status"));
             long childAfter = childSwitches(host.pid());
+            StringBuilder perThread = new StringBuilder();
+            threadSwitches(host.pid()).forEach((t, n) -> perThread.append(' ').append(t).append('=').append(
+                    String.format(Locale.ROOT, "%.3f", (n - threadsBefore.getOrDefault(t, 0L)) / (double) COUNTED_RUNS)));
+            System.out.println("P15 handoffs: chip host sleeps per run by thread (tid:name):" + perThread);
             long total = 0;
             StringBuilder perCall = new StringBuilder();
             for (Map.Entry<String, AtomicLong> e : calls.entrySet()) {
@@ -467,6 +472,18 @@ public final class ProcessIsolationBench {
             }
         }
         return sum;
+    }
+
+    /** Each thread's voluntary switches in process {@code pid}, by {@code tid:name}. */
+    private static Map<String, Long> threadSwitches(long pid) throws IOException {
+        Map<String, Long> m = new TreeMap<>();
+        try (var tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                String name = Files.readString(t.resolve("comm")).trim().replace(' ', '_');
+                m.put(t.getFileName() + ":" + name, voluntarySwitches(t.resolve("status")));
+            }
+        }
+        return m;
     }
 
     private static long voluntarySwitches(Path status) {
