@@ -461,12 +461,14 @@ public final class BenchSuite {
         });
         return new Row("P15", what, String.format(Locale.ROOT, "%.2f proxied calls per run (%s); per call, process /"
                                 + " in process: %s; sleeps per run: caller %.2f, chip host %.2f; cycle %.1f us counted"
-                                + " (in process %.1f us); round trip mean %.0f ns, p50 %.0f ns vs %.0f ns in process,"
+                                + " (in process %.1f us); round trip mean %.0f ns, p50 %.0f ns (right after a run %.0f"
+                                + " ns) vs %.0f ns in process,"
                                 + " with %.2f / %.2f involuntary switches (yields) per round trip, caller / chip host",
                         m.get("callsPerRun"), calls, times, m.get("parentSleepsPerRun"),
                         m.get("childSleepsPerRun"), m.get("countedCycleUs"),
                         m.getOrDefault("inCountedCycleUs", Double.NaN), m.get("pingProcessNs"),
-                        m.getOrDefault("pingProcessP50Ns", Double.NaN), m.get("pingInNs"),
+                        m.getOrDefault("pingProcessP50Ns", Double.NaN),
+                        m.getOrDefault("pingAfterRunP50Ns", Double.NaN), m.get("pingInNs"),
                         m.getOrDefault("pingParentPreemptionsPerPing", Double.NaN),
                         m.getOrDefault("pingChildPreemptionsPerPing", Double.NaN)),
                 String.format(Locale.ROOT, "%.2f calls, %.0f ns", m.get("callsPerRun"), m.get("pingProcessNs")),

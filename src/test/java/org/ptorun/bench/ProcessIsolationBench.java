@@ -406,6 +406,15 @@ public final class ProcessIsolationBench {
             m.put("pingProcessP50Ns", pct(p50, 50));
             m.put("pingProcessP90Ns", pct(p90, 50));
             m.put("pingInP50Ns", pct(p50In, 50));
+            // the same request right after a run ended (the device's executor threads just finished): p50
+            long[] after = new long[COUNTED_RUNS];
+            for (int r = 0; r < COUNTED_RUNS; r++) {
+                run.cycle();
+                long t0p = System.nanoTime();
+                chip.committedDeviceMemory();
+                after[r] = System.nanoTime() - t0p;
+            }
+            m.put("pingAfterRunP50Ns", (double) BenchProperties.percentileNanos(after, COUNTED_RUNS, 50));
             calls.clear();
             selfBefore = voluntarySwitches(Path.of("/proc/thread-self/status"));
             childBefore = childSwitches(host.pid());
