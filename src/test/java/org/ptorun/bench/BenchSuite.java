@@ -37,8 +37,9 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * against its target, printed and written to {@code target/bench/report.md} (JMH's
  * raw results: {@code target/bench/jmh-result.json}). Each figure is a ratio of two
  * measurements made in this run, because the machines are noisy; the suite reports,
- * it does not assert. Arguments select parts ({@code P1 … P10, P12}; P8 is derived from
- * P1's measurements; P11 is not part of the suite); none runs everything.
+ * it does not assert. Arguments select parts ({@code P1 … P15}; P8 is derived from
+ * P1's measurements; P15, a chip in a chip host process vs in the JVM, runs
+ * {@link ProcessIsolationBench} in a child JVM per variant); none runs everything.
  */
 public final class BenchSuite {
 
