@@ -153,4 +153,30 @@ class BenchHarnessTest {
         assertThat(List.of(r.ratio(), r.depth1RunsPerSecond(), r.depth2RunsPerSecond(), r.prepareMs(),
                 r.executionMs())).allSatisfy(x -> assertThat(x).isPositive().isFinite());
     }
+
+    @Test
+    void theSuiteReadsP15sChildLinesIntoItsRows() {
+        // as the child prints them (2026-12-07); no bound is checked against a measurement here
+        List<String> lines = List.of("P15 handoffs: 2000 counted runs, proxied calls: finalizeRun=2000",
+                "P15 trivial variant=a2a3/sim/hbg inUs=17.9335 processUs=150.4355 ratio=8.1992 ratioP25=5.0153"
+                        + " ratioP75=8.5470 rounds=30.0000 runs=200.0000",
+                "P15 worker variant=a2a3/sim/hbg block=64.0000 inRunsPerS=48853.1715 processRunsPerS=6591.4558"
+                        + " ratio=0.1337 ratioP25=0.1225 ratioP75=0.1771 rounds=30.0000",
+                "P15 handoffs variant=a2a3/sim/hbg calls.finalizeRun=1.0000 calls.launchRun=1.0000"
+                        + " calls.pollRun=1.0000 calls.prepareRun=1.0000 callsPerRun=4.0000 childSleepsPerRun=1.9985"
+                        + " countedCycleUs=216.3091 parentSleepsPerRun=0.0640 pingInNs=254.2192"
+                        + " pingProcessNs=30906.8605");
+        assertThat(ProcessIsolationBench.parse(lines, "trivial")).containsEntry("ratio", 8.1992)
+                .containsEntry("processUs", 150.4355).doesNotContainKey("variant");
+        List<BenchSuite.Row> rows = BenchSuite.p15Rows("a2a3/sim/hbg", lines);
+        assertThat(rows).extracting(BenchSuite.Row::id).containsOnly("P15");
+        assertThat(rows).extracting(BenchSuite.Row::figure)
+                .containsExactly("8.20 x", "-", "0.13 x", "4.00 calls, 30907 ns");
+        assertThat(rows).extracting(BenchSuite.Row::met).containsExactly("NOT met", "not measured", "NOT met", "-");
+        assertThat(rows.get(0).measured()).contains("process 150.4 us / in process 17.9 us", "p25 5.02");
+        assertThat(rows.get(3).measured()).contains("finalizeRun 1.00, launchRun 1.00, pollRun 1.00, prepareRun 1.00");
+        // onboard: the trivial cycle only
+        assertThat(BenchSuite.p15Rows("a2a3/onboard/hbg", List.of())).hasSize(1)
+                .allSatisfy(r -> assertThat(r.met()).isEqualTo("not measured"));
+    }
 }

@@ -37,14 +37,15 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * against its target, printed and written to {@code target/bench/report.md} (JMH's
  * raw results: {@code target/bench/jmh-result.json}). Each figure is a ratio of two
  * measurements made in this run, because the machines are noisy; the suite reports,
- * it does not assert. Arguments select parts ({@code P1 … P10, P12}; P8 is derived from
- * P1's measurements; P11 is not part of the suite); none runs everything.
+ * it does not assert. Arguments select parts ({@code P1 … P15}; P8 is derived from
+ * P1's measurements; P15, a chip in a chip host process vs in the JVM, runs
+ * {@link ProcessIsolationBench} in a child JVM per variant); none runs everything.
  */
 public final class BenchSuite {
 
     private static final String PACKAGE = BenchSuite.class.getPackageName() + ".";
     private static final List<String> PARTS = List.of("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10",
-            "P11", "P12", "P13", "P14");
+            "P11", "P12", "P13", "P14", "P15");
     private static final long SOAK_RUNS = Long.getLong("bench.soakRuns", 1_000_000L);
     /** Child JVMs per P10 measurement; the figure is their median. */
     private static final int FRESH_JVMS = Integer.getInteger("bench.freshJvms", 7);
@@ -115,6 +116,9 @@ public final class BenchSuite {
         }
         if (parts.contains("P14")) {
             decodeSubgraphs();
+        }
+        if (parts.contains("P15")) {
+            processIsolation();
         }
         report();
         String header = String.format(Locale.ROOT, "ptorun benchmark suite, %s; %d CPUs; load average %s before, %s"
@@ -371,6 +375,105 @@ public final class BenchSuite {
                     Optional.ofNullable(m.get("subgraph")).map(Long::doubleValue), "inline %.0f ns / sub-graph %.0f ns",
                     5.0, false));
         }
+    }
+
+    /**
+     * P15 (docs/performance.md): a chip in a chip host process vs in the JVM, one child JVM
+     * per variant ({@link ProcessIsolationBench}), every figure the median of per-round ratios
+     * with the modes' order alternating; on onboard hbg the trivial cycle only.
+     */
+    private void processIsolation() throws IOException, InterruptedException {
+        String sim = "a2a3/sim/hbg";
+        List<String> lines = runChild("P15 on " + sim,
+                javaCommand(List.of(), ProcessIsolationBench.class.getName(), sim));
+        rows.addAll(p15Rows(sim, lines));
+        String onboard = "a2a3/onboard/hbg";
+        lines = runChild("P15 on " + onboard,
+                javaCommand(List.of(), ProcessIsolationBench.class.getName(), onboard, "trivial"));
+        rows.addAll(p15Rows(onboard, lines));
+    }
+
+    /** P15's rows of a {@link ProcessIsolationBench} child's output: the parts it printed. */
+    static List<Row> p15Rows(String variant, List<String> lines) {
+        List<Row> out = new ArrayList<>();
+        Map<String, Double> trivial = ProcessIsolationBench.parse(lines, "trivial");
+        Map<String, Double> vadd = ProcessIsolationBench.parse(lines, "vadd");
+        Map<String, Double> worker = ProcessIsolationBench.parse(lines, "worker");
+        Map<String, Double> handoffs = ProcessIsolationBench.parse(lines, "handoffs");
+        String modes = ", process vs in process, interleaved rounds in one JVM (order alternating), median of the"
+                + " per-round ratios";
+        out.add(medianRatioRow(variant + ": trivial run, full cycle (prepare, launch, poll/await, finalize), p50 of "
+                        + ProcessIsolationBench.TRIVIAL_RUNS + " per round" + modes, trivial,
+                "process %.1f us / in process %.1f us", "processUs", "inUs", 2.0, true));
+        if (variant.endsWith("sim/hbg")) {
+            out.add(medianRatioRow(variant + ": vadd of " + (ProcessIsolationBench.VADD_FLOATS >> 20) + " Mi floats"
+                            + " (64 MiB per tensor) from Java arrays in " + ProcessIsolationBench.VADD_TASKS
+                            + " tasks, throughput" + modes, vadd,
+                    "process %.0f MiB/s / in process %.0f MiB/s" + (vadd.isEmpty() ? "" : String.format(Locale.ROOT,
+                            " (per run: process %.1f ms = prepare %.1f + finalize %.1f + the rest; in process %.1f ms"
+                                    + " = prepare %.1f + finalize %.1f + the rest)", vadd.get("processMs"),
+                            vadd.get("processPrepareMs"), vadd.get("processFinalizeMs"), vadd.get("inMs"),
+                            vadd.get("inPrepareMs"), vadd.get("inFinalizeMs")).replace("%", "%%")),
+                    "processMiBs", "inMiBs", 0.7, false));
+            out.add(medianRatioRow(variant + ": trivial runs/s one at a time through a background Worker, blocks of "
+                            + ProcessIsolationBench.BLOCK + modes, worker,
+                    "process %.0f runs/s / in process %.0f runs/s", "processRunsPerS", "inRunsPerS", 0.5, false));
+            out.add(handoffRow(variant, handoffs));
+        }
+        return out;
+    }
+
+    /** A P15 figure: the child's median of per-round ratios, with both modes' medians. */
+    private static Row medianRatioRow(String what, Map<String, Double> m, String measuredFormat, String numerator,
+                                      String denominator, double bound, boolean atMost) {
+        String target = (atMost ? "<= " : ">= ") + bound + " x";
+        if (!m.containsKey("ratio") || !m.containsKey(numerator) || !m.containsKey(denominator)) {
+            return new Row("P15", what, "no result (see above)", "-", target, "not measured");
+        }
+        double ratio = m.get("ratio");
+        return new Row("P15", what, String.format(Locale.ROOT, measuredFormat + ", medians of the rounds; per-round"
+                        + " ratios p25 %.2f, p75 %.2f", m.get(numerator), m.get(denominator), m.get("ratioP25"),
+                m.get("ratioP75")), String.format(Locale.ROOT, "%.2f x", ratio), target,
+                met(atMost ? ratio <= bound : ratio >= bound));
+    }
+
+    /** P15's count of a trivial run's hand-offs in process mode: no bound, the numbers. */
+    private static Row handoffRow(String variant, Map<String, Double> m) {
+        String what = variant + ": hand-offs of one trivial run through ChipWorker in process mode (proxied calls"
+                + " counted by a counting NativeApi; sleeps = voluntary context switches) and one request's round"
+                + " trip (committedDeviceMemory in a loop)";
+        if (!m.containsKey("callsPerRun")) {
+            return new Row("P15", what, "no result (see above)", "-", "(counted)", "-");
+        }
+        StringBuilder calls = new StringBuilder();
+        new java.util.TreeMap<>(m).forEach((k, v) -> {
+            if (k.startsWith("calls.")) {
+                calls.append(calls.length() == 0 ? "" : ", ").append(k.substring(6))
+                        .append(String.format(Locale.ROOT, " %.2f", v));
+            }
+        });
+        StringBuilder times = new StringBuilder();
+        new java.util.TreeMap<>(m).forEach((k, v) -> {
+            if (k.startsWith("us.")) {
+                String call = k.substring(3);
+                times.append(times.length() == 0 ? "" : ", ").append(call).append(String.format(Locale.ROOT,
+                        " %.1f / %.1f us", v, m.getOrDefault("inUs." + call, Double.NaN)));
+            }
+        });
+        return new Row("P15", what, String.format(Locale.ROOT, "%.2f proxied calls per run (%s); per call, process /"
+                                + " in process: %s; sleeps per run: caller %.2f, chip host %.2f; cycle %.1f us counted"
+                                + " (in process %.1f us); round trip mean %.0f ns, p50 %.0f ns (right after a run %.0f"
+                                + " ns) vs %.0f ns in process,"
+                                + " with %.2f / %.2f involuntary switches (yields) per round trip, caller / chip host",
+                        m.get("callsPerRun"), calls, times, m.get("parentSleepsPerRun"),
+                        m.get("childSleepsPerRun"), m.get("countedCycleUs"),
+                        m.getOrDefault("inCountedCycleUs", Double.NaN), m.get("pingProcessNs"),
+                        m.getOrDefault("pingProcessP50Ns", Double.NaN),
+                        m.getOrDefault("pingAfterRunP50Ns", Double.NaN), m.get("pingInNs"),
+                        m.getOrDefault("pingParentPreemptionsPerPing", Double.NaN),
+                        m.getOrDefault("pingChildPreemptionsPerPing", Double.NaN)),
+                String.format(Locale.ROOT, "%.2f calls, %.0f ns", m.get("callsPerRun"), m.get("pingProcessNs")),
+                "(counted)", "-");
     }
 
     private Map<String, Long> medianOfChildren(String mode, String variant) throws IOException, InterruptedException {
