@@ -38,7 +38,7 @@ enum { N = 1024, ADD = 1, GATE = 2 };
 
 /* Every export of chiphost/chip_proxy.h: all must resolve by name. */
 #define PROXY_API(X)                                                                                               \
-    X(chip_proxy_start) X(chip_proxy_stop) X(chip_proxy_kill) X(chip_proxy_pid) X(chip_proxy_alive)                \
+    X(chip_proxy_start) X(chip_proxy_start_with_driver_state) X(chip_proxy_stop) X(chip_proxy_kill) X(chip_proxy_pid) X(chip_proxy_alive)                \
     X(chip_proxy_death) X(chip_proxy_last_error) X(chip_proxy_variant) X(chip_proxy_runtime_size)                  \
     X(chip_proxy_runtime_alignment) X(chip_proxy_pipeline_contract) X(chip_proxy_arena_alloc)                      \
     X(chip_proxy_arena_free) X(chip_proxy_in_arena) X(chip_proxy_log_pending) X(chip_proxy_log_next)               \
