@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,20 @@ static int child_refused(const Emudrv *d, int (*state_fd)(void), const char *(*w
     return 0;
 }
 
+/* hold: a device and an allocation, held until the parent kills the child. */
+static int child_hold(const Emudrv *d)
+{
+    PtoDrvDevice *dev = NULL;
+    uint64_t addr = 0;
+    int rc;
+    if ((rc = child_step(d->api->open_device(0, &dev) == PTO_DRV_OK, 1, "open_device")) != 0 ||
+        (rc = child_step(d->api->mem_alloc(dev, BYTES, &addr) == PTO_DRV_OK, 2, "mem_alloc")) != 0 ||
+        (rc = child_step(tell_parent(), 3, "the parent went away")) != 0)
+        return rc;
+    (void)await_parent(); /* killed here */
+    return 4;
+}
+
 __attribute__((constructor)) static void emudrv_child_main(void)
 {
     const char *mode = getenv(CHILD_ENV);
@@ -112,6 +127,7 @@ __attribute__((constructor)) static void emudrv_child_main(void)
     *(void **)&warning = dlsym(d->handle, "ptorun_emudrv_state_warning");
     int rc = state_fd == NULL || warning == NULL ? 99
              : strcmp(mode, "share") == 0     ? child_share(d, state_fd, warning)
+             : strcmp(mode, "hold") == 0      ? child_hold(d)
                                               : child_refused(d, state_fd, warning);
     _exit(rc);
 }
@@ -247,5 +263,25 @@ TEST(emudrv_state_refuses_an_fd_that_is_no_state_page)
     CHECK_EQ_INT(API->mem_alloc(dev, BYTES, &addr), PTO_DRV_ERR_OUT_OF_MEMORY);
     CHECK_EQ_INT(API->close_device(dev), PTO_DRV_OK);
     emudrv()->inject(PTO_EMU_FAULT_NONE, 0);
+    CHECK_STATS(stats_now(), base);
+}
+
+TEST(emudrv_state_drops_a_killed_child_once_it_is_collected)
+{
+    int (*state_fd)(void) = state_fd_fn();
+    REQUIRE(state_fd != NULL && state_fd() >= 0);
+    PtoEmuStats base = stats_now();
+    Child c;
+    REQUIRE(spawn_child("hold", state_fd(), &c) == 0);
+    char ready;
+    int stepped = read(c.from_child, &ready, 1) == 1;
+    CHECK(stepped);
+    if (stepped) {
+        PtoEmuStats now = stats_now();
+        CHECK_EQ_INT(now.devices_open, base.devices_open + 1);
+        CHECK_EQ_INT(now.allocations, base.allocations + 1);
+    }
+    kill(c.pid, SIGKILL);
+    CHECK_EQ_INT(reap(&c), -1); /* killed: collected, its pid gone */
     CHECK_STATS(stats_now(), base);
 }

@@ -9,7 +9,14 @@
  * counters, so a fault armed in a JVM fires in its chip hosts, and its stats
  * count their devices. Every field is a lock-free C11 atomic: the page is
  * written by many processes at once, and a process killed at any point leaves
- * it consistent (its counters merely stay up).
+ * it consistent.
+ *
+ * The counters are kept per process: each process claims a slot of the page
+ * (its pid as the owner) on first use and counts into it; stats sum the slots
+ * whose owner still exists (kill(pid, 0)), so a chip host that was killed
+ * drops out of the stats once it is collected, whatever it held. A slot of a
+ * gone owner is taken over by the next process that needs one. Slot 0 is
+ * everyone's (never dropped): a process that finds no free slot counts there.
  *
  * Each fault kind has its own one-shot countdown: -1 disarmed, else the calls
  * that could suffer it still to let pass; the call that finds it at zero moves
@@ -20,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +42,26 @@
 #define FAULT_KINDS (PTO_EMU_FAULT_PEER_LOST + 1)
 #define STATE_MAGIC 0x3154535544554d45ull /* "EMUDUST1" little-endian: the emudrv's state page */
 #define STATE_VERSION 1u
-#define STATE_BYTES 4096u
+#define STATE_BYTES 16384u
+#define STATE_SLOTS 128
+#define SLOT_SHARED (-1) /* slot 0's owner: always counted */
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
                "the shared state page needs lock-free 64-bit atomics");
+
+/* One process's counters. */
+typedef struct EmuSlot {
+    _Atomic int32_t owner; /* 0 free, a pid, or SLOT_SHARED (slot 0) */
+    uint32_t reserved;
+    EmuCounters counters;
+} EmuSlot;
 
 typedef struct EmuState {
     uint64_t magic;                        /* STATE_MAGIC once initialised */
     uint32_t version;                      /* STATE_VERSION */
     uint32_t bytes;                        /* sizeof(EmuState) */
     _Atomic int64_t countdown[FAULT_KINDS]; /* -1 disarmed, else calls to let pass first */
-    EmuCounters counters;
+    EmuSlot slots[STATE_SLOTS];
 } EmuState;
 
 _Static_assert(sizeof(EmuState) <= STATE_BYTES, "the state fits its page");
@@ -52,6 +69,7 @@ _Static_assert(sizeof(EmuState) <= STATE_BYTES, "the state fits its page");
 /* The page in use (NULL until first use); its memfd (-1: the private fallback). */
 static EmuState *_Atomic g_state;
 static int g_state_fd = -1;
+static EmuCounters *g_counters; /* this process's slot's */
 static pthread_once_t g_state_once = PTHREAD_ONCE_INIT;
 /* The private state, when no memfd could be had. */
 static EmuState g_private;
@@ -64,6 +82,7 @@ static void state_fill(EmuState *s)
     memset(s, 0, sizeof *s);
     for (int k = 0; k < FAULT_KINDS; k++)
         atomic_init(&s->countdown[k], -1);
+    atomic_init(&s->slots[0].owner, SLOT_SHARED);
     s->version = STATE_VERSION;
     s->bytes = (uint32_t)sizeof(EmuState);
     s->magic = STATE_MAGIC;
@@ -124,6 +143,40 @@ static EmuState *state_create(void)
     return m;
 }
 
+/* Whether a slot's owner still counts: the shared slot, or a process that exists
+   (a zombie too: it is counted until its parent collects it). */
+static int owner_counts(int32_t owner)
+{
+    return owner == SLOT_SHARED || (owner > 0 && (kill((pid_t)owner, 0) == 0 || errno != ESRCH));
+}
+
+static void counters_zero(EmuCounters *c)
+{
+    _Atomic uint64_t *f[] = { &c->devices_open, &c->memory_committed, &c->allocations, &c->streams, &c->images,
+                              &c->host_registrations, &c->threads, &c->comm_ranks, &c->comm_window_sets };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        atomic_store(f[i], 0);
+}
+
+/* This process's slot: a free one, else one whose owner is gone (zeroed), else the shared one. */
+static EmuCounters *slot_claim(EmuState *s)
+{
+    int32_t me = (int32_t)getpid();
+    for (int i = 1; i < STATE_SLOTS; i++) {
+        int32_t free_owner = 0;
+        if (atomic_compare_exchange_strong(&s->slots[i].owner, &free_owner, me))
+            return &s->slots[i].counters;
+    }
+    for (int i = 1; i < STATE_SLOTS; i++) {
+        int32_t owner = atomic_load(&s->slots[i].owner);
+        if (!owner_counts(owner) && atomic_compare_exchange_strong(&s->slots[i].owner, &owner, me)) {
+            counters_zero(&s->slots[i].counters);
+            return &s->slots[i].counters;
+        }
+    }
+    return &s->slots[0].counters;
+}
+
 static void state_init(void)
 {
     const char *inherited = getenv(PTO_EMUDRV_STATE_FD_ENV);
@@ -134,6 +187,7 @@ static void state_init(void)
         state_fill(&g_private);
         s = &g_private;
     }
+    g_counters = slot_claim(s);
     atomic_store_explicit(&g_state, s, memory_order_release);
 }
 
@@ -148,7 +202,8 @@ static EmuState *state(void)
 
 EmuCounters *emu_counters(void)
 {
-    return &state()->counters;
+    (void)state();
+    return g_counters;
 }
 
 int emu_fault_hit(PtoEmuFault kind)
@@ -180,16 +235,23 @@ PTO_EXPORT void ptorun_emudrv_stats(PtoEmuStats *out)
 {
     if (out == NULL)
         return;
-    EmuCounters *c = emu_counters();
-    out->devices_open = atomic_load(&c->devices_open);
-    out->memory_committed = atomic_load(&c->memory_committed);
-    out->allocations = atomic_load(&c->allocations);
-    out->streams = atomic_load(&c->streams);
-    out->images = atomic_load(&c->images);
-    out->host_registrations = atomic_load(&c->host_registrations);
-    out->threads = atomic_load(&c->threads);
-    out->comm_ranks = atomic_load(&c->comm_ranks);
-    out->comm_window_sets = atomic_load(&c->comm_window_sets);
+    EmuState *s = state();
+    *out = (PtoEmuStats){ 0 };
+    for (int i = 0; i < STATE_SLOTS; i++) {
+        int32_t owner = atomic_load(&s->slots[i].owner);
+        if (owner == 0 || !owner_counts(owner))
+            continue;
+        EmuCounters *c = &s->slots[i].counters;
+        out->devices_open += atomic_load(&c->devices_open);
+        out->memory_committed += atomic_load(&c->memory_committed);
+        out->allocations += atomic_load(&c->allocations);
+        out->streams += atomic_load(&c->streams);
+        out->images += atomic_load(&c->images);
+        out->host_registrations += atomic_load(&c->host_registrations);
+        out->threads += atomic_load(&c->threads);
+        out->comm_ranks += atomic_load(&c->comm_ranks);
+        out->comm_window_sets += atomic_load(&c->comm_window_sets);
+    }
 }
 
 PTO_EXPORT int ptorun_emudrv_state_fd(void)
