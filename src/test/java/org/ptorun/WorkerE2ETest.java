@@ -202,7 +202,7 @@ class WorkerE2ETest {
         try (LogCapture logs = LogCapture.open()) {
             report = worker.drain();
             assertThat(logs.messages(Level.WARN))
-                    .containsExactly("device 0 is poisoned: its queued runs fail with ChipPoisonedException");
+                    .containsExactly("device 0 is down (poisoned): its queued runs fail with ChipPoisonedException");
         }
         assertThat(report.failed()).isEqualTo(2);
         assertThat(refused.ticket().isAccepted()).as("failed before the marker").isFalse();
@@ -553,7 +553,7 @@ class WorkerE2ETest {
         try (LogCapture logs = LogCapture.open()) {
             report = worker.drain(); // chip 0 is driven first: its prepare meets the lost device
             assertThat(logs.messages(Level.WARN))
-                    .containsExactly("device 0 is poisoned: its queued runs fail with ChipPoisonedException");
+                    .containsExactly("device 0 is down (poisoned): its queued runs fail with ChipPoisonedException");
         }
         assertThat(report.failed()).isEqualTo(2);
         assertThat(report.succeeded()).isEqualTo(2);
