@@ -1,6 +1,6 @@
 /*
  * The emulated driver's state page shared by two processes (pto_emudrv.h,
- * ptorun_emudrv_state_fd): this process spawns itself (/proc/self/exe) as a
+ * ptorun_emudrv_state_fd): this process spawns itself (its executable) as a
  * child that inherits the page at fd 5 and finds it through
  * PTORUN_EMUDRV_STATE_FD in its environment only, as a chip host does. A fault
  * armed in one process fires once, in the other; the stats count both; the
@@ -150,6 +150,8 @@ static int spawn_child(const char *mode, int state_fd, Child *c)
     while (environ[n] != NULL)
         n++;
     char **envp = calloc(n + 3, sizeof *envp);
+    if (envp == NULL)
+        abort();
     char mode_entry[64], fd_entry[64];
     snprintf(mode_entry, sizeof mode_entry, "%s=%s", CHILD_ENV, mode);
     snprintf(fd_entry, sizeof fd_entry, "%s=5", PTO_EMUDRV_STATE_FD_ENV);
@@ -164,8 +166,12 @@ static int spawn_child(const char *mode, int state_fd, Child *c)
     posix_spawn_file_actions_adddup2(&fa, src_state, 5);
     posix_spawn_file_actions_adddup2(&fa, src_up, TO_PARENT_FD);
     posix_spawn_file_actions_adddup2(&fa, src_down, FROM_PARENT_FD);
+    /* this executable's path (under valgrind /proc/self/exe itself would name valgrind's tool) */
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = '\0';
     char *argv[] = { "emudrv-child", NULL };
-    int err = posix_spawn(&c->pid, "/proc/self/exe", &fa, NULL, argv, envp);
+    int err = len > 0 ? posix_spawn(&c->pid, self, &fa, NULL, argv, envp) : ENOENT;
     posix_spawn_file_actions_destroy(&fa);
     free(envp);
     close(src_state);
