@@ -199,11 +199,18 @@ public final class EmulatedDriverLibrary {
      * {@code runnerFile} loads, found as {@link #locate} finds it and opened as
      * {@link #open} opens it (so the instance {@code org.ptorun.testing.EmulatedFaults}
      * arms faults in); -1 when that driver cannot be loaded or is another driver (a chip
-     * host then runs its driver on state of its own).
+     * host then runs its driver on state of its own). The bundled driver is loaded into the
+     * JVM for this; a driver the user named ({@code -Dptorun.driver}, {@code PTORUN_DRIVER})
+     * only when it was bound already ({@code EmulatedFaults.of}): a hardware driver named
+     * there must not be loaded into the JVM of a chip in process isolation.
      */
     public static int sharedStateFd(Path runnerFile) {
+        Location location = locate(runnerFile);
+        if (location.fromEnvironment() && !OPEN.containsKey(location.path())) {
+            return -1;
+        }
         try {
-            return open(locate(runnerFile)).stateFd();
+            return open(location).stateFd();
         } catch (DriverUnavailableException e) {
             return -1;
         }
