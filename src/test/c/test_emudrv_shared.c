@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -290,4 +291,21 @@ TEST(emudrv_state_drops_a_killed_child_once_it_is_collected)
     kill(c.pid, SIGKILL);
     CHECK_EQ_INT(reap(&c), -1); /* killed: collected, its pid gone */
     CHECK_STATS(stats_now(), base);
+}
+
+/* A memfd of the state's size that holds no state (zeros: no magic) is refused as well. */
+TEST(emudrv_state_refuses_a_page_without_its_magic)
+{
+    int fd = memfd_create("not-a-state", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, 16384) == 0);
+    PtoEmuStats base = stats_now();
+    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_ALLOC, 0), 0);
+    Child c;
+    int spawned = spawn_child("refused", fd, &c) == 0;
+    close(fd);
+    REQUIRE(spawned);
+    CHECK_EQ_INT(reap(&c), 0);
+    CHECK_STATS(stats_now(), base);
+    emudrv()->inject(PTO_EMU_FAULT_NONE, 0);
 }

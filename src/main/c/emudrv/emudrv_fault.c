@@ -111,11 +111,13 @@ static EmuState *state_adopt(const char *text)
         return NULL;
     }
     EmuState *s = m;
-    if (s->magic != STATE_MAGIC || s->version != STATE_VERSION || s->bytes != sizeof(EmuState)) {
+    uint64_t magic = s->magic;
+    uint32_t version = s->version, bytes = s->bytes;
+    if (magic != STATE_MAGIC || version != STATE_VERSION || bytes != sizeof(EmuState)) {
         munmap(m, STATE_BYTES);
         snprintf(g_warning, sizeof g_warning,
                  "%s=%ld: fd %ld holds no emulated driver state of this version (magic %llx, version %u)",
-                 PTO_EMUDRV_STATE_FD_ENV, fd, fd, (unsigned long long)s->magic, s->version);
+                 PTO_EMUDRV_STATE_FD_ENV, fd, fd, (unsigned long long)magic, version);
         return NULL;
     }
     (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC); /* ours now: no further child inherits it by accident */

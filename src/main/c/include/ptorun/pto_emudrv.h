@@ -45,8 +45,8 @@ typedef struct PtoEmuStats {
 /* The driver's own accounting, for leak checks (summed over every process sharing its state). */
 PTO_EXPORT void ptorun_emudrv_stats(PtoEmuStats *out);
 
-/* The driver's state (the armed faults and the counters of ptorun_emudrv_stats) is one page
- * of lock-free atomics in a memfd (close-on-exec), created on the driver's first use. A
+/* The driver's state (the armed faults and the counters of ptorun_emudrv_stats) is one block
+ * (16 KiB) of lock-free atomics in a memfd (close-on-exec), created on the driver's first use. A
  * process that starts a child which loads the driver too (a chip host, docs/isolation.md)
  * may hand it that page: the child inherits the fd (dup2 to a fixed number) and finds its
  * number in the environment variable PTO_EMUDRV_STATE_FD_ENV, set in the child's
