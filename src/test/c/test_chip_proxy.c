@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -25,6 +26,7 @@
 #include "ptest.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "test_callable.h"
+#include "test_emudrv.h"
 #include "test_sim.h"
 #include "test_util.h"
 #include "util/futex_word.h"
@@ -38,7 +40,7 @@ enum { N = 1024, ADD = 1, GATE = 2 };
 
 /* Every export of chiphost/chip_proxy.h: all must resolve by name. */
 #define PROXY_API(X)                                                                                               \
-    X(chip_proxy_start) X(chip_proxy_stop) X(chip_proxy_kill) X(chip_proxy_pid) X(chip_proxy_alive)                \
+    X(chip_proxy_start) X(chip_proxy_start_with_driver_state) X(chip_proxy_stop) X(chip_proxy_kill) X(chip_proxy_pid) X(chip_proxy_alive)                \
     X(chip_proxy_death) X(chip_proxy_last_error) X(chip_proxy_variant) X(chip_proxy_runtime_size)                  \
     X(chip_proxy_runtime_alignment) X(chip_proxy_pipeline_contract) X(chip_proxy_arena_alloc)                      \
     X(chip_proxy_arena_free) X(chip_proxy_in_arena) X(chip_proxy_log_pending) X(chip_proxy_log_next)               \
@@ -156,7 +158,8 @@ typedef struct TChip {
     ChipStorageTaskArgs *gate_args;
 } TChip;
 
-static int open_chip(const char *variant, TChip *t)
+/* open_chip, the child sharing the emulated driver state at driver_state_fd (-1: none). */
+static int open_chip_sharing(const char *variant, int driver_state_fd, TChip *t)
 {
     memset(t, 0, sizeof *t);
     const Proxy *px = t->px = proxy();
@@ -164,7 +167,9 @@ static int open_chip(const char *variant, TChip *t)
         return -1;
     char path[512];
     lib_path(path, sizeof path, variant);
-    t->chip = px->chip_proxy_start(PTO_CHIPHOST_EXE, path, ARENA_BYTES);
+    t->chip = driver_state_fd < 0
+                  ? px->chip_proxy_start(PTO_CHIPHOST_EXE, path, ARENA_BYTES)
+                  : px->chip_proxy_start_with_driver_state(PTO_CHIPHOST_EXE, path, ARENA_BYTES, driver_state_fd);
     if (t->chip == NULL) {
         fprintf(stderr, "chip_proxy_start %s: %s\n", variant, px->chip_proxy_last_error());
         return -1;
@@ -222,6 +227,11 @@ static int open_chip(const char *variant, TChip *t)
     t->gate_args->scalars[0] = (uint64_t)(uintptr_t)t->gate;
     *t->desc = (NativeRunDescriptor){ .run_id = 7, .run_epoch = 9 };
     return 0;
+}
+
+static int open_chip(const char *variant, TChip *t)
+{
+    return open_chip_sharing(variant, -1, t);
 }
 
 static void close_chip(TChip *t)
@@ -562,4 +572,63 @@ TEST(chiphost_proxy_stop_leaves_nothing_behind)
     CHECK_CONTAINS(px->chip_proxy_last_error(), "no executable");
     CHECK(waitpid(-1, NULL, WNOHANG) <= 0);
     CHECK_EQ_INT(test_dir_entries("/proc/self/fd"), fds);
+}
+
+/* The onboard chip's driver shares this process's emulated driver state: a fault armed
+   here fires in the child, once; the stats count the child's device and give it back
+   when the chip stops cleanly. */
+TEST(chiphost_proxy_shares_the_emulated_driver_state_with_an_onboard_chip)
+{
+    int (*state_fd)(void);
+    *(void **)&state_fd = dlsym(emudrv()->handle, "ptorun_emudrv_state_fd");
+    REQUIRE(state_fd != NULL && state_fd() >= 0);
+    PtoEmuStats base = stats_now();
+    TChip t;
+    REQUIRE(open_chip_sharing("a2a3_onboard_hbg", state_fd(), &t) == 0);
+    const Proxy *px = t.px;
+    CHECK(stats_now().devices_open == base.devices_open + 1);
+    PtoEmuStats open = stats_now();
+    CHECK_EQ_INT(emudrv()->inject(PTO_EMU_FAULT_ALLOC, 0), 0);
+    void *dev = px->chip_proxy_device_malloc(t.ctx, 4096);
+    CHECK(dev == NULL);
+    dev = px->chip_proxy_device_malloc(t.ctx, 4096);
+    CHECK(dev != NULL);
+    CHECK_EQ_INT(stats_now().allocations, open.allocations + 1);
+    px->chip_proxy_device_free(t.ctx, dev);
+    CHECK_STATS(stats_now(), open);
+    /* and a run still works: the fault fired once */
+    CHECK_EQ_INT(px->chip_proxy_run(t.ctx, t.storage, ADD, t.args, t.cfg, t.desc), PTO_OK);
+    CHECK(sums_right(&t));
+    close_chip(&t);
+    CHECK_STATS(stats_now(), base);
+    emudrv()->inject(PTO_EMU_FAULT_NONE, 0);
+}
+
+/* Without the state, the child's driver counts on a private page: the parent's stats do not move. */
+TEST(chiphost_proxy_without_the_driver_state_keeps_the_child_apart)
+{
+    PtoEmuStats base = stats_now();
+    TChip t;
+    REQUIRE(open_chip("a2a3_onboard_hbg", &t) == 0);
+    CHECK_STATS(stats_now(), base);
+    close_chip(&t);
+}
+
+/* A driver state fd that is no state page (a pipe): the child's driver runs on a private
+   page, and the onboard runner says so in the chip's native log, once. */
+TEST(chiphost_proxy_logs_a_refused_driver_state)
+{
+    int p[2];
+    REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+    TChip t;
+    int opened = open_chip_sharing("a2a3_onboard_hbg", p[0], &t) == 0;
+    close(p[0]);
+    close(p[1]);
+    REQUIRE(opened);
+    char log[4096];
+    drain_log(t.px, t.chip, log, sizeof log);
+    const char *warn = strstr(log, "private state");
+    CHECK(warn != NULL && strstr(log, "2:onboard driver") != NULL && strstr(log, "PTORUN_EMUDRV_STATE_FD=5") != NULL);
+    CHECK(warn == NULL || strstr(warn + 1, "private state") == NULL);
+    close_chip(&t);
 }

@@ -7,6 +7,7 @@
 #include "ptorun/pto_emudrv.h"
 
 typedef struct Emudrv {
+    void *handle; /* the dlopen handle, for the extras a test looks up itself */
     const PtoDriverApi *api;
     int (*inject)(int, int);
     void (*stats)(PtoEmuStats *);

@@ -28,6 +28,7 @@ const Emudrv *emudrv(void)
         if (fn == NULL || d.inject == NULL || d.stats == NULL)
             abort();
         d.api = fn();
+        d.handle = h;
         loaded = 1;
     }
     return &d;

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "chiphost/chip_ops.h"
+#include "ptorun/pto_emudrv.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/last_error.h"
 #include "util/spin_wait.h"
@@ -24,6 +26,7 @@
 /* The fd numbers the child finds its channel and its arena at (passed in its argv too). */
 #define CHILD_CHANNEL_FD 3
 #define CHILD_ARENA_FD 4
+#define CHILD_STATE_FD CHIP_PROCESS_DRIVER_STATE_FD
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424 /* Linux >= 5.1; older C library headers lack it */
 #endif
@@ -120,23 +123,25 @@ static int move_off_child_fd(ChipChannel *ch)
 }
 
 /* The child gets the channel at CHILD_CHANNEL_FD, the arena (arena_fd >= 0)
-   at CHILD_ARENA_FD, and no other inherited fd beyond stdio (an fd the parent
-   left inheritable, e.g. a JVM's, stays behind); default signal dispositions
-   and an empty mask, whatever the parent set for itself. The actions run in
-   order: arena_fd is above CHILD_ARENA_FD, so the first dup2 cannot clobber it.
-   Returns 0 or an errno value, naming the call in *what. */
+   at CHILD_ARENA_FD, the driver state (state_fd >= 0) at CHILD_STATE_FD, and
+   no other inherited fd beyond stdio (an fd the parent left inheritable, e.g. a
+   JVM's, stays behind); default signal dispositions and an empty mask, whatever
+   the parent set for itself. The actions run in order: arena_fd is above
+   CHILD_ARENA_FD and state_fd above CHILD_STATE_FD, so no dup2 clobbers a later
+   one's source. Returns 0 or an errno value, naming the call in *what. */
 static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, int fd, int arena_fd,
-                       const char **what)
+                       int state_fd, const char **what)
 {
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
     int err;
+    int first_closed = state_fd >= 0 ? CHILD_STATE_FD + 1 : arena_fd >= 0 ? CHILD_ARENA_FD + 1 : CHILD_CHANNEL_FD + 1;
     if ((err = posix_spawn_file_actions_adddup2(fa, fd, CHILD_CHANNEL_FD)) != 0 ||
-        (arena_fd >= 0 && (err = posix_spawn_file_actions_adddup2(fa, arena_fd, CHILD_ARENA_FD)) != 0))
+        (arena_fd >= 0 && (err = posix_spawn_file_actions_adddup2(fa, arena_fd, CHILD_ARENA_FD)) != 0) ||
+        (state_fd >= 0 && (err = posix_spawn_file_actions_adddup2(fa, state_fd, CHILD_STATE_FD)) != 0))
         *what = "posix_spawn_file_actions_adddup2";
-    else if ((err = posix_spawn_file_actions_addclosefrom_np(fa, arena_fd >= 0 ? CHILD_ARENA_FD + 1
-                                                                               : CHILD_CHANNEL_FD + 1)) != 0)
+    else if ((err = posix_spawn_file_actions_addclosefrom_np(fa, first_closed)) != 0)
         *what = "posix_spawn_file_actions_addclosefrom_np";
     else if ((err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) != 0 ||
              (err = posix_spawnattr_setsigmask(attr, &none)) != 0 ||
@@ -145,8 +150,33 @@ static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, 
     return err;
 }
 
+/* The child's environment: the parent's (environ, read, never changed) without any
+   PTO_EMUDRV_STATE_FD_ENV of its own, plus that variable naming CHILD_STATE_FD when
+   the child gets the driver state. A malloc'ed array of the parent's strings and
+   `entry`; NULL when out of memory. */
+static char **child_environment(int state_fd, char *entry, size_t entry_cap)
+{
+    static const char name[] = PTO_EMUDRV_STATE_FD_ENV "=";
+    size_t n = 0;
+    while (environ != NULL && environ[n] != NULL)
+        n++;
+    char **envp = malloc((n + 2) * sizeof *envp);
+    if (envp == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], name, sizeof name - 1) != 0)
+            envp[k++] = environ[i];
+    if (state_fd >= 0) {
+        snprintf(entry, entry_cap, "%s%d", name, CHILD_STATE_FD);
+        envp[k++] = entry;
+    }
+    envp[k] = NULL;
+    return envp;
+}
+
 /* ptorun-chiphost <channel fd> <parent pid> [<arena fd> <arena base> <arena bytes> [test-arena-taken]] */
-static int spawn(const char *exe, const ChipProcessConfig *cfg, int arena_fd, ChipProcess *p)
+static int spawn(const char *exe, const ChipProcessConfig *cfg, int arena_fd, int state_fd, ChipProcess *p)
 {
     char fd_arg[16], ppid_arg[24], arena_fd_arg[16], base_arg[24], bytes_arg[24];
     snprintf(fd_arg, sizeof fd_arg, "%d", CHILD_CHANNEL_FD);
@@ -161,21 +191,28 @@ static int spawn(const char *exe, const ChipProcessConfig *cfg, int arena_fd, Ch
         argv[5] = bytes_arg;
         argv[6] = cfg->test_arena_taken ? "test-arena-taken" : NULL;
     }
+    char state_entry[64];
+    char **envp = child_environment(state_fd, state_entry, sizeof state_entry);
+    if (envp == NULL)
+        return sys_fail("malloc (the child's environment)", ENOMEM);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     const char *what = "posix_spawn_file_actions_init";
     int err = posix_spawn_file_actions_init(&fa);
-    if (err != 0)
+    if (err != 0) {
+        free(envp);
         return sys_fail(what, err);
+    }
     what = "posix_spawnattr_init";
     if ((err = posix_spawnattr_init(&attr)) == 0) {
-        if ((err = spawn_setup(&fa, &attr, p->channel.fd, arena_fd, &what)) == 0) {
+        if ((err = spawn_setup(&fa, &attr, p->channel.fd, arena_fd, state_fd, &what)) == 0) {
             what = "posix_spawn";
-            err = posix_spawn(&p->pid, exe, &fa, &attr, argv, environ);
+            err = posix_spawn(&p->pid, exe, &fa, &attr, argv, envp);
         }
         posix_spawnattr_destroy(&attr);
     }
     posix_spawn_file_actions_destroy(&fa);
+    free(envp);
     if (err == 0)
         return PTO_OK;
     p->pid = 0;
@@ -203,6 +240,26 @@ static int arena_fd_for_child(const ChipProcessConfig *cfg, int *fd, int *dup_fd
     return PTO_OK;
 }
 
+/* The driver state's fd for the child, above CHILD_STATE_FD (spawn_setup's order
+   needs it there): the caller's, or a close-on-exec duplicate the start closes
+   after the spawn. -1 without one. */
+static int state_fd_for_child(const ChipProcessConfig *cfg, int *fd, int *dup_fd)
+{
+    *fd = *dup_fd = -1;
+    if (cfg == NULL || !cfg->share_driver_state)
+        return PTO_OK;
+    if (cfg->driver_state_fd < 0 || fcntl(cfg->driver_state_fd, F_GETFD) < 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: driver state fd %d is no open file descriptor",
+                        cfg->driver_state_fd);
+    *fd = cfg->driver_state_fd;
+    if (*fd > CHILD_STATE_FD)
+        return PTO_OK;
+    if ((*dup_fd = fcntl(*fd, F_DUPFD_CLOEXEC, CHILD_STATE_FD + 1)) < 0)
+        return sys_fail("fcntl(F_DUPFD_CLOEXEC)", errno);
+    *fd = *dup_fd;
+    return PTO_OK;
+}
+
 int chip_process_start(const char *exe, ChipProcess *out)
 {
     return chip_process_start_with(exe, NULL, out);
@@ -215,16 +272,20 @@ int chip_process_start_with(const char *exe, const ChipProcessConfig *cfg, ChipP
     if (exe == NULL || access(exe, X_OK) != 0)
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip host: %s is no executable: %s", exe ? exe : "(null)",
                         strerror(exe ? errno : EINVAL));
-    int arena_fd, arena_dup;
+    int arena_fd, arena_dup, state_fd = -1, state_dup = -1;
     int rc = arena_fd_for_child(cfg, &arena_fd, &arena_dup);
+    if (rc == PTO_OK)
+        rc = state_fd_for_child(cfg, &state_fd, &state_dup);
     if (rc == PTO_OK)
         rc = chip_channel_create(&out->channel);
     if (rc == PTO_OK)
         rc = move_off_child_fd(&out->channel);
     if (rc == PTO_OK)
-        rc = spawn(exe, cfg, arena_fd, out);
+        rc = spawn(exe, cfg, arena_fd, state_fd, out);
     if (arena_dup >= 0) /* the child has its own copy now (or none: the spawn failed) */
         close(arena_dup);
+    if (state_dup >= 0)
+        close(state_dup);
     if (rc == PTO_OK) {
         out->pidfd = (int)syscall(SYS_pidfd_open, out->pid, 0); /* always close-on-exec */
         if (out->pidfd < 0 && errno != ENOSYS) /* ENOSYS: collect() falls back to waitpid */

@@ -51,7 +51,17 @@ typedef struct ChipProcessConfig {
     /* Tests only: the child maps a page of its own at the arena's base before
        it attaches the arena, so the start fails as a real clash would. */
     int test_arena_taken;
+    /* With share_driver_state, driver_state_fd is the emulated driver's state memfd
+       (ptorun/pto_emudrv.h, ptorun_emudrv_state_fd) for the child's driver to share:
+       the child finds it at CHIP_PROCESS_DRIVER_STATE_FD, named by
+       PTO_EMUDRV_STATE_FD_ENV in its environment only. The caller keeps its fd. */
+    int share_driver_state;
+    int driver_state_fd;
 } ChipProcessConfig;
+
+/* The fd number a child finds the driver state at (3: channel, 4: arena). */
+#define CHIP_PROCESS_DRIVER_STATE_FD 5
+
 
 /* Starts the executable `exe` (a ptorun-chiphost) with a fresh channel, and
  * returns once it runs (the first ping answered): PTO_ERR_INVALID_ARGUMENT

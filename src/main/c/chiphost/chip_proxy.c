@@ -37,7 +37,8 @@ static int load_and_describe(ProxyChip *c, const char *library)
     return rc;
 }
 
-PTO_EXPORT void *chip_proxy_start(const char *exe, const char *library, uint64_t arena_bytes)
+/* chip_proxy_start, the driver state shared when driver_state_fd >= 0. */
+static void *start(const char *exe, const char *library, uint64_t arena_bytes, int driver_state_fd)
 {
     pto_clear_error();
     if (exe == NULL || library == NULL || library[0] == '\0' || arena_bytes == 0 || arena_bytes > SIZE_MAX) {
@@ -56,7 +57,9 @@ PTO_EXPORT void *chip_proxy_start(const char *exe, const char *library, uint64_t
     int started = 0;
     int rc = chip_arena_create((size_t)arena_bytes, &c->arena);
     if (rc == PTO_OK) {
-        ChipProcessConfig cfg = { .arena = &c->arena };
+        ChipProcessConfig cfg = { .arena = &c->arena,
+                                  .share_driver_state = driver_state_fd >= 0,
+                                  .driver_state_fd = driver_state_fd };
         rc = chip_process_start_with(exe, &cfg, &c->proc);
         started = rc == PTO_OK;
     }
@@ -77,6 +80,17 @@ PTO_EXPORT void *chip_proxy_start(const char *exe, const char *library, uint64_t
     pthread_mutex_destroy(&c->manage);
     free(c);
     return NULL;
+}
+
+PTO_EXPORT void *chip_proxy_start(const char *exe, const char *library, uint64_t arena_bytes)
+{
+    return start(exe, library, arena_bytes, -1);
+}
+
+PTO_EXPORT void *chip_proxy_start_with_driver_state(const char *exe, const char *library, uint64_t arena_bytes,
+                                                    int driver_state_fd)
+{
+    return start(exe, library, arena_bytes, driver_state_fd);
 }
 
 PTO_EXPORT void chip_proxy_stop(void *chip)

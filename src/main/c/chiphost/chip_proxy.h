@@ -38,6 +38,13 @@
    sets up the log ring and a first lane; NULL on failure (chip_proxy_last_error). Call from a thread that outlives
    the chip (PR_SET_PDEATHSIG follows the spawning thread). */
 PTO_EXPORT void *chip_proxy_start(const char *exe, const char *library, uint64_t arena_bytes);
+/* chip_proxy_start, the child sharing the caller's emulated driver state: driver_state_fd is
+   ptorun_emudrv_state_fd() of the driver the caller would arm faults in (ptorun/pto_emudrv.h);
+   the child inherits it at fd 5 with PTORUN_EMUDRV_STATE_FD=5 in its environment only, so its
+   driver shares the armed faults and the stats. -1: none (as chip_proxy_start). The caller
+   keeps its fd. */
+PTO_EXPORT void *chip_proxy_start_with_driver_state(const char *exe, const char *library, uint64_t arena_bytes,
+                                                    int driver_state_fd);
 /* EXIT, a grace, SIGKILL; collects the child, frees lanes, arena, everything; NULL tolerated; no call in flight. */
 PTO_EXPORT void chip_proxy_stop(void *chip);
 /* Sends sig to the child (crash on demand, the hang watchdog): PTO_OK, or PTO_ERR_CHIP_CRASHED when gone already. */

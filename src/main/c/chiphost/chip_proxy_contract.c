@@ -33,7 +33,8 @@ static int no_handle(const char *fn)
 static int call(ProxyHandle *h, uint32_t op, const uint64_t *args, size_t n, ChipAnswer *ans)
 {
     ChipCall c = { .handle = h->remote };
-    memcpy(c.arg, args, n * sizeof *args);
+    if (n > 0) /* args may be NULL for a call without any */
+        memcpy(c.arg, args, n * sizeof *args);
     memset(ans, 0, sizeof *ans);
     size_t got = 0;
     int rc = proxy_call(h->chip, op, &c, sizeof c, ans, sizeof *ans, &got);

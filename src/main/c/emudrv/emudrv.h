@@ -6,7 +6,8 @@
  *                    reset and close, the exported table
  *   emudrv_stream.c  streams: in-order queues run by the device's engine
  *                    threads; launches run on the device's participation threads
- *   emudrv_fault.c   fault injection and the driver's own accounting
+ *   emudrv_fault.c   fault injection and the driver's own accounting, in a
+ *                    state page shared with the process's chip hosts
  *   emudrv_comm.c    communication groups: the shared-memory group of
  *                    util/comm_shm.h behind the driver ABI's comm entries
  *
@@ -137,11 +138,15 @@ struct PtoDrvDevice {
 };
 
 /* ---- emudrv_fault.c ---- */
+/* The driver's accounting. It lives in the driver's state page (emudrv_fault.c):
+ * a memfd shared with the chip hosts the process starts, so every process that
+ * maps it counts into the same counters (docs/isolation.md, Emulated faults). */
 typedef struct EmuCounters {
-    atomic_uint_fast64_t devices_open, memory_committed, allocations, streams, images, host_registrations,
+    _Atomic uint64_t devices_open, memory_committed, allocations, streams, images, host_registrations,
         threads, comm_ranks, comm_window_sets;
 } EmuCounters;
-extern EmuCounters emu_counters;
+/* The counters of the state page (mapped on first use). */
+EmuCounters *emu_counters(void);
 
 /* 1 when this call is the one an armed fault of `kind` hits (which disarms it). */
 int emu_fault_hit(PtoEmuFault kind);

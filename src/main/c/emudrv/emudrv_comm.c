@@ -121,7 +121,7 @@ int emu_comm_join(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_
     c->reg_next = g_comms;
     g_comms = c;
     pthread_mutex_unlock(&g_comm_lock);
-    atomic_fetch_add(&emu_counters.comm_ranks, 1);
+    atomic_fetch_add(&emu_counters()->comm_ranks, 1);
     emu_device_exit(dev);
     *out = c;
     return PTO_DRV_OK;
@@ -143,7 +143,7 @@ static void free_windows(PtoDrvComm *c, PtoDrvWindows *w)
     forget_windows(c->dev, w->windows, shm_windows_count(w->windows));
     shm_windows_free(c->group, w->windows);
     free(w);
-    atomic_fetch_sub(&emu_counters.comm_window_sets, 1);
+    atomic_fetch_sub(&emu_counters()->comm_window_sets, 1);
 }
 
 /* Kills a comm found on the list (g_comm_lock held, released and retaken):
@@ -166,7 +166,7 @@ static void comm_kill(PtoDrvComm *c)
     }
     shm_group_leave(c->group);
     free(c);
-    atomic_fetch_sub(&emu_counters.comm_ranks, 1);
+    atomic_fetch_sub(&emu_counters()->comm_ranks, 1);
     pthread_mutex_lock(&g_comm_lock);
 }
 
@@ -255,7 +255,7 @@ int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks,
     w->next = c->windows;
     c->windows = w;
     pthread_mutex_unlock(&g_comm_lock);
-    atomic_fetch_add(&emu_counters.comm_window_sets, 1);
+    atomic_fetch_add(&emu_counters()->comm_window_sets, 1);
     comm_exit(c);
     *out = w;
     return PTO_DRV_OK;

@@ -245,7 +245,7 @@ static int open_device(int device_id, PtoDrvDevice **out)
     dev->reg_next = g_devices;
     g_devices = dev;
     pthread_mutex_unlock(&g_registry_lock);
-    atomic_fetch_add(&emu_counters.devices_open, 1);
+    atomic_fetch_add(&emu_counters()->devices_open, 1);
     *out = dev;
     return PTO_DRV_OK;
 
@@ -272,8 +272,8 @@ static void free_memory_block(uintptr_t base, size_t size, void *arg)
 {
     (void)arg;
     free((void *)base);
-    atomic_fetch_sub(&emu_counters.memory_committed, size);
-    atomic_fetch_sub(&emu_counters.allocations, 1);
+    atomic_fetch_sub(&emu_counters()->memory_committed, size);
+    atomic_fetch_sub(&emu_counters()->allocations, 1);
 }
 
 /* Everything a device holds, gone: what reset and close share. The caller
@@ -335,9 +335,9 @@ static void device_teardown(PtoDrvDevice *dev)
         dev->image_list = img->dev_next;
         library_cache_release(&dev->images, img->handle);
         free(img);
-        atomic_fetch_sub(&emu_counters.images, 1);
+        atomic_fetch_sub(&emu_counters()->images, 1);
     }
-    atomic_fetch_sub(&emu_counters.host_registrations, dev->view_count);
+    atomic_fetch_sub(&emu_counters()->host_registrations, dev->view_count);
     dev->view_count = 0;
     pthread_mutex_unlock(&dev->lock);
     alloc_table_drain(&dev->memory, free_memory_block, NULL);
@@ -369,7 +369,7 @@ static int close_device(PtoDrvDevice *dev)
     pthread_cond_destroy(&dev->engine_cond);
     pthread_mutex_destroy(&dev->lock);
     free(dev);
-    atomic_fetch_sub(&emu_counters.devices_open, 1);
+    atomic_fetch_sub(&emu_counters()->devices_open, 1);
     return PTO_DRV_OK;
 }
 
@@ -424,8 +424,8 @@ static int mem_alloc(PtoDrvDevice *dev, size_t bytes, uint64_t *dev_addr)
         rc = PTO_DRV_ERR_OUT_OF_MEMORY;
         goto out;
     }
-    atomic_fetch_add(&emu_counters.memory_committed, bytes);
-    atomic_fetch_add(&emu_counters.allocations, 1);
+    atomic_fetch_add(&emu_counters()->memory_committed, bytes);
+    atomic_fetch_add(&emu_counters()->allocations, 1);
     *dev_addr = (uint64_t)(uintptr_t)block;
 out:
     device_release(dev);
@@ -438,7 +438,7 @@ static void drop_views_in(PtoDrvDevice *dev, uint64_t base, size_t size)
     size_t kept = 0;
     for (size_t i = 0; i < dev->view_count; i++) {
         if (dev->views[i].dev_addr >= base && dev->views[i].dev_addr - base < size)
-            atomic_fetch_sub(&emu_counters.host_registrations, 1);
+            atomic_fetch_sub(&emu_counters()->host_registrations, 1);
         else
             dev->views[kept++] = dev->views[i];
     }
@@ -560,7 +560,7 @@ static int host_register(PtoDrvDevice *dev, uint64_t dev_addr, size_t n, void **
     }
     dev->views[dev->view_count++] = (EmuHostView){ dev_addr, n };
     pthread_mutex_unlock(&dev->lock);
-    atomic_fetch_add(&emu_counters.host_registrations, 1);
+    atomic_fetch_add(&emu_counters()->host_registrations, 1);
     *host_view = (void *)(uintptr_t)dev_addr;
 out:
     device_release(dev);
@@ -577,7 +577,7 @@ static int host_unregister(PtoDrvDevice *dev, void *host_view)
     for (size_t i = 0; i < dev->view_count; i++) {
         if (dev->views[i].dev_addr == (uint64_t)(uintptr_t)host_view) {
             dev->views[i] = dev->views[--dev->view_count];
-            atomic_fetch_sub(&emu_counters.host_registrations, 1);
+            atomic_fetch_sub(&emu_counters()->host_registrations, 1);
             rc = PTO_DRV_OK;
             break;
         }
@@ -622,7 +622,7 @@ static int load_image(PtoDrvDevice *dev, const void *bytes, size_t size, PtoDrvI
     img->reg_next = g_images;
     g_images = img;
     pthread_mutex_unlock(&g_registry_lock);
-    atomic_fetch_add(&emu_counters.images, 1);
+    atomic_fetch_add(&emu_counters()->images, 1);
     *out = img;
     goto out;
 out_free:
@@ -668,7 +668,7 @@ static int unload_image(PtoDrvDevice *dev, PtoDrvImage *img)
     pthread_mutex_unlock(&dev->lock);
     library_cache_release(&dev->images, img->handle);
     free(img);
-    atomic_fetch_sub(&emu_counters.images, 1);
+    atomic_fetch_sub(&emu_counters()->images, 1);
     device_release(dev);
     return PTO_DRV_OK;
 }

@@ -40,7 +40,7 @@ static int spawn(PtoDrvDevice *dev, void *(*main)(void *), pthread_t *slot)
         return -1;
     /* named here, not by the thread itself, so the name is set when spawn returns */
     pthread_setname_np(*slot, EMU_THREAD_NAME);
-    atomic_fetch_add(&emu_counters.threads, 1);
+    atomic_fetch_add(&emu_counters()->threads, 1);
     return 0;
 }
 
@@ -61,7 +61,7 @@ void emu_threads_join(PtoDrvDevice *dev)
     dev->engine_count = dev->part_thread_count = 0;
     dev->shutdown = 0;
     pthread_mutex_unlock(&dev->lock);
-    atomic_fetch_sub(&emu_counters.threads, engines + parts);
+    atomic_fetch_sub(&emu_counters()->threads, engines + parts);
 }
 
 /* ---- operations ---------------------------------------------------------- */
@@ -354,7 +354,7 @@ int emu_stream_create(PtoDrvDevice *dev, PtoDrvStream **out)
     dev->streams = s;
     pthread_mutex_unlock(&dev->lock);
     emu_stream_register(s);
-    atomic_fetch_add(&emu_counters.streams, 1);
+    atomic_fetch_add(&emu_counters()->streams, 1);
     *out = s;
     return PTO_DRV_OK;
 }
@@ -374,7 +374,7 @@ void emu_stream_free(PtoDrvStream *s)
     }
     pthread_cond_destroy(&s->idle_cond);
     free(s);
-    atomic_fetch_sub(&emu_counters.streams, 1);
+    atomic_fetch_sub(&emu_counters()->streams, 1);
 }
 
 int emu_stream_destroy(PtoDrvStream *s)

@@ -7,6 +7,7 @@
 
 #include "util/last_error.h"
 #include "platform/onboard/onboard_driver.h"
+#include "services/native_log.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define BUNDLED_DRIVER "libptorun_emudrv.so"
@@ -63,6 +64,19 @@ static int check_table(const OnboardDriver *d)
     return PTO_OK;
 }
 
+/* The emulated driver refused the state page its process was handed (pto_emudrv.h,
+ * PTO_EMUDRV_STATE_FD_ENV) and runs on a private one: faults armed by the parent do not
+ * reach it. Another driver has no such entry. */
+static void log_state_warning(const OnboardDriver *d)
+{
+    const char *(*warning)(void);
+    *(void **)&warning = dlsym(d->handle, "ptorun_emudrv_state_warning");
+    const char *why = warning == NULL ? NULL : warning();
+    if (why != NULL && why[0] != '\0')
+        native_log(PTO_LOG_WARN, "onboard driver %s: private state, the parent's faults and stats do not reach it: %s",
+                   d->path, why);
+}
+
 int onboard_driver_load(OnboardDriver *d)
 {
     if (d->handle != NULL)
@@ -104,6 +118,7 @@ int onboard_driver_load(OnboardDriver *d)
         return rc;
     }
     d->handle = handle;
+    log_state_warning(d);
     return PTO_OK;
 }
 

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import org.ptorun.internal.ChipHost;
+import org.ptorun.internal.EmulatedDriverLibrary;
 import org.ptorun.internal.FlushingNativeApi;
 import org.ptorun.internal.Layouts;
 import org.ptorun.internal.LibraryLoader;
@@ -186,7 +187,10 @@ public final class HostRuntime {
      * @throws LibraryLoadException when it cannot start or answers differently
      */
     ChipHost startChipHost() {
-        ChipHost host = ChipHost.start(variant.toString(), file, ChipHost.configuredArenaBytes());
+        // an onboard chip host's emulated driver shares the JVM's faults and stats (docs/isolation.md)
+        int driverState = variant.platform() == Variant.Platform.ONBOARD
+                ? EmulatedDriverLibrary.sharedStateFd(file) : -1;
+        ChipHost host = ChipHost.start(variant.toString(), file, ChipHost.configuredArenaBytes(), driverState);
         try {
             NativeApi child = host.api();
             String reported = NativeMemory.cString(child.variant());

@@ -23,7 +23,11 @@ import org.ptorun.callable.CoreType;
 import org.ptorun.callable.Kernel;
 import org.ptorun.callable.Param;
 import org.ptorun.callable.Program;
+import org.ptorun.testing.ArmedFault;
 import org.ptorun.testing.ChipCrashes;
+import org.ptorun.testing.DriverStats;
+import org.ptorun.testing.EmulatedFaults;
+import org.ptorun.testing.Fault;
 
 /**
  * Chips in process isolation (docs/isolation.md) on all eight libraries: golden runs,
@@ -39,6 +43,38 @@ class ProcessIsolationE2ETest {
 
     private static ChipWorker openProcess(Variant variant) {
         return ChipWorker.open(HostRuntime.load(variant), 0, ChipIsolation.PROCESS);
+    }
+
+    static List<Variant> onboard() {
+        return Variant.all().stream().filter(v -> v.platform() == Variant.Platform.ONBOARD).toList();
+    }
+
+    /**
+     * The chip host's emulated driver shares the JVM's (docs/isolation.md, Emulated faults): a
+     * fault armed here fires there, once; the stats count its device while it is open and
+     * nothing of it once the chip closed; a killed chip host drops out once collected.
+     */
+    @ParameterizedTest
+    @MethodSource("onboard")
+    void anEmulatedFaultArmedInTheJvmFiresOnceInTheChipHostAndItsStatsAreCounted(Variant variant) {
+        HostRuntime runtime = HostRuntime.load(variant);
+        EmulatedFaults faults = EmulatedFaults.of(runtime);
+        DriverStats baseline = faults.stats();
+        try (ChipWorker chip = openProcess(variant)) {
+            assertThat(faults.stats().devicesOpen()).isEqualTo(baseline.devicesOpen() + 1);
+            try (ArmedFault armed = faults.armed(Fault.ALLOC, 0)) {
+                assertThatThrownBy(() -> chip.malloc(4096)).isInstanceOf(DeviceOutOfMemoryException.class);
+                DeviceBuffer fine = chip.malloc(4096); // it fired once
+                assertThat(faults.stats().allocations()).isGreaterThan(baseline.allocations());
+                fine.close();
+            }
+        }
+        assertThat(faults.stats()).as("a clean exit gives everything back").isEqualTo(baseline);
+        try (ChipWorker chip = openProcess(variant)) {
+            assertThat(faults.stats().devicesOpen()).isEqualTo(baseline.devicesOpen() + 1);
+            assertThat(ChipCrashes.kill(chip, ChipCrashes.SIGKILL)).isTrue();
+        }
+        assertThat(faults.stats()).as("a killed chip host drops out once collected").isEqualTo(baseline);
     }
 
     @ParameterizedTest
@@ -377,11 +413,24 @@ class ProcessIsolationE2ETest {
         }
     }
 
+    /**
+     * The JVM's open descriptors, less the emulated driver's state memfd: the driver creates it
+     * once, when the first onboard chip host is handed it, and keeps it for the life of the
+     * process (docs/isolation.md, Emulated faults).
+     */
     static long openFds() {
         try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.count();
+            return fds.filter(fd -> !isDriverState(fd)).count();
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static boolean isDriverState(Path fd) {
+        try {
+            return Files.readSymbolicLink(fd).toString().startsWith("/memfd:ptorun-emudrv-state");
+        } catch (IOException e) {
+            return false; // closed meanwhile (e.g. the listing's own descriptor)
         }
     }
 }

@@ -36,6 +36,7 @@ import org.ptorun.testing.Fault;
 import org.ptorun.worker.ChipHealth;
 import org.ptorun.worker.ChipSelection;
 import org.ptorun.worker.DrainReport;
+import org.ptorun.worker.RestartPolicy;
 import org.ptorun.worker.RunResult;
 import org.ptorun.worker.RunTicket;
 import org.ptorun.worker.RunTimings;
@@ -181,6 +182,19 @@ class WorkerE2ETest {
     // ---- acceptance -------------------------------------------------------------------------------
 
     /**
+     * The WARN of a poisoned device 0 that stays down: in process it is never restarted; in
+     * process isolation (the tests build their Worker with {@link RestartPolicy#NEVER}) the
+     * policy's refusal is named.
+     */
+    private static String poisonedAndDown() {
+        if (ChipIsolation.configuredDefault() == ChipIsolation.IN_PROCESS) {
+            return "device 0 is poisoned: its queued runs fail with ChipPoisonedException";
+        }
+        return "device 0 is down (its library poisoned it; not restarted: 0 restart(s) within PT1M already ("
+                + RestartPolicy.NEVER + ")): its queued runs fail with ChipPoisonedException";
+    }
+
+    /**
      * A refused launch is a device error: it fails its run before the marker (the word is
      * never set) and poisons the chip, so the run queued behind it fails fast.
      */
@@ -188,7 +202,8 @@ class WorkerE2ETest {
     @MethodSource("onboard")
     void aRunRefusedAtLaunchFailsWithADeviceErrorItsWordIsNeverSetAndTheChipIsPoisoned(Variant variant)
             throws Exception {
-        worker = Worker.builder().variant(variant).build();
+        // NEVER: a poisoned chip stays down in process isolation too (in process it always does)
+        worker = Worker.builder().variant(variant).restartPolicy(RestartPolicy.NEVER).build();
         worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
         Job first = enqueueChain(worker, 1);
         worker.drain();
@@ -202,7 +217,7 @@ class WorkerE2ETest {
         try (LogCapture logs = LogCapture.open()) {
             report = worker.drain();
             assertThat(logs.messages(Level.WARN))
-                    .containsExactly("device 0 is poisoned: its queued runs fail with ChipPoisonedException");
+                    .containsExactly(poisonedAndDown());
         }
         assertThat(report.failed()).isEqualTo(2);
         assertThat(refused.ticket().isAccepted()).as("failed before the marker").isFalse();
@@ -541,7 +556,8 @@ class WorkerE2ETest {
     @ParameterizedTest
     @MethodSource("onboard")
     void aLostDeviceOnOneChipPoisonsThatChipOnlyAndFailsItsQueuedRunsFast(Variant variant) throws Exception {
-        worker = Worker.builder().variant(variant).devices(0, 1).build();
+        // NEVER: a poisoned chip stays down in process isolation too (in process it always does)
+        worker = Worker.builder().variant(variant).devices(0, 1).restartPolicy(RestartPolicy.NEVER).build();
         worker.register(CHAIN, ChipWorkerE2ETest.vectorChain(N));
         FAULTS.inject(Fault.DEVICE_LOST, 0);
         List<Job> jobs = new ArrayList<>();
@@ -553,7 +569,7 @@ class WorkerE2ETest {
         try (LogCapture logs = LogCapture.open()) {
             report = worker.drain(); // chip 0 is driven first: its prepare meets the lost device
             assertThat(logs.messages(Level.WARN))
-                    .containsExactly("device 0 is poisoned: its queued runs fail with ChipPoisonedException");
+                    .containsExactly(poisonedAndDown());
         }
         assertThat(report.failed()).isEqualTo(2);
         assertThat(report.succeeded()).isEqualTo(2);

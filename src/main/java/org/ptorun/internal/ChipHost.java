@@ -83,13 +83,23 @@ public final class ChipHost implements AutoCloseable {
 
     /**
      * Starts a chip host that loads {@code library} (the variant library's file) with an
-     * arena of {@code arenaBytes}.
+     * arena of {@code arenaBytes}, its driver on state of its own.
      *
      * @throws LibraryLoadException when the executable or the proxy library is missing, or
      *         the child cannot load the library
      * @throws PtoRunException when the child cannot start (its code and message)
      */
     public static ChipHost start(String variant, Path library, long arenaBytes) {
+        return start(variant, library, arenaBytes, -1);
+    }
+
+    /**
+     * {@link #start(String, Path, long)}, the child's emulated driver sharing the state at
+     * {@code driverStateFd} (the armed faults and the counters:
+     * {@link EmulatedDriverLibrary#sharedStateFd}); -1: none. The child inherits the fd;
+     * this JVM keeps its own.
+     */
+    public static ChipHost start(String variant, Path library, long arenaBytes, int driverStateFd) {
         ChipProxy.load();
         Path exe = NativeFolder.libraryFile(ChipProxy.EXECUTABLE);
         if (exe == null) {
@@ -100,7 +110,8 @@ public final class ChipHost implements AutoCloseable {
         String libraryPath = library.toAbsolutePath().toString();
         // the failure message is thread-local: read on the thread that failed
         CompletableFuture<Started> started = CompletableFuture.supplyAsync(() -> {
-            long handle = ChipProxy.chip_proxy_start(exePath, libraryPath, arenaBytes);
+            long handle = driverStateFd < 0 ? ChipProxy.chip_proxy_start(exePath, libraryPath, arenaBytes)
+                    : ChipProxy.chip_proxy_start_with_driver_state(exePath, libraryPath, arenaBytes, driverStateFd);
             if (handle != 0) {
                 LIVE.incrementAndGet(); // before the spawner can look: it must not end under this child
             }

@@ -47,6 +47,9 @@ final class ChipProxy {
     // management
     static native long chip_proxy_start(String exe, String library, long arenaBytes);
 
+    static native long chip_proxy_start_with_driver_state(String exe, String library, long arenaBytes,
+                                                          int driverStateFd);
+
     static native void chip_proxy_stop(long chip);
 
     static native int chip_proxy_kill(long chip, int sig);

@@ -27,11 +27,12 @@ public final class EmulatedDriverLibrary {
     public static final String BUNDLED_FILE_NAME = "libptorun_emudrv.so";
     /** The environment variable naming another driver. */
     public static final String DRIVER_ENV = "PTORUN_DRIVER";
-    /** {@code PtoEmuStats}: seven {@code uint64_t}. */
+    /** {@code PtoEmuStats}: nine {@code uint64_t}. */
     public static final int STATS_FIELDS = 9;
 
     private static final String INJECT = "ptorun_emudrv_inject";
     private static final String STATS = "ptorun_emudrv_stats";
+    private static final String STATE_FD = "ptorun_emudrv_state_fd";
     private static final String DRIVER_API = "pto_driver_api";
     private static final String EMULATED_NAME = "ptorun emulated device driver";
     private static final int RTLD_NOW = 0x2;
@@ -74,18 +75,20 @@ public final class EmulatedDriverLibrary {
         }
     }
 
-    /** The two extras of one loaded driver file. */
-    private record Bound(Function inject, Function stats) {
+    /** The extras of one loaded driver file; stateFd null for a driver older than the shared state. */
+    private record Bound(Function inject, Function stats, Function stateFd) {
     }
 
     private final Location location;
     private final Function inject;
     private final Function stats;
+    private final Function stateFd;
 
     private EmulatedDriverLibrary(Location location, Bound bound) {
         this.location = location;
         this.inject = bound.inject();
         this.stats = bound.stats();
+        this.stateFd = bound.stateFd();
     }
 
     /**
@@ -145,7 +148,9 @@ public final class EmulatedDriverLibrary {
             throw new DriverUnavailableException("the driver " + location.path() + " (" + location.origin()
                     + ") is not the emulated device driver: it calls itself '" + name + "'", true);
         }
-        return new Bound(Function.getFunction(inject), Function.getFunction(stats));
+        Pointer stateFd = symbol(handle, STATE_FD);
+        return new Bound(Function.getFunction(inject), Function.getFunction(stats),
+                stateFd == null ? null : Function.getFunction(stateFd));
     }
 
     private static Pointer symbol(Pointer handle, String name) {
@@ -170,12 +175,44 @@ public final class EmulatedDriverLibrary {
         return inject.invokeInt(new Object[] {kind, afterNCalls});
     }
 
-    /** {@code ptorun_emudrv_stats}: the seven counters of {@code PtoEmuStats}, in order. */
+    /** {@code ptorun_emudrv_stats}: the nine counters of {@code PtoEmuStats}, in order. */
     public long[] stats() {
         try (Memory m = new Memory(8L * STATS_FIELDS)) {
             m.clear();
             stats.invokeVoid(new Object[] {m});
             return m.getLongArray(0, STATS_FIELDS);
+        }
+    }
+
+    /**
+     * {@code ptorun_emudrv_state_fd}: the memfd holding this driver's armed faults and
+     * counters, for a chip host to share (docs/isolation.md, Emulated faults); -1 when the
+     * driver runs on private state or predates the shared state. The driver keeps it open
+     * for the life of the process.
+     */
+    public int stateFd() {
+        return stateFd == null ? -1 : stateFd.invokeInt(new Object[0]);
+    }
+
+    /**
+     * The state fd ({@link #stateFd()}) of the emulated driver that the onboard runner in
+     * {@code runnerFile} loads, found as {@link #locate} finds it and opened as
+     * {@link #open} opens it (so the instance {@code org.ptorun.testing.EmulatedFaults}
+     * arms faults in); -1 when that driver cannot be loaded or is another driver (a chip
+     * host then runs its driver on state of its own). The bundled driver is loaded into the
+     * JVM for this; a driver the user named ({@code -Dptorun.driver}, {@code PTORUN_DRIVER})
+     * only when it was bound already ({@code EmulatedFaults.of}): a hardware driver named
+     * there must not be loaded into the JVM of a chip in process isolation.
+     */
+    public static int sharedStateFd(Path runnerFile) {
+        Location location = locate(runnerFile);
+        if (location.fromEnvironment() && !OPEN.containsKey(location.path())) {
+            return -1;
+        }
+        try {
+            return open(location).stateFd();
+        } catch (DriverUnavailableException e) {
+            return -1;
         }
     }
 

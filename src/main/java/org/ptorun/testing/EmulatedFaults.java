@@ -29,8 +29,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The driver's faults are <b>process-wide</b>: one armed fault fires on the first
  * call that can suffer it on any device of any onboard library in the JVM (they all
- * load one driver instance). Tests that inject faults must not run in parallel with
- * other onboard tests in the same JVM. Thread-safe.
+ * load one driver instance). Chips in process isolation share them too: each onboard
+ * chip host's driver maps the state page of this driver (armed faults and counters), so a
+ * fault fires once in whichever process gets there first and {@link #stats()} counts
+ * the chip hosts still running (docs/testing.md, Across chip hosts). Tests that inject
+ * faults must not run in parallel with other onboard tests in the same JVM. Thread-safe.
  */
 public final class EmulatedFaults {
 
