@@ -39,8 +39,10 @@ final class DeviceMemory {
             long address = device.api.deviceMalloc(device.ctx, bytes);
             if (address == 0) {
                 String message = device.lastError();
-                throw device.failure("device_malloc of " + bytes + " bytes", mallocFailureCode(message),
-                        stripCode(message), null);
+                // a chip host that is gone answers no code: its death is the reason
+                int code = device.host != null && !device.host.alive() ? PtoError.CHIP_CRASHED.code()
+                        : mallocFailureCode(message);
+                throw device.failure("device_malloc of " + bytes + " bytes", code, stripCode(message), null);
             }
             return new DeviceBuffer(owner, this, address, bytes);
         } finally {
