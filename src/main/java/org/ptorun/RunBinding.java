@@ -146,15 +146,15 @@ final class RunBinding implements TaskArgs.TensorPlacement {
         this.directions = signature;
         this.boundRun = run;
         long bytes = 0;
-        boolean anyArray = false;
+        boolean anyStaged = false;
         for (int i = 0; i < taskArgs.tensorCount(); i++) {
             Tensor t = taskArgs.tensorAt(i);
             if (staged(t)) {
-                anyArray = true;
+                anyStaged = true;
                 bytes += alignUp(t.byteSize());
             }
         }
-        if (anyArray) {
+        if (anyStaged) {
             ensureStaging(Math.max(bytes, STAGING_ALIGN));
         }
         stagingUsed = 0;
