@@ -359,16 +359,9 @@ class ProcessIsolationE2ETest {
 
     // ---- helpers ------------------------------------------------------------------------------------
 
+    /** c = a + b: one vadd task (ChipWorkerE2ETest's heavy run of one task). */
     static ChipCallable vadd(int n) {
-        long bytes = 4L * n;
-        return ChipCallable.builder()
-                .signature(IN, IN, OUT)
-                .child(0, Kernel.vadd())
-                .program(Program.builder()
-                        .submit(0, Param.tensor(0, IN, 0, bytes), Param.tensor(1, IN, 0, bytes),
-                                Param.tensor(2, OUT, 0, bytes))
-                        .build())
-                .build();
+        return ChipWorkerE2ETest.heavy(n, 1);
     }
 
     /** x IN, y OUT: one task of {@code kernel} of libptorun_test_crash.so. */
