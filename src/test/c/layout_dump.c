@@ -200,6 +200,8 @@ int main(void)
     OFF(NativeRunReport, graph_source);
     OFF(NativeRunReport, output_files);
     OFF(NativeRunReport, orchestration_ns);
+    OFF(NativeRunReport, launched_ctx);
+    OFF(NativeRunReport, device_ended);
     SIZE(ChipStorageTaskArgs);
     OFF(ChipStorageTaskArgs, tensors);
     OFF(ChipStorageTaskArgs, scalars);

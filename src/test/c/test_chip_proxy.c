@@ -388,6 +388,55 @@ TEST(chiphost_proxy_serves_other_calls_while_a_wait_blocks)
     close_chip(&t);
 }
 
+/* A poll of a run whose work ended is answered from its storage in the arena, without a
+   request: it still answers after the chip host died unseen (a request would find the death). */
+TEST(chiphost_proxy_answers_an_ended_runs_poll_from_its_storage)
+{
+    TChip t;
+    REQUIRE(open_chip("a2a3_sim_hbg", &t) == 0);
+    const Proxy *px = t.px;
+    Waiter w;
+    pthread_t thread;
+    REQUIRE(start_gated_wait(&t, &w, &thread) == 0);
+    const NativeRunReport *report = (const NativeRunReport *)((const char *)t.gate_storage + PTO_NATIVE_RUN_REPORT_OFFSET);
+    CHECK(__atomic_load_n(&report->launched_ctx, __ATOMIC_ACQUIRE) != 0);
+    CHECK_EQ_INT(__atomic_load_n(&report->device_ended, __ATOMIC_ACQUIRE), 0);
+    open_gate(t.gate);
+    pthread_join(thread, NULL);
+    CHECK_EQ_INT(w.rc, PTO_OK);
+    CHECK_EQ_INT(__atomic_load_n(&report->device_ended, __ATOMIC_ACQUIRE), 1);
+    pid_t pid = (pid_t)px->chip_proxy_pid(t.chip);
+    CHECK_EQ_INT(kill(pid, SIGKILL), 0); /* behind the proxy's back: nothing has seen the death yet */
+    siginfo_t info;
+    CHECK_EQ_INT(waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT), 0);
+    CHECK_EQ_INT(px->chip_proxy_poll_run(t.ctx, t.gate_storage), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(px->chip_proxy_finalize_run(t.ctx, t.gate_storage), PTO_ERR_CHIP_CRASHED);
+    close_chip(&t);
+}
+
+/* The storage answers only for the context whose launch returned, from then until finalize:
+   every other poll is the library's, with its error. */
+TEST(chiphost_proxy_leaves_every_other_poll_to_the_library)
+{
+    TChip t;
+    REQUIRE(open_chip("a2a3_sim_hbg", &t) == 0);
+    const Proxy *px = t.px;
+    CHECK_EQ_INT(px->chip_proxy_prepare_run(t.ctx, t.storage, ADD, t.args, t.cfg, t.desc), PTO_OK);
+    CHECK_EQ_INT(px->chip_proxy_poll_run(t.ctx, t.storage), PTO_ERR_WRONG_PHASE);
+    CHECK_EQ_INT(px->chip_proxy_launch_run(t.ctx, t.storage), PTO_OK);
+    CHECK_EQ_INT(px->chip_proxy_wait_run(t.ctx, t.storage), PTO_OK);
+    void *other = px->chip_proxy_create_device_context(t.chip);
+    REQUIRE(other != NULL);
+    CHECK_EQ_INT(px->chip_proxy_poll_run(other, t.storage), PTO_ERR_BAD_STORAGE); /* another context's run */
+    CHECK_EQ_INT(px->chip_proxy_poll_run(t.ctx, t.storage), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
+    CHECK_EQ_INT(px->chip_proxy_poll_run(t.ctx, (char *)t.storage + 8), PTO_ERR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(px->chip_proxy_finalize_run(t.ctx, t.storage), PTO_OK);
+    CHECK(sums_right(&t));
+    CHECK_EQ_INT(px->chip_proxy_poll_run(t.ctx, t.storage), PTO_ERR_BAD_STORAGE);
+    px->chip_proxy_destroy_device_context(other);
+    close_chip(&t);
+}
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 TEST(chiphost_proxy_refuses_pointers_outside_the_arena)

@@ -19,6 +19,13 @@
 
 #define CHIP_CHANNEL_MAGIC 0x314E484350494843ull /* "CHIPCHN1" */
 
+/* The spins (docs/performance.md, P15): the two processes' threads outnumber the cores
+   here. The child's lane thread yields the core between its spin's rounds from the start
+   while it waits for the next request: the executors it wakes run on its cores. The
+   parent spins as util/spin_wait.h does, but parks at once for a call that hands its
+   work to another thread of the child (CHIP_CHANNEL_PARK). */
+#define CHILD_YIELD_AFTER_NS 0u
+
 /* One direction's frame. seq is 0 while the writer rewrites the rest. Every
    field is atomic (the payload in 8-byte words): a reader may copy a frame
    while the writer rewrites it, and the seqlock below discards that copy. */
@@ -47,6 +54,8 @@ struct ChipControl {
     _Atomic uint32_t response_word;   /* bumped after every response: the parent parks on it */
     _Atomic uint64_t taken;           /* the number of the request the child took last */
     _Atomic uint32_t taken_waiters;   /* chip_channel_await_taken callers: the child wakes them only then */
+    _Atomic uint32_t request_waiters; /* the child is (about to be) parked on request_word */
+    _Atomic uint32_t response_waiters; /* the parent is (about to be) parked on response_word */
     uint32_t reserved;
     ChipFrame request;                /* the parent writes it */
     ChipFrame response;               /* the child writes it */
@@ -86,10 +95,16 @@ static void frame_write(ChipFrame *f, uint64_t seq, const FrameHead *head, const
     atomic_store_explicit(&f->seq, seq, memory_order_release);
 }
 
-static void frame_wake(_Atomic uint32_t *word)
+/* Bumps the direction's word, and wakes it only when someone counted itself as
+ * parked there: most answers are caught by the peer's spin, and a FUTEX_WAKE is a
+ * system call. Dekker with park(): the bump is ordered before the read of the
+ * count, and a parker counts itself before it reads the word, so either the waker
+ * sees the parker or the parker sees the bumped word (and the frame before it). */
+static void frame_wake(_Atomic uint32_t *word, _Atomic uint32_t *waiters, _Atomic uint32_t *more_waiters)
 {
     atomic_fetch_add(word, 1u);
-    pto_futex_wake(futex_of(word));
+    if (atomic_load(waiters) != 0 || (more_waiters != NULL && atomic_load(more_waiters) != 0))
+        pto_futex_wake(futex_of(word));
 }
 
 /* When f holds a published number: copies its header to *head and its payload
@@ -238,6 +253,30 @@ static int answered(ChipChannel *ch, const FrameHead *head, uint32_t op, uint64_
     return PTO_OK;
 }
 
+/* The parent's wait past its spin, counted in response_waiters: PTO_OK with the answer in
+   *head and reply, or why there is none. */
+static int park_for_response(ChipChannel *ch, uint32_t op, uint64_t seq, void *reply, size_t reply_cap,
+                             FrameHead *head, uint32_t timeout_ms, ChipPeerCheck check, void *check_arg)
+{
+    ChipControl *c = ch->ctl;
+    uint64_t deadline = timeout_ms == 0 ? UINT64_MAX : pto_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
+    for (;;) {
+        /* the word first: an answer published after this read wakes the wait below at once */
+        uint32_t word = atomic_load(&c->response_word);
+        if (take_response(ch, seq, reply, reply_cap, head))
+            return PTO_OK;
+        int rc = check == NULL ? PTO_OK : check(check_arg);
+        if (rc != PTO_OK) /* an answer given just before the child died still counts */
+            return take_response(ch, seq, reply, reply_cap, head) ? PTO_OK : rc;
+        uint64_t now = pto_monotonic_ns();
+        if (now >= deadline)
+            return pto_fail(PTO_ERR_TIMEOUT, "chip channel: no answer to op %u (request %llu) within %u ms", op,
+                            (unsigned long long)seq, timeout_ms);
+        uint64_t slice = (uint64_t)CHIP_CHANNEL_LIVENESS_MS * 1000000u;
+        pto_futex_wait_ns(futex_of(&c->response_word), word, deadline - now < slice ? deadline - now : slice);
+    }
+}
+
 int chip_channel_call(ChipChannel *ch, uint32_t op, const void *payload, size_t len, void *reply, size_t reply_cap,
                       size_t *reply_len, uint32_t timeout_ms, ChipPeerCheck check, void *check_arg)
 {
@@ -247,31 +286,22 @@ int chip_channel_call(ChipChannel *ch, uint32_t op, const void *payload, size_t 
         return pto_fail(PTO_ERR_INVALID_ARGUMENT, "chip channel: a payload of %zu bytes (at most %u)", len,
                         CHIP_CHANNEL_PAYLOAD_BYTES);
     ChipControl *c = ch->ctl;
+    int park_at_once = (op & CHIP_CHANNEL_PARK) != 0;
+    op &= ~CHIP_CHANNEL_PARK;
     uint64_t seq = ++ch->last_seq;
     FrameHead request = { .op = op, .status = PTO_OK, .len = (uint32_t)len };
     frame_write(&c->request, seq, &request, payload);
-    frame_wake(&c->request_word);
+    frame_wake(&c->request_word, &c->request_waiters, NULL);
 
     FrameHead head;
     ResponseWait w = { c, seq };
-    (void)pto_spin_until(response_ready, &w);
-    uint64_t deadline = timeout_ms == 0 ? UINT64_MAX : pto_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
-    for (;;) {
-        /* the word first: an answer published after this read wakes the wait below at once */
-        uint32_t word = atomic_load(&c->response_word);
-        if (take_response(ch, seq, reply, reply_cap, &head))
-            return answered(ch, &head, op, seq, reply_cap, reply_len);
-        int rc = check == NULL ? PTO_OK : check(check_arg);
-        if (rc != PTO_OK) /* an answer given just before the child died still counts */
-            return take_response(ch, seq, reply, reply_cap, &head) ? answered(ch, &head, op, seq, reply_cap, reply_len)
-                                                                   : rc;
-        uint64_t now = pto_monotonic_ns();
-        if (now >= deadline)
-            return pto_fail(PTO_ERR_TIMEOUT, "chip channel: no answer to op %u (request %llu) within %u ms", op,
-                            (unsigned long long)seq, timeout_ms);
-        uint64_t slice = (uint64_t)CHIP_CHANNEL_LIVENESS_MS * 1000000u;
-        pto_futex_wait_ns(futex_of(&c->response_word), word, deadline - now < slice ? deadline - now : slice);
-    }
+    if (!park_at_once && pto_spin_until(response_ready, &w) &&
+        take_response(ch, seq, reply, reply_cap, &head))
+        return answered(ch, &head, op, seq, reply_cap, reply_len);
+    atomic_fetch_add(&c->response_waiters, 1u);
+    int rc = park_for_response(ch, op, seq, reply, reply_cap, &head, timeout_ms, check, check_arg);
+    atomic_fetch_sub(&c->response_waiters, 1u);
+    return rc == PTO_OK ? answered(ch, &head, op, seq, reply_cap, reply_len) : rc;
 }
 
 /* The child works on the parent's last request: took it, has not answered it. */
@@ -315,14 +345,16 @@ static int request_posted(const void *arg)
    a bound (an idle child costs no CPU; the parent wakes it per request). */
 static void await_request(ChipChannel *ch)
 {
-    if (pto_spin_until(request_posted, ch))
+    if (pto_spin_until_within(request_posted, ch, CHILD_YIELD_AFTER_NS, PTO_SPIN_BUDGET_NS))
         return;
+    atomic_fetch_add(&ch->ctl->request_waiters, 1u); /* before the word is read: frame_wake */
     for (;;) {
         uint32_t word = atomic_load(&ch->ctl->request_word);
         if (request_posted(ch))
-            return;
+            break;
         pto_futex_wait(futex_of(&ch->ctl->request_word), word);
     }
+    atomic_fetch_sub(&ch->ctl->request_waiters, 1u);
 }
 
 uint32_t chip_channel_serve_next(ChipChannel *ch, ChipHandler handler, void *arg)
@@ -342,7 +374,7 @@ uint32_t chip_channel_serve_next(ChipChannel *ch, ChipHandler handler, void *arg
     /* Dekker with chip_channel_await_taken: taken is stored before the waiters are read,
        and a waiter counts itself before it reads the word, so one of the two sees the other */
     if (atomic_load(&c->taken_waiters) != 0)
-        frame_wake(&c->response_word);
+        frame_wake(&c->response_word, &c->taken_waiters, NULL);
 
     size_t in_len = request.len < sizeof in ? request.len : sizeof in;
     size_t out_len = 0;
@@ -351,6 +383,6 @@ uint32_t chip_channel_serve_next(ChipChannel *ch, ChipHandler handler, void *arg
                            .status = status,
                            .len = (uint32_t)(out_len < sizeof out ? out_len : sizeof out) };
     frame_write(&c->response, seq, &response, out);
-    frame_wake(&c->response_word);
+    frame_wake(&c->response_word, &c->response_waiters, &c->taken_waiters);
     return request.op;
 }

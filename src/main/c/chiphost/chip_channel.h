@@ -14,8 +14,10 @@
  * carries it, so a late answer to an earlier request (one whose call timed
  * out) is never taken for the current one.
  *
- * Waiting, on both sides: the bounded spin of util/spin_wait.h, then a
- * FUTEX_WAIT on the direction's word (bumped and woken after every frame).
+ * Waiting, on both sides: the bounded spin of util/spin_wait.h (yielding the
+ * core between its rounds from the start), then a FUTEX_WAIT on the direction's
+ * word, bumped after every frame and woken only when the other side counted
+ * itself as parked there.
  * The child waits without a bound (an idle child costs no CPU); the parent
  * waits in slices of CHIP_CHANNEL_LIVENESS_MS, asking its peer check between
  * slices whether the child still lives, so a dead child fails a call within
@@ -37,6 +39,11 @@
 #include <stdint.h>
 
 #define CHIP_CHANNEL_PAYLOAD_BYTES 4096u
+/* Or'ed into a call's op: the parent parks at once instead of spinning for the answer.
+   For calls that hand work to another thread of the child (a launch wakes an executor):
+   on a machine with few cores that thread may be queued on the parent's own core, behind
+   its spin (docs/performance.md, P15). The frame carries the op without it. */
+#define CHIP_CHANNEL_PARK 0x80000000u
 #define CHIP_CHANNEL_LIVENESS_MS 20u
 
 typedef struct ChipControl ChipControl;

@@ -3,6 +3,7 @@
  * encodes its payload (chiphost/chip_contract_ops.h), runs it on a lane and
  * decodes the answer; a failure's message is the calling thread's last error.
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +12,18 @@
 #include "chiphost/chip_proxy_chip.h"
 #include "ptorun/pto_runtime_c_api.h"
 #include "util/last_error.h"
+#include "util/spin_wait.h"
 
 /* A ctx or a comm: the chip and the child's pointer value. */
 typedef struct ProxyHandle {
     ProxyChip *chip;
     uint64_t remote;
+    _Atomic uint64_t poll_asked_ns; /* a ctx: when a poll last asked the library (poll_from_storage) */
 } ProxyHandle;
+
+/* How long polls the run storage answers "not ready" go without asking the library:
+   its query may also see a device failure before the run's job ends (onboard). */
+#define POLL_ASK_EVERY_NS 1000000u
 
 /* A copy's host side outside the arena goes through arena chunks of at most this. */
 #define BOUNCE_BYTES ((size_t)8 << 20)
@@ -74,7 +81,9 @@ static void *new_handle(ProxyChip *chip, uint64_t v)
         (void)pto_fail(PTO_ERR_OUT_OF_MEMORY, "chip proxy: no memory for a handle");
         return NULL; /* the child's object stays: the process's end frees it */
     }
-    *h = (ProxyHandle){ chip, v };
+    h->chip = chip;
+    h->remote = v;
+    atomic_init(&h->poll_asked_ns, 0);
     return h;
 }
 
@@ -87,7 +96,7 @@ PTO_EXPORT void *chip_proxy_create_device_context(void *chip)
         (void)pto_fail(PTO_ERR_INVALID_ARGUMENT, "create_device_context: no chip");
         return NULL;
     }
-    ProxyHandle h = { chip, 0 };
+    ProxyHandle h = { .chip = chip, .remote = 0 };
     ChipAnswer ans;
     return call(&h, CHIP_OP_CREATE_DEVICE_CONTEXT, NULL, 0, &ans) == PTO_OK ? new_handle(chip, ans.value) : NULL;
 }
@@ -223,8 +232,40 @@ PTO_EXPORT int chip_proxy_launch_run(void *ctx, void *storage)
     return int_call(ctx, "simpler_launch_run", CHIP_OP_LAUNCH_RUN, a, 1);
 }
 
+/* The library's answer to a poll of a run its launch left Running, read from the run
+ * storage in the arena (NativeRunReport.launched_ctx and device_ended, docs/isolation.md,
+ * Polls without a call): COMPLETE once the run's work ended, NOT_READY before that but
+ * for one poll a millisecond, which asks the library. -1: ask the library (anything
+ * else: a run of another context, not launched, finalized, a dead chip, a storage
+ * outside the arena, whose answer is the library's error). */
+static int poll_from_storage(ProxyHandle *h, const void *storage)
+{
+    ProxyChip *c = h->chip;
+    uint64_t at = U64(storage);
+    size_t bytes = PTO_NATIVE_RUN_REPORT_OFFSET + sizeof(NativeRunReport);
+    if (atomic_load(&c->proc.gone) || c->desc.runtime_alignment == 0 || at % c->desc.runtime_alignment != 0 ||
+        !chip_arena_holds(&c->arena, at, bytes))
+        return -1;
+    const NativeRunReport *r = (const NativeRunReport *)(uintptr_t)(at + PTO_NATIVE_RUN_REPORT_OFFSET);
+    if (__atomic_load_n((const uint64_t *)storage, __ATOMIC_ACQUIRE) != PTO_NATIVE_RUN_STORAGE_MAGIC ||
+        __atomic_load_n(&r->launched_ctx, __ATOMIC_ACQUIRE) != h->remote)
+        return -1;
+    if (__atomic_load_n(&r->device_ended, __ATOMIC_ACQUIRE) != 0)
+        return SIMPLER_NATIVE_RUN_POLL_COMPLETE;
+    return pto_monotonic_ns() - atomic_load(&h->poll_asked_ns) < POLL_ASK_EVERY_NS ? SIMPLER_NATIVE_RUN_POLL_NOT_READY
+                                                                                  : -1;
+}
+
 PTO_EXPORT int chip_proxy_poll_run(void *ctx, void *storage)
 {
+    pto_clear_error();
+    ProxyHandle *h = ctx;
+    if (h == NULL)
+        return no_handle("simpler_poll_run");
+    int local = poll_from_storage(h, storage);
+    if (local >= 0)
+        return local;
+    atomic_store(&h->poll_asked_ns, pto_monotonic_ns());
     uint64_t a[] = { U64(storage) };
     return int_call(ctx, "simpler_poll_run", CHIP_OP_POLL_RUN, a, 1);
 }
@@ -232,7 +273,7 @@ PTO_EXPORT int chip_proxy_poll_run(void *ctx, void *storage)
 PTO_EXPORT int chip_proxy_wait_run(void *ctx, void *storage)
 {
     uint64_t a[] = { U64(storage) };
-    return int_call(ctx, "simpler_wait_run", CHIP_OP_WAIT_RUN, a, 1);
+    return int_call(ctx, "simpler_wait_run", CHIP_OP_WAIT_RUN | CHIP_CHANNEL_PARK, a, 1);
 }
 
 PTO_EXPORT int chip_proxy_finalize_run(void *ctx, void *storage)
@@ -245,7 +286,7 @@ PTO_EXPORT int chip_proxy_run(void *ctx, void *storage, int32_t id, const void *
                               const void *desc)
 {
     uint64_t a[] = { U64(storage), (uint64_t)(int64_t)id, U64(args), U64(cfg), U64(desc) };
-    return int_call(ctx, "simpler_run", CHIP_OP_RUN, a, 5);
+    return int_call(ctx, "simpler_run", CHIP_OP_RUN | CHIP_CHANNEL_PARK, a, 5);
 }
 
 /* ---- counters and pipeline ---------------------------------------------------------- */

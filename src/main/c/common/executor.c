@@ -57,6 +57,8 @@ static void end_job(ExecutorJob *job, int rc)
         job->message[0] = '\0';
     }
     atomic_store_explicit(&job->ended, 1, memory_order_release);
+    if (job->ended_word != NULL) /* a reader of the storage may answer the poll from it now */
+        __atomic_store_n(job->ended_word, 1u, __ATOMIC_RELEASE);
     launch_signal_notify(job->signal);
 
     pthread_mutex_lock(&job->lock);
@@ -111,7 +113,7 @@ void executor_stop(Executor *e)
     e->thread_count = 0;
 }
 
-int executor_job_init(ExecutorJob *job)
+int executor_job_init(ExecutorJob *job, uint32_t *ended_word)
 {
     if (pthread_mutex_init(&job->lock, NULL) != 0)
         return pto_fail(PTO_ERR_FAILED, "executor job: cannot initialize its mutex");
@@ -124,6 +126,9 @@ int executor_job_init(ExecutorJob *job)
     job->message[0] = '\0';
     atomic_init(&job->ended, 0);
     atomic_init(&job->retired, 0);
+    job->ended_word = ended_word;
+    if (ended_word != NULL)
+        __atomic_store_n(ended_word, 0u, __ATOMIC_RELEASE);
     return PTO_OK;
 }
 

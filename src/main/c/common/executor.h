@@ -35,6 +35,7 @@ typedef struct ExecutorJob {
     int result;
     char message[PTO_ERROR_MESSAGE_BYTES]; /* the executor thread's failure message */
     atomic_int ended;                  /* release: the job ended, result and message are final */
+    uint32_t *ended_word;              /* set to 1 with `ended` (release): the run's NativeRunReport.device_ended */
     atomic_int retired;                /* the executor no longer touches the job */
     pthread_mutex_t lock;
     pthread_cond_t retired_cond;
@@ -58,7 +59,8 @@ int executor_start(Executor *e, unsigned threads);
 /* Wakes and joins every thread; no job may be outstanding. */
 void executor_stop(Executor *e);
 
-int executor_job_init(ExecutorJob *job);
+/* ended_word (may be NULL) is stored 1 when the job ends, 0 here. */
+int executor_job_init(ExecutorJob *job, uint32_t *ended_word);
 void executor_job_destroy(ExecutorJob *job); /* never while submitted and not retired */
 
 /* Queues the job and wakes one parked thread. The job must be initialized and idle. */

@@ -185,6 +185,8 @@ static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig 
     run->report.output_file_count = 0;
     run->report.graph_source = PTO_RUN_GRAPH_BUILT;
     run->report.orchestration_ns = 0;
+    __atomic_store_n(&run->report.launched_ctx, 0u, __ATOMIC_RELEASE);
+    run->report.reserved = 0;
     run->runtime.report = &run->report;
     memset(&run->exec, 0, sizeof run->exec);
     atomic_init(&run->phase, NATIVE_RUN_PREPARED);
@@ -192,7 +194,7 @@ static int construct(NativeRunContext *run, DeviceContext *dc, const CallConfig 
     int rc = launch_signal_init(&run->signal, run->desc.accepted_state, run->desc.accepted_value);
     if (rc != PTO_OK)
         goto fail;
-    if ((rc = executor_job_init(&run->job)) != PTO_OK)
+    if ((rc = executor_job_init(&run->job, &run->report.device_ended)) != PTO_OK)
         goto fail_signal;
     atomic_store_explicit(&run->tag, PTO_NATIVE_RUN_STORAGE_MAGIC, memory_order_release);
     return PTO_OK;
@@ -474,9 +476,13 @@ int native_run_launch(void *ctx, void *storage)
         /* the job ended first: it failed before the marker, or the run was that short */
         if ((rc = native_run_to(run, fn, NATIVE_RUN_ENDED)) != PTO_OK)
             return rc;
-        return run_failed(run->owner, &run->comm, job_outcome(run, fn, run->job.result));
+        rc = run_failed(run->owner, &run->comm, job_outcome(run, fn, run->job.result));
+    } else {
+        rc = native_run_to(run, fn, NATIVE_RUN_RUNNING);
     }
-    return native_run_to(run, fn, NATIVE_RUN_RUNNING);
+    if (rc == PTO_OK) /* from here a poll may be answered from the storage (pto_runtime_c_api.h) */
+        __atomic_store_n(&run->report.launched_ctx, (uint64_t)(uintptr_t)ctx, __ATOMIC_RELEASE);
+    return rc;
 }
 
 /* A poll saw the job of its Running run end: Running -> Ended. */
@@ -568,6 +574,7 @@ int native_run_finalize(void *ctx, void *storage)
     if (phase == NATIVE_RUN_LAUNCHING)
         return run_fail(PTO_ERR_WRONG_PHASE, fn, &run->desc, "the run's launch is still in flight");
 
+    __atomic_store_n(&run->report.launched_ctx, 0u, __ATOMIC_RELEASE); /* a poll from now on is the library's */
     run->trace_spans.finalize_start = pto_monotonic_ns();
     int launched = phase != NATIVE_RUN_PREPARED;
     NativeRunDescriptor desc = run->desc; /* the storage is empty after tear_down */

@@ -28,13 +28,13 @@ static inline void pto_cpu_relax(void)
 #endif
 }
 
-/* Spins at most PTO_SPIN_BUDGET_NS for ready(arg) to turn non-zero; returns it.
- * After PTO_SPIN_YIELD_AFTER_NS it yields the core between rounds of pauses: on a
+/* Spins at most budget_ns for ready(arg) to turn non-zero; returns it.
+ * After yield_after_ns it yields the core between rounds of pauses: on a
  * machine with as many busy threads as cores, the thread this one waits for may
  * be queued on this very core, and a spinner that keeps it waits out its whole
- * budget for nothing. Not sooner: when that thread runs on another core, pauses
- * see its event within nanoseconds, a yield (a system call) within a microsecond. */
-static inline int pto_spin_until(int (*ready)(const void *), const void *arg)
+ * budget for nothing. */
+static inline int pto_spin_until_within(int (*ready)(const void *), const void *arg, uint64_t yield_after_ns,
+                                        uint64_t budget_ns)
 {
     if (ready(arg))
         return 1;
@@ -45,14 +45,23 @@ static inline int pto_spin_until(int (*ready)(const void *), const void *arg)
             if (ready(arg))
                 return 1;
         }
-        if (now - start >= PTO_SPIN_YIELD_AFTER_NS) {
+        if (now - start >= yield_after_ns) {
             sched_yield();
             if (ready(arg))
                 return 1;
         }
         now = pto_monotonic_ns();
-    } while (now - start < PTO_SPIN_BUDGET_NS);
+    } while (now - start < budget_ns);
     return 0;
+}
+
+/* The spin of a thread waiting for one in its own process: yields only after
+ * PTO_SPIN_YIELD_AFTER_NS. Not sooner: when that thread runs on another core,
+ * pauses see its event within nanoseconds, a yield (a system call) within a
+ * microsecond. */
+static inline int pto_spin_until(int (*ready)(const void *), const void *arg)
+{
+    return pto_spin_until_within(ready, arg, PTO_SPIN_YIELD_AFTER_NS, PTO_SPIN_BUDGET_NS);
 }
 
 #endif

@@ -3,6 +3,11 @@
 #include "fixture.h"
 #include "util/spin_wait.h"
 
+static const NativeRunReport *report_of(const void *storage)
+{
+    return (const NativeRunReport *)((const uint8_t *)storage + PTO_NATIVE_RUN_REPORT_OFFSET);
+}
+
 TEST(full_run_prepare_launch_poll_wait_finalize)
 {
     Fixture f;
@@ -16,9 +21,13 @@ TEST(full_run_prepare_launch_poll_wait_finalize)
     CHECK_EQ_INT(fake_record.bind_retained_slot, 1); /* the run's HostApi carries its slot */
     CHECK_EQ_INT(fake_record.bind_arena_bank, 1);    /* and its bank */
     CHECK_EQ_INT(fake_record.enqueue_calls, 0);
+    const NativeRunReport *r = report_of(f.storage[0]);
+    CHECK(r->launched_ctx == 0); /* the poll's words: nothing to answer before launch */
+    CHECK_EQ_INT(r->device_ended, 0);
 
     CHECK_EQ_INT(simpler_launch_run(f.ctx, f.storage[0]), PTO_OK);
     CHECK_EQ_INT(fix_word(&f, 0), 17);          /* written before launch returned */
+    CHECK(r->launched_ctx == (uint64_t)(uintptr_t)f.ctx);
     CHECK_EQ_INT(fake_record.enqueue_slot, 1);
     CHECK(fake_record.enqueue_args_dev == FAKE_ARGS_DEV); /* bind's DeviceLaunch reaches enqueue */
 
@@ -27,9 +36,11 @@ TEST(full_run_prepare_launch_poll_wait_finalize)
     fake_set_device_ended(1);                    /* the device's part ended, the drain has not */
     CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_NOT_READY);
     CHECK(fake_record.query_calls >= 2);
+    CHECK_EQ_INT(r->device_ended, 0); /* as the poll: the run ends with its job */
 
     fake_release_drain();
     CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_OK);
+    CHECK_EQ_INT(r->device_ended, 1);
     CHECK_EQ_INT(simpler_poll_run(f.ctx, f.storage[0]), SIMPLER_NATIVE_RUN_POLL_COMPLETE);
     CHECK_EQ_INT(simpler_wait_run(f.ctx, f.storage[0]), PTO_OK); /* wait releases nothing */
     CHECK_EQ_INT(fake_record.collect_calls, 0);
@@ -40,12 +51,11 @@ TEST(full_run_prepare_launch_poll_wait_finalize)
     CHECK_EQ_INT(fake_record.collect_execution_rc, PTO_OK);
     CHECK(fix_tag(f.storage[0]) == 0);
     CHECK_EQ_INT(fix_word(&f, 0), 17);
+    CHECK(r->launched_ctx == 0); /* from finalize on, a poll is the library's */
+    CHECK_EQ_INT(fix_prepare(&f, 0, 1, 1), PTO_OK);
+    CHECK_EQ_INT(r->device_ended, 0); /* the next prepare empties it */
+    CHECK_EQ_INT(simpler_finalize_run(f.ctx, f.storage[0]), PTO_OK);
     fix_teardown(&f);
-}
-
-static const NativeRunReport *report_of(const void *storage)
-{
-    return (const NativeRunReport *)((const uint8_t *)storage + PTO_NATIVE_RUN_REPORT_OFFSET);
 }
 
 TEST(finalize_writes_the_report_that_prepare_emptied)

@@ -237,6 +237,14 @@ typedef struct NativeRunReport {
                                           from its start to its return: hbg the host's in prepare
                                           (0 when prepare replayed a recorded graph), trb the device
                                           orchestrator's; 0 when none ran */
+    /* The poll's answer without a call (docs/abi.md, Answering a poll from the storage), each
+       word stored with release, read with acquire, any time: */
+    uint64_t launched_ctx;             /* the device context (its handle's value) whose simpler_launch_run
+                                          of this run returned PTO_OK, from just before that return
+                                          until its simpler_finalize_run begins; otherwise 0 */
+    uint32_t device_ended;             /* 1 from the moment a poll would answer COMPLETE (the run's work
+                                          ended) until the next prepare in this storage; otherwise 0 */
+    uint32_t reserved;                 /* 0 */
 } NativeRunReport;
 
 typedef struct __attribute__((aligned(64))) ChipStorageTaskArgs {
@@ -300,7 +308,7 @@ PTO_ASSERT_LAYOUT(ChipTensor, shapes, 44);
 PTO_ASSERT_LAYOUT(ChipTensor, reserved64, 64);
 PTO_ASSERT_LAYOUT(ChipTensor, strides, 72);
 PTO_ASSERT_LAYOUT(ChipTensor, reserved, 92);
-_Static_assert(sizeof(NativeRunReport) == 2208, "NativeRunReport size");
+_Static_assert(sizeof(NativeRunReport) == 2224, "NativeRunReport size");
 _Static_assert(_Alignof(NativeRunReport) == 8, "NativeRunReport align");
 PTO_ASSERT_LAYOUT(NativeRunReport, execution_end_ns, 0);
 PTO_ASSERT_LAYOUT(NativeRunReport, peak_device_memory, 8);
@@ -308,6 +316,8 @@ PTO_ASSERT_LAYOUT(NativeRunReport, output_file_count, 16);
 PTO_ASSERT_LAYOUT(NativeRunReport, graph_source, 20);
 PTO_ASSERT_LAYOUT(NativeRunReport, output_files, 24);
 PTO_ASSERT_LAYOUT(NativeRunReport, orchestration_ns, 2200);
+PTO_ASSERT_LAYOUT(NativeRunReport, launched_ctx, 2208);
+PTO_ASSERT_LAYOUT(NativeRunReport, device_ended, 2216);
 _Static_assert(sizeof(ChipStorageTaskArgs) == 33856, "ChipStorageTaskArgs size");
 _Static_assert(_Alignof(ChipStorageTaskArgs) == 64, "ChipStorageTaskArgs align");
 PTO_ASSERT_LAYOUT(ChipStorageTaskArgs, tensors, 0);

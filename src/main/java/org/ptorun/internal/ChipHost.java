@@ -9,8 +9,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -49,12 +47,6 @@ public final class ChipHost implements AutoCloseable {
     public static final String ARENA_BYTES_PROPERTY = "ptorun.chipArenaBytes";
     /** 1 GiB of address space; pages are taken as they are touched and given back on free. */
     public static final long DEFAULT_ARENA_BYTES = 1L << 30;
-
-    /**
-     * Kills a chip host whose call made no progress past its bound ({@link #watch}); one
-     * daemon thread for the JVM, parked while nothing is due.
-     */
-    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
     /** The running chip hosts by pid, for the testing entry (org.ptorun.testing.ChipCrashes). */
     private static final Map<Long, ChipHost> RUNNING = new ConcurrentHashMap<>();
@@ -245,26 +237,13 @@ public final class ChipHost implements AutoCloseable {
      * then fails with {@code PTO_ERR_CHIP_CRASHED} like any death.
      */
     public Runnable watch(long boundMs, String what) {
-        ScheduledFuture<?> due = WATCHDOG.schedule(() -> {
+        return HangWatchdog.bound(boundMs, () -> {
             if (alive()) {
                 killedBecause = "killed by ptorun: " + what + " made no progress within " + boundMs + " ms";
                 LOG.error("{}: {}", name, killedBecause);
                 kill(SIGKILL);
             }
-        }, boundMs, TimeUnit.MILLISECONDS);
-        return () -> due.cancel(false);
-    }
-
-    private static ScheduledThreadPoolExecutor watchdog() {
-        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "ptorun-chip-watchdog");
-            t.setDaemon(true);
-            return t;
         });
-        e.setRemoveOnCancelPolicy(true); // a cancelled bound leaves nothing queued
-        e.setKeepAliveTime(1, TimeUnit.SECONDS);
-        e.allowCoreThreadTimeOut(true); // idle for a second, the thread ends; the next bound starts one
-        return e;
     }
 
     /**

@@ -39,7 +39,7 @@ public final class Layouts {
 
     /** What the library reports of a run, in its storage; read after finalize returned. */
     public static final class NativeRunReport {
-        public static final int SIZE = 2208;
+        public static final int SIZE = 2224;
         public static final int ALIGN = 8;
         public static final int EXECUTION_END_NS = 0;
         public static final int PEAK_DEVICE_MEMORY = 8;
@@ -47,6 +47,10 @@ public final class Layouts {
         public static final int GRAPH_SOURCE = 20;
         public static final int OUTPUT_FILES = 24;
         public static final int ORCHESTRATION_NS = 2200;
+        /** The device context whose launch of the run returned PTO_OK, until finalize begins; else 0. */
+        public static final int LAUNCHED_CTX = 2208;
+        /** 1 once a poll would answer COMPLETE, until the next prepare; else 0. */
+        public static final int DEVICE_ENDED = 2216;
         /** Entries of output_files. */
         public static final int MAX_FILES = NativeConstants.PTO_RUN_REPORT_MAX_FILES;
         /** Bytes of one entry of output_files, including its NUL. */
