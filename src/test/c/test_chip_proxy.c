@@ -395,15 +395,14 @@ TEST(chiphost_proxy_answers_an_ended_runs_poll_from_its_storage)
     TChip t;
     REQUIRE(open_chip("a2a3_sim_hbg", &t) == 0);
     const Proxy *px = t.px;
-    Waiter w;
-    pthread_t thread;
-    REQUIRE(start_gated_wait(&t, &w, &thread) == 0);
+    *t.gate = 0;
+    REQUIRE(px->chip_proxy_prepare_run(t.ctx, t.gate_storage, GATE, t.gate_args, t.cfg, t.desc) == PTO_OK);
+    REQUIRE(px->chip_proxy_launch_run(t.ctx, t.gate_storage) == PTO_OK);
     const NativeRunReport *report = (const NativeRunReport *)((const char *)t.gate_storage + PTO_NATIVE_RUN_REPORT_OFFSET);
     CHECK(__atomic_load_n(&report->launched_ctx, __ATOMIC_ACQUIRE) != 0);
     CHECK_EQ_INT(__atomic_load_n(&report->device_ended, __ATOMIC_ACQUIRE), 0);
     open_gate(t.gate);
-    pthread_join(thread, NULL);
-    CHECK_EQ_INT(w.rc, PTO_OK);
+    CHECK_EQ_INT(px->chip_proxy_wait_run(t.ctx, t.gate_storage), PTO_OK);
     CHECK_EQ_INT(__atomic_load_n(&report->device_ended, __ATOMIC_ACQUIRE), 1);
     pid_t pid = (pid_t)px->chip_proxy_pid(t.chip);
     CHECK_EQ_INT(kill(pid, SIGKILL), 0); /* behind the proxy's back: nothing has seen the death yet */
