@@ -41,7 +41,9 @@ final class HangWatchdog {
      * returned handle is run first (then never).
      */
     static Runnable bound(long boundMs, Runnable onExpiry) {
-        Bound b = new Bound(System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(boundMs), onExpiry);
+        // clamped so that the deadline never wraps: nanoTime arithmetic compares differences
+        long nanos = Math.min(TimeUnit.MILLISECONDS.toNanos(Math.max(0, boundMs)), Long.MAX_VALUE / 4);
+        Bound b = new Bound(System.nanoTime() + nanos, onExpiry);
         ACTIVE.add(b);
         taken = true;
         synchronized (LOCK) {

@@ -120,4 +120,18 @@ class HangWatchdogTest {
             far.run();
         }
     }
+
+    @Test
+    void aBoundTooFarToRepresentNeverFires() throws Exception {
+        AtomicInteger fired = new AtomicInteger();
+        Runnable far = HangWatchdog.bound(Long.MAX_VALUE, fired::incrementAndGet);
+        try {
+            CountDownLatch looked = new CountDownLatch(1);
+            HangWatchdog.bound(0, looked::countDown); // fires on the watchdog's next look, which sees both
+            assertThat(looked.await(20, TimeUnit.SECONDS)).isTrue();
+            assertThat(fired.get()).as("a deadline past nanoTime's range is not in the past").isZero();
+        } finally {
+            far.run();
+        }
+    }
 }
