@@ -29,8 +29,9 @@ class NativesStrippedIT {
         Map<String, byte[]> natives = sharedObjects(Path.of(System.getProperty("ptorun.jar")), NATIVE_DIR, ".so");
         Map<String, byte[]> debug = sharedObjects(Path.of(System.getProperty("ptorun.debugSymbols")), "", ".so.debug");
 
-        /* 8 host libraries, 2 AICPU and 2 AICore images, the driver, the chip host's proxy */
-        assertThat(natives).hasSize(14);
+        /* 8 host libraries, 2 AICPU and 2 AICore images, the driver, the chip host's proxy,
+           the multi-host plugin (libptorun_gloo.so) */
+        assertThat(natives).hasSize(15);
         assertThat(debug.keySet()).isEqualTo(suffixed(natives.keySet(), ".debug"));
         natives.forEach((name, bytes) -> {
             Set<String> sections = sectionNames(bytes, name);

@@ -1,0 +1,86 @@
+/*
+ * The group's rendezvous: a TCP key-value store served by rank 0 for the
+ * group's life (StoreServer) and the gloo::rendezvous::Store every rank
+ * (rank 0 too) uses through it (StoreClient).
+ *
+ * Wire: every message is a frame, a 4-byte little-endian length and that many
+ * bytes. A request is an op byte ('S' set, 'G' get, 'W' wait), the 32-char
+ * group id, then: S a key and a value, G a key, W a key count and the keys
+ * (each key/value a 4-byte length and its bytes). A reply is a status byte
+ * (kOk, kMissing, kOtherGroup, kBadRequest), then for G the value. The server
+ * keeps keys prefixed by its group id and refuses a request of another group.
+ * A W is answered when every key is set (the server parks it; the client
+ * bounds it with its own deadline and drops the connection when it expires).
+ */
+#ifndef PTORUN_GLOO_STORE_H
+#define PTORUN_GLOO_STORE_H
+
+#include <gloo/rendezvous/store.h>
+#include <netinet/in.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ptogloo {
+
+/* "a.b.c.d:port" -> sockaddr; throws Error(PTO_ERR_INVALID_ARGUMENT). */
+struct sockaddr_in parse_endpoint(const std::string &text);
+/* "a.b.c.d" -> in_addr; throws Error(PTO_ERR_INVALID_ARGUMENT). */
+struct in_addr parse_ipv4(const std::string &text);
+
+class StoreServer {
+ public:
+  /* Binds and listens at `at` (SO_REUSEADDR) and starts the serving thread;
+   * throws Error (PTO_ERR_FAILED naming the address when it cannot bind). */
+  StoreServer(const struct sockaddr_in &at, const std::string &group_id);
+  /* Stops the thread and closes every connection. */
+  ~StoreServer();
+  StoreServer(const StoreServer &) = delete;
+  StoreServer &operator=(const StoreServer &) = delete;
+
+  struct Conn; /* a client connection */
+
+ private:
+  void serve();
+  void serve_loop(std::vector<Conn> &conns);
+  int listen_fd_ = -1;
+  int stop_fd_ = -1; /* eventfd that wakes the thread to stop */
+  std::string group_id_;
+  std::thread thread_;
+};
+
+class StoreClient : public gloo::rendezvous::Store {
+ public:
+  /* Connects to the store at `at`, retrying until timeout (the server may
+   * start later); throws Error(PTO_ERR_TIMEOUT naming the address). */
+  StoreClient(const struct sockaddr_in &at, const std::string &group_id, std::chrono::milliseconds timeout);
+  ~StoreClient() override;
+
+  void set(const std::string &key, const std::vector<char> &data) override;
+  std::vector<char> get(const std::string &key) override;
+  void wait(const std::vector<std::string> &keys) override;
+  void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override;
+
+  /* Every value this client got, by key (the group reads the peers' Gloo
+   * addresses from it). */
+  const std::map<std::string, std::vector<char>> &seen() const { return seen_; }
+
+ private:
+  std::vector<char> request(const std::vector<char> &payload, std::chrono::milliseconds timeout);
+  void connect_until(std::chrono::steady_clock::time_point deadline);
+  std::string where() const;
+
+  struct sockaddr_in at_;
+  std::string group_id_;
+  std::chrono::milliseconds timeout_;
+  int fd_ = -1;
+  std::map<std::string, std::vector<char>> seen_;
+};
+
+}  // namespace ptogloo
+
+#endif
