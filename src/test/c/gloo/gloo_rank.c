@@ -13,10 +13,11 @@
  * allreduce must then fail (PTO_ERR_DEVICE or PTO_ERR_TIMEOUT) within the
  * timeout: exit 10 (EXIT_FAILED_AS_EXPECTED), 1 when it succeeded, 2 when it
  * failed too late. The killed rank dies of SIGKILL.
- * partition: after the open every rank creates $GLOO_RANK_SYNC_DIR/ready.<rank>
- * and waits for $GLOO_RANK_SYNC_DIR/go (the script cuts the link between the
- * hosts in between); then like fault: exit 10 when the allreduce failed
- * within the timeout.
+ * partition: after the open every rank writes a line into the FIFO
+ * $GLOO_RANK_SYNC_DIR/ready and opens the FIFO $GLOO_RANK_SYNC_DIR/go for
+ * reading, which returns once the script, having read four lines and cut the
+ * link between the hosts, opens it for writing; then like fault: exit 10 when
+ * the allreduce failed within the timeout.
  * open-timeout: rank 0 never opens (no store is served); every other rank's
  * open must fail with PTO_ERR_TIMEOUT naming the store within the timeout:
  * exit 10 (rank 0 too).
@@ -33,6 +34,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -218,16 +220,23 @@ static int expect_open_failure(const char *rootinfo, int rank, int n, const char
   return EXIT_FAILED_AS_EXPECTED;
 }
 
+/* Events, not polling: the script holds "ready" open for reading (so this
+   open never blocks; a line of fewer than PIPE_BUF bytes is written whole), and
+   an open of "go" for reading blocks until the script opens it for writing. */
 static void wait_go(int rank) {
   const char *dir = getenv("GLOO_RANK_SYNC_DIR");
   if (!dir) die("partition needs GLOO_RANK_SYNC_DIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/ready.%d", dir, rank);
-  FILE *f = fopen(path, "w");
-  if (!f) die("cannot create %s: %s", path, strerror(errno));
-  fclose(f);
+  char path[4096], line[32];
+  snprintf(path, sizeof path, "%s/ready", dir);
+  int fd = open(path, O_WRONLY);
+  if (fd < 0) die("cannot open %s: %s", path, strerror(errno));
+  int len = snprintf(line, sizeof line, "%d\n", rank);
+  if (write(fd, line, (size_t)len) != len) die("cannot write %s: %s", path, strerror(errno));
+  close(fd);
   snprintf(path, sizeof path, "%s/go", dir);
-  while (access(path, F_OK) != 0) usleep(10000);
+  fd = open(path, O_RDONLY);
+  if (fd < 0) die("cannot open %s: %s", path, strerror(errno));
+  close(fd);
 }
 
 static void bench(PtoGlooGroup *g, int rank, size_t count) {

@@ -113,15 +113,17 @@ run_case() { # case count mode expect0 expect1 expect2 expect3
     done
 }
 
-# partition: once every rank is open, cut host 1 off the bridge, then let them go
+# partition: once every rank said it is open (a line each into the FIFO
+# "ready", held open on fd 3), cut host 1 off the bridge, then let them go:
+# opening the FIFO "go" for writing (held on fd 4 until the case ends) ends
+# every rank's open of it for reading
 cut_link() { # case
-    local i
-    for i in $(seq 600); do
-        [ "$(ls "$GLOO_RANK_SYNC_DIR" | grep -c '^ready\.')" = 4 ] && break
-        sleep 0.1
+    local i line
+    for i in 1 2 3 4; do
+        read -r -t 60 line <&3 || die "the ranks did not all open within 60 s"
     done
     ip -n "$BR" link set h1 down || die "cannot cut the link"
-    touch "$GLOO_RANK_SYNC_DIR/go"
+    exec 4>"$GLOO_RANK_SYNC_DIR/go"
 }
 
 export GLOO_RANK_TIMEOUT_MS=30000
@@ -143,9 +145,11 @@ run_case disagree 1000003 disagree 10 10 10 10
 export GLOO_RANK_TIMEOUT_MS=60000
 PY=$(command -v python3) || die "no python3 for the TCP baseline"
 PORT=$((20000 + RANDOM % 20000))
-timeout 60 ip netns exec "$H1" "$PY" "$HERE/tcp_bw.py" recv "$IP1" "$PORT" &
+mkfifo "$WORK/bw_listening"
+timeout 60 ip netns exec "$H1" "$PY" "$HERE/tcp_bw.py" recv "$IP1" "$PORT" > "$WORK/bw_listening" &
 RECV=$!
 PIDS+=($RECV)
+read -r -t 30 LISTENING < "$WORK/bw_listening" || die "the TCP receiver did not listen within 30 s"
 TCP=$(timeout 60 ip netns exec "$H0" "$PY" "$HERE/tcp_bw.py" send "$IP1" "$PORT" 256) || { echo "FAIL tcp baseline"; FAILED=1; }
 wait $RECV
 run_case bench 16777216 bench 0 0 0 0
@@ -162,7 +166,10 @@ awk -v tcp="$TCP" -v ar="$AR" 'BEGIN {
 export GLOO_RANK_TIMEOUT_MS=$TIMEOUT_MS
 export GLOO_RANK_SYNC_DIR=$WORK/sync
 mkdir -p "$GLOO_RANK_SYNC_DIR"
+mkfifo "$GLOO_RANK_SYNC_DIR/ready" "$GLOO_RANK_SYNC_DIR/go"
+exec 3<>"$GLOO_RANK_SYNC_DIR/ready"
 run_case partition 1000003 partition 10 10 10 10
+exec 3<&- 4>&-
 
 if [ $FAILED = 0 ]; then echo "run_netns_test: all cases passed"; else echo "run_netns_test: FAILED"; fi
 exit $FAILED

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Raw TCP bandwidth over one connection (run_netns_test.sh's baseline).
 
-  tcp_bw.py recv <ip> <port>            accepts one connection, reads to EOF,
-                                        answers one byte
-  tcp_bw.py send <ip> <port> <mib>      connects (retrying 10 s), sends <mib> MiB,
+  tcp_bw.py recv <ip> <port>            listens, prints "listening" (the script
+                                        starts the sender on that line), accepts
+                                        one connection, reads to EOF, answers
+                                        one byte
+  tcp_bw.py send <ip> <port> <mib>      connects, sends <mib> MiB,
                                         waits for the byte; prints
                                         "tcp_seconds <s> bytes <n>"
 """
@@ -17,6 +19,7 @@ def recv(ip, port):
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind((ip, port))
     srv.listen(1)
+    print("listening", flush=True)
     srv.settimeout(30)
     conn, _ = srv.accept()
     conn.settimeout(60)
@@ -30,15 +33,7 @@ def recv(ip, port):
 
 
 def send(ip, port, mib):
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            s = socket.create_connection((ip, port), timeout=5)
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    s = socket.create_connection((ip, port), timeout=5)
     s.settimeout(60)
     block = bytes(4 << 20)
     total = mib << 20
