@@ -36,6 +36,8 @@ struct PtoGlooGroup {
   std::unique_ptr<float[]> scratch;
   size_t scratch_len = 0;
   std::unique_ptr<ptogloo::StoreServer> server; /* rank 0 only */
+  /* the rendezvous's connection, kept as this rank's health lane (gloo_store.h) */
+  std::unique_ptr<ptogloo::StoreClient> health;
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::rendezvous::Context> context;
   /* where each rank's pair with this rank listens (ip, port), as published in
@@ -113,11 +115,38 @@ void learn_peers(PtoGlooGroup *g, const ptogloo::StoreClient &store) {
   }
 }
 
-/* Names the peer Gloo's message is about: the rank whose listening ip:port it
- * names, else the only other rank at the ip it names, else "a peer". */
+/* How long a rank whose call failed waits for the store to see a rank die, and
+   how long rank 0's close waits for the other ranks to leave (pto_gloo.h). */
+constexpr std::chrono::milliseconds kLostWait{500};
+constexpr std::chrono::milliseconds kCloseGrace{2000};
+
+/* The ranks the store saw die (their health lane closed without a goodbye),
+ * e.g. "peer rank 3"; rank 0 when the store itself is gone; "" when it saw
+ * none within kLostWait (a partition, a slow peer). */
+std::string lost_by_store(const PtoGlooGroup *g) {
+  if (!g->health) return "";
+  try {
+    std::vector<int> lost = g->health->lost(kLostWait);
+    std::string list;
+    for (size_t i = 0; i < lost.size(); i++)
+      list += (i == 0 ? "" : i + 1 == lost.size() ? " and " : ", ") + std::to_string(lost[i]);
+    return lost.empty() ? "" : (lost.size() == 1 ? "peer rank " : "peer ranks ") + list;
+  } catch (const Error &e) {
+    if (e.code() == PTO_ERR_TIMEOUT) return "";
+    return g->rank == 0 ? "" : "peer rank 0 (its store is gone: " + std::string(e.what()) + ")";
+  } catch (...) {
+    return "";
+  }
+}
+
+/* Names the peer Gloo's message is about: the ranks the store saw die, else
+ * the rank whose listening ip:port it names, else the only other rank at the
+ * ip it names, else "a peer". */
 std::string name_peer(const void *ctx, const std::string &what) {
   const PtoGlooGroup *g = static_cast<const PtoGlooGroup *>(ctx);
   if (!g) return "a peer";
+  std::string lost = lost_by_store(g);
+  if (!lost.empty()) return lost;
   std::vector<int> at_ip;
   for (int i = 0; i < static_cast<int>(g->peers.size()); i++) {
     const auto &p = g->peers[static_cast<size_t>(i)];
@@ -260,7 +289,8 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
     g->nranks = nranks;
     g->timeout = std::chrono::milliseconds(timeout_ms);
     if (rank == 0) g->server.reset(new ptogloo::StoreServer(info.store, info.group_id));
-    ptogloo::StoreClient store(info.store, info.group_id, g->timeout);
+    g->health.reset(new ptogloo::StoreClient(info.store, info.group_id, g->timeout));
+    ptogloo::StoreClient &store = *g->health;
 
     /* every rank checks its group size against rank 0's */
     std::string n = std::to_string(nranks);
@@ -285,6 +315,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
     barrier.setTag(0);
     barrier.setTimeout(g->timeout);
     gloo::barrier(barrier);
+    store.hello(rank);
     *out = group.release();
     return PTO_OK;
   } catch (...) {
@@ -401,8 +432,13 @@ PTO_GLOO_EXPORT int ptorun_gloo_barrier(PtoGlooGroup *g) {
 PTO_GLOO_EXPORT void ptorun_gloo_close(PtoGlooGroup *g) {
   if (!g) return;
   try {
+    if (g->health) g->health->bye(); /* leaving, not lost */
+    g->health.reset();
     g->context.reset();
     g->device.reset();
+    /* rank 0's store outlives its own close a little: a rank whose call failed may
+       still ask it who was lost */
+    if (g->server) g->server->await_lanes_closed(kCloseGrace);
     g->server.reset();
   } catch (...) {
     /* nothing to report at close */

@@ -170,6 +170,9 @@ struct StoreServer::Conn {
   bool waiting = false;
   std::vector<std::string> wait_keys; /* full keys */
   bool dead = false;
+  int rank = -1;              /* the health lane of this rank ('H') */
+  bool left = false;          /* it said 'B' */
+  bool waiting_lost = false;  /* an 'L' parked until a rank is lost */
 };
 
 namespace {
@@ -189,9 +192,23 @@ bool reply(Conn &c, uint8_t status, const std::vector<char> *value = nullptr) {
   return send_frame(c.fd, payload);
 }
 
+bool reply_lost(Conn &c, const std::set<int> &lost) {
+  std::vector<char> value;
+  put_u32(value, static_cast<uint32_t>(lost.size()));
+  for (int r : lost) put_u32(value, static_cast<uint32_t>(r));
+  return reply(c, kOk, &value);
+}
+
+/* What the store knows: the keys, and the ranks whose health lane closed
+   without a goodbye. */
+struct Known {
+  std::map<std::string, std::vector<char>> kv;
+  std::set<int> lost;
+};
+
 /* One request of c; sets *changed when it set a key. false: drop c. */
-bool handle(Conn &c, const std::string &group_id, const char *p, size_t n,
-            std::map<std::string, std::vector<char>> &kv, bool *changed) {
+bool handle(Conn &c, const std::string &group_id, const char *p, size_t n, Known &known, bool *changed) {
+  std::map<std::string, std::vector<char>> &kv = known.kv;
   if (n < 1 + kGroupIdChars) return reply(c, kBadRequest) && false;
   char op = p[0];
   if (std::string(p + 1, kGroupIdChars) != group_id) return reply(c, kOtherGroup);
@@ -222,12 +239,26 @@ bool handle(Conn &c, const std::string &group_id, const char *p, size_t n,
     c.wait_keys = std::move(keys);
     return true;
   }
+  if (op == 'H') {
+    uint32_t rank = r.u32();
+    if (!r.ok() || rank > INT32_MAX) return reply(c, kBadRequest) && false;
+    c.rank = static_cast<int>(rank);
+    return reply(c, kOk);
+  }
+  if (op == 'B') { /* no answer: the client closes right after it */
+    c.left = true;
+    return true;
+  }
+  if (op == 'L') {
+    if (!known.lost.empty()) return reply_lost(c, known.lost);
+    c.waiting_lost = true;
+    return true;
+  }
   return reply(c, kBadRequest) && false;
 }
 
 /* Reads what c has and answers its complete requests. false: drop c. */
-bool serve_readable(Conn &c, const std::string &group_id, std::map<std::string, std::vector<char>> &kv,
-                    bool *changed) {
+bool serve_readable(Conn &c, const std::string &group_id, Known &known, bool *changed) {
   char buf[65536];
   ssize_t got = recv(c.fd, buf, sizeof buf, 0);
   if (got < 0) return errno == EINTR || errno == EAGAIN;
@@ -238,7 +269,7 @@ bool serve_readable(Conn &c, const std::string &group_id, std::map<std::string, 
     size_t len = get_u32(c.in.data() + used);
     if (len > kMaxFrame) return false;
     if (c.in.size() - used - 4 < len) break;
-    if (!handle(c, group_id, c.in.data() + used + 4, len, kv, changed)) return false;
+    if (!handle(c, group_id, c.in.data() + used + 4, len, known, changed)) return false;
     used += 4 + len;
   }
   c.in.erase(0, used);
@@ -255,10 +286,29 @@ void StoreServer::serve() {
     /* out of memory: the store stops, its clients time out naming it */
   }
   for (auto &c : conns) close(c.fd);
+  conns.clear();
+  publish_open_lanes(conns);
+}
+
+void StoreServer::publish_open_lanes(const std::vector<Conn> &conns) {
+  int open = 0;
+  for (const auto &c : conns) open += c.rank >= 0 && !c.left && !c.dead;
+  std::lock_guard<std::mutex> hold(lanes_lock_);
+  if (open != open_lanes_ || !lanes_known_) {
+    open_lanes_ = open;
+    lanes_known_ = true;
+    lanes_changed_.notify_all();
+  }
+}
+
+void StoreServer::await_lanes_closed(std::chrono::milliseconds max) {
+  std::unique_lock<std::mutex> hold(lanes_lock_);
+  lanes_changed_.wait_for(hold, max, [this] { return lanes_known_ && open_lanes_ == 0; });
 }
 
 void StoreServer::serve_loop(std::vector<Conn> &conns) {
-  std::map<std::string, std::vector<char>> kv;
+  Known known;
+  std::map<std::string, std::vector<char>> &kv = known.kv;
   std::vector<struct pollfd> pfds;
   for (;;) {
     pfds.clear();
@@ -275,7 +325,7 @@ void StoreServer::serve_loop(std::vector<Conn> &conns) {
       Conn &c = conns[i];
       if (!pfds[i + 2].revents) continue;
       try {
-        if (!serve_readable(c, group_id_, kv, &changed)) c.dead = true;
+        if (!serve_readable(c, group_id_, known, &changed)) c.dead = true;
       } catch (...) { /* out of memory: drop this client, keep serving */
         c.dead = true;
       }
@@ -288,20 +338,30 @@ void StoreServer::serve_loop(std::vector<Conn> &conns) {
         if (!reply(c, kOk)) c.dead = true;
       }
     }
+    bool lost_more = false;
     for (size_t i = 0; i < conns.size();) {
       if (conns[i].dead) {
+        if (conns[i].rank >= 0 && !conns[i].left) lost_more |= known.lost.insert(conns[i].rank).second;
         close(conns[i].fd);
         conns.erase(conns.begin() + static_cast<long>(i));
       } else {
         i++;
       }
     }
+    if (lost_more) {
+      for (auto &c : conns) {
+        if (!c.waiting_lost) continue;
+        c.waiting_lost = false;
+        if (!reply_lost(c, known.lost)) c.dead = true; /* dropped on the next round */
+      }
+    }
+    publish_open_lanes(conns);
     if (pfds[1].revents & POLLIN) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd >= 0) {
         set_nodelay(fd);
         try {
-          conns.push_back(Conn{fd, std::string(), false, {}, false});
+          conns.push_back(Conn{fd, std::string(), false, {}, false, -1, false, false});
         } catch (...) {
           close(fd);
         }
@@ -454,6 +514,29 @@ void StoreClient::wait(const std::vector<std::string> &keys, const std::chrono::
     throw Error(PTO_ERR_TIMEOUT, std::string(e.what()) + " waiting for key(s) " + names +
                                      " (a rank that never joined?)");
   }
+}
+
+void StoreClient::hello(int rank) {
+  std::vector<char> p = head('H', group_id_);
+  put_u32(p, static_cast<uint32_t>(rank));
+  std::vector<char> r = request(p, timeout_);
+  if (static_cast<uint8_t>(r[0]) != kOk) throw Error(PTO_ERR_FAILED, where() + " refused rank " + std::to_string(rank));
+}
+
+void StoreClient::bye() {
+  /* posted, not awaited: a close never waits for a store that is gone or cut off */
+  if (fd_ >= 0) (void)send_frame(fd_, head('B', group_id_));
+}
+
+std::vector<int> StoreClient::lost(std::chrono::milliseconds timeout) {
+  StoreClient asker(at_, group_id_, timeout); /* the health lane stays this rank's */
+  std::vector<char> r = asker.request(head('L', group_id_), timeout);
+  Reader in{r.data() + 1, r.size() - 1};
+  uint32_t count = in.u32();
+  std::vector<int> ranks;
+  for (uint32_t i = 0; in.ok() && i < count; i++) ranks.push_back(static_cast<int>(in.u32()));
+  if (!in.ok()) throw Error(PTO_ERR_FAILED, "malformed answer from " + where());
+  return ranks;
 }
 
 }  // namespace ptogloo

@@ -11,6 +11,13 @@
  * keeps keys prefixed by its group id and refuses a request of another group.
  * A W is answered when every key is set (the server parks it; the client
  * bounds it with its own deadline and drops the connection when it expires).
+ *
+ * The health lane: after the open every rank keeps its connection and says
+ * 'H' with its rank; 'B' (at close) says it leaves. A connection of a rank
+ * that closes without 'B' — its process died — makes that rank lost ('B' has
+ * no answer: the client closes right after it). 'L' answers the lost ranks (a count and each rank, u32), parked until there is
+ * one: a rank whose collective failed asks, so that it names the rank that
+ * died rather than a survivor that closed meanwhile.
  */
 #ifndef PTORUN_GLOO_STORE_H
 #define PTORUN_GLOO_STORE_H
@@ -19,8 +26,10 @@
 #include <netinet/in.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,11 +51,21 @@ class StoreServer {
   StoreServer(const StoreServer &) = delete;
   StoreServer &operator=(const StoreServer &) = delete;
 
+  /* Waits at most `max` until every rank's health lane closed (each said
+   * goodbye or died): rank 0 closes its group so, letting the others still ask
+   * who was lost after a failure. */
+  void await_lanes_closed(std::chrono::milliseconds max);
+
   struct Conn; /* a client connection */
 
  private:
   void serve();
   void serve_loop(std::vector<Conn> &conns);
+  void publish_open_lanes(const std::vector<Conn> &conns);
+  std::mutex lanes_lock_;
+  std::condition_variable lanes_changed_;
+  int open_lanes_ = 0;          /* health lanes open and not said goodbye; guarded by lanes_lock_ */
+  bool lanes_known_ = false;    /* the thread has counted them at least once since a lane opened */
   int listen_fd_ = -1;
   int stop_fd_ = -1; /* eventfd that wakes the thread to stop */
   std::string group_id_;
@@ -64,6 +83,14 @@ class StoreClient : public gloo::rendezvous::Store {
   std::vector<char> get(const std::string &key) override;
   void wait(const std::vector<std::string> &keys) override;
   void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override;
+
+  /* The health lane (above): this connection is rank's until bye(). */
+  void hello(int rank);
+  void bye();
+  /* The ranks the store saw die, waiting at most `timeout` for the first;
+   * throws Error(PTO_ERR_TIMEOUT) when it saw none, Error(PTO_ERR_DEVICE) when
+   * the store itself is gone. On a connection of its own. */
+  std::vector<int> lost(std::chrono::milliseconds timeout);
 
   /* Every value this client got, by key (the group reads the peers' Gloo
    * addresses from it). */

@@ -19,8 +19,11 @@
  *                             nranks than rank 0's; in a collective, another
  *                             collective, size or root (every rank fails)
  *   PTO_ERR_FAILED            anything else
- * and then ptorun_gloo_last_error() describes it (naming the peer rank when
- * it is known). The library never prints.
+ * and then ptorun_gloo_last_error() describes it. A lost peer is named by
+ * the store: every rank keeps its store connection as a health lane, and one
+ * that closes without a goodbye (its process died) names its rank; a rank
+ * whose call failed asks (waiting up to 500 ms for a death to show), and
+ * falls back to the address in Gloo's message. The library never prints.
  *
  * A group is used by one thread at a time; every rank must call the same
  * collectives in the same order with the same sizes. Each collective but the
@@ -89,7 +92,9 @@ PTO_GLOO_EXPORT int ptorun_gloo_broadcast(PtoGlooGroup *g, void *data, size_t by
 PTO_GLOO_EXPORT int ptorun_gloo_barrier(PtoGlooGroup *g);
 
 /* Closes the connections and, on rank 0, stops the store; frees the group
- * (NULL tolerated). Does not wait for the other ranks. */
+ * (NULL tolerated). Rank 0 waits at most 2 s for the other ranks to close
+ * theirs first (a rank whose call failed asks the store who was lost); no
+ * other rank waits. */
 PTO_GLOO_EXPORT void ptorun_gloo_close(PtoGlooGroup *g);
 
 /* The calling thread's message of its last failed call ("" when none); valid

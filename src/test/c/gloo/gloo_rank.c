@@ -184,7 +184,8 @@ static void run_all(PtoGlooGroup *g, int rank, int n, size_t count) {
 }
 
 /* fault / partition: the allreduce must fail, within the timeout. */
-static int expect_failure(PtoGlooGroup *g, int rank, size_t count, uint32_t timeout_ms) {
+/* named: what the message must name (NULL: anything) */
+static int expect_failure(PtoGlooGroup *g, int rank, size_t count, uint32_t timeout_ms, const char *named) {
   float *data = alloc(count * sizeof(float));
   for (size_t i = 0; i < count; i++) data[i] = x(rank, i);
   double t0 = now_s();
@@ -197,6 +198,10 @@ static int expect_failure(PtoGlooGroup *g, int rank, size_t count, uint32_t time
   }
   fprintf(stderr, "gloo_rank %d: allreduce failed (%d) after %.3f s: %s\n", rank, rc, took, api.last_error());
   if (rc != PTO_ERR_DEVICE && rc != PTO_ERR_TIMEOUT) return 1;
+  if (named != NULL && strstr(api.last_error(), named) == NULL) {
+    fprintf(stderr, "gloo_rank %d: the failure does not name %s\n", rank, named);
+    return 1;
+  }
   if (took > timeout_ms / 1000.0 + 2.0) return EXIT_FAILED_LATE;
   return EXIT_FAILED_AS_EXPECTED;
 }
@@ -292,10 +297,11 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (strcmp(mode, "fault") == 0) {
     if (rank == n - 1) raise(SIGKILL);
-    rc = expect_failure(g, rank, count, timeout_ms);
+    /* the dead rank, named by the store: not a survivor that failed and closed first */
+    rc = expect_failure(g, rank, count, timeout_ms, "lost peer rank 3 ");
   } else if (strcmp(mode, "partition") == 0) {
     wait_go(rank);
-    rc = expect_failure(g, rank, count, timeout_ms);
+    rc = expect_failure(g, rank, count, timeout_ms, NULL);
   } else if (strcmp(mode, "disagree") == 0) {
     size_t mine = rank == n - 1 ? count + 1 : count;
     float *data = alloc(mine * sizeof(float));
