@@ -153,7 +153,8 @@ class ProcessIsolationE2ETest {
         crashOnce(variant, kernel, signal);
         long fds = openFds();
         crashOnce(variant, kernel, signal);
-        assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
+        // at most as many: the JVM may close one of its own meanwhile (a cleaner closing a jar), never keep one of ours
+        assertThat(openFds()).as("no descriptor is left").isLessThanOrEqualTo(fds);
     }
 
     private void crashOnce(Variant variant, String kernel, String signal) {
@@ -305,7 +306,7 @@ class ProcessIsolationE2ETest {
             }
         }
         assertThat(chipHosts()).as("no chip host is left").isEmpty();
-        assertThat(openFds()).as("no descriptor is left").isEqualTo(fds);
+        assertThat(openFds()).as("no descriptor is left").isLessThanOrEqualTo(fds); // as in crashesItsChipOnly
     }
 
     /**

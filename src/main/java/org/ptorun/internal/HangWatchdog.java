@@ -33,7 +33,15 @@ final class HangWatchdog {
     private HangWatchdog() {
     }
 
-    private record Bound(long deadline, Runnable onExpiry) {
+    /** Identity, not value: two bounds due at once with one action are still two. */
+    private static final class Bound {
+        final long deadline;
+        final Runnable onExpiry;
+
+        Bound(long deadline, Runnable onExpiry) {
+            this.deadline = deadline;
+            this.onExpiry = onExpiry;
+        }
     }
 
     /**
@@ -60,6 +68,16 @@ final class HangWatchdog {
         return () -> ACTIVE.remove(b);
     }
 
+    /** An action that throws must not end the watchdog: the next bounds still need it. */
+    private static void expire(Bound b) {
+        try {
+            b.onExpiry.run();
+        } catch (RuntimeException e) {
+            Thread t = Thread.currentThread();
+            t.getUncaughtExceptionHandler().uncaughtException(t, e);
+        }
+    }
+
     private static void watch() {
         for (;;) {
             long now = System.nanoTime();
@@ -71,7 +89,7 @@ final class HangWatchdog {
             for (Bound b : ACTIVE) {
                 if (b.deadline - now <= 0) {
                     if (ACTIVE.remove(b)) { // not ended meanwhile: its call is still in flight
-                        b.onExpiry.run();
+                        expire(b);
                     }
                 } else if (b.deadline - next < 0) {
                     next = b.deadline;

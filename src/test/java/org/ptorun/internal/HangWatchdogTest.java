@@ -134,4 +134,16 @@ class HangWatchdogTest {
             far.run();
         }
     }
+
+    @Test
+    void twoBoundsWithOneActionAndAnActionThatThrowsAreEachStillKept() throws Exception {
+        CountDownLatch fired = new CountDownLatch(2);
+        Runnable action = fired::countDown;
+        HangWatchdog.bound(0, () -> {
+            throw new IllegalStateException("an action that throws (expected in this test)");
+        });
+        HangWatchdog.bound(1, action);
+        HangWatchdog.bound(1, action); // the same action, possibly the same deadline: a bound of its own
+        assertThat(fired.await(20, TimeUnit.SECONDS)).as("both fire, after one that threw").isTrue();
+    }
 }
