@@ -11,6 +11,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.ptorun.AcceptanceWord;
 import org.ptorun.ChipBusyException;
+import org.ptorun.ChipCrashedException;
 import org.ptorun.ChipIsolation;
 import org.ptorun.ChipPoisonedException;
 import org.ptorun.ChipWorker;
@@ -330,7 +331,7 @@ final class ChipLane {
                     successor = null;
                     advanced += mark(p, mark);
                     if (unhealthy()) {
-                        abandon(p, poisonedFailure(p));
+                        abandon(p, heldFailure(p));
                         to(LaneState.Event.ABANDON);
                     } else if (ledger.cancelling()) {
                         abandon(p, null);
@@ -699,6 +700,21 @@ final class ChipLane {
                             PtoError.POISONED.code(), "", null));
         }
         return items.size();
+    }
+
+    /**
+     * A run the chip held (prepared, not launched) when it turned unhealthy: on a chip whose
+     * process died it fails with the crash, as every run the crashed chip held does
+     * (docs/isolation.md, Restarts); otherwise the chip is poisoned.
+     */
+    private RuntimeException heldFailure(RunTicket t) {
+        java.util.Optional<String> death = chip.processDeath();
+        if (death.isEmpty()) {
+            return poisonedFailure(t);
+        }
+        return new ChipCrashedException("device " + chip.deviceId() + " crashed (" + death.get() + "); run_id="
+                + t.runId() + " dispatch_id=" + t.dispatchId() + " was prepared there and not launched",
+                PtoError.CHIP_CRASHED.code(), death.get(), t.run);
     }
 
     private ChipPoisonedException poisonedFailure(RunTicket t) {
