@@ -192,6 +192,14 @@ int check_group(PtoGlooGroup *g) {
   return PTO_OK;
 }
 
+/* Every collective's options: the next tag of the group's sequence (the same on
+   every rank) and the group's timeout. */
+template <typename Options>
+void sequence(PtoGlooGroup *g, Options &opts) {
+  opts.setTag(g->next_tag++);
+  opts.setTimeout(g->timeout);
+}
+
 /* Element bounds of rank k's chunk of n elements over N ranks: floor(k*n/N). */
 size_t chunk_bound(size_t k, size_t n, size_t N) {
   return static_cast<size_t>(static_cast<unsigned __int128>(k) * n / N);
@@ -206,8 +214,7 @@ void exchange_and_sum(PtoGlooGroup *g, const float *in, const std::vector<int64_
   gloo::AlltoallvOptions opts(g->context);
   opts.setInput(const_cast<float *>(in), send_counts); /* gloo only reads its input */
   opts.setOutput(pieces, std::vector<int64_t>(N, static_cast<int64_t>(mine)));
-  opts.setTag(g->next_tag++);
-  opts.setTimeout(g->timeout);
+  sequence(g, opts);
   gloo::alltoallv(opts);
   if (mine == 0) return;
   /* element by element, the pieces in rank order: four elements at a time
@@ -253,8 +260,7 @@ void agree(PtoGlooGroup *g, CallKind kind, uint64_t size, uint64_t root) {
   gloo::AllgathervOptions opts(g->context);
   opts.setInput(mine, 3);
   opts.setOutput(all.data(), std::vector<size_t>(N, 3));
-  opts.setTag(g->next_tag++);
-  opts.setTimeout(g->timeout);
+  sequence(g, opts);
   gloo::allgatherv(opts);
   for (size_t k = 0; k < N; k++) {
     const uint64_t *theirs = all.data() + 3 * k;
@@ -345,8 +351,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_allreduce_sum_f32(PtoGlooGroup *g, float *data, 
     gloo::AllgathervOptions opts(g->context);
     opts.setInput(sum, mine);
     opts.setOutput(data, gathered);
-    opts.setTag(g->next_tag++);
-    opts.setTimeout(g->timeout);
+    sequence(g, opts);
     gloo::allgatherv(opts);
     return PTO_OK;
   } catch (...) {
@@ -384,8 +389,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_allgather(PtoGlooGroup *g, const void *in, void 
     gloo::AllgathervOptions opts(g->context);
     opts.setInput(static_cast<uint8_t *>(const_cast<void *>(in)), bytes_per_rank); /* only read */
     opts.setOutput(static_cast<uint8_t *>(out), std::vector<size_t>(static_cast<size_t>(g->nranks), bytes_per_rank));
-    opts.setTag(g->next_tag++);
-    opts.setTimeout(g->timeout);
+    sequence(g, opts);
     gloo::allgatherv(opts);
     return PTO_OK;
   } catch (...) {
@@ -406,8 +410,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_broadcast(PtoGlooGroup *g, void *data, size_t by
     gloo::BroadcastOptions opts(g->context);
     opts.setOutput(static_cast<uint8_t *>(data), bytes);
     opts.setRoot(root);
-    opts.setTag(g->next_tag++);
-    opts.setTimeout(g->timeout);
+    sequence(g, opts);
     gloo::broadcast(opts);
     return PTO_OK;
   } catch (...) {
@@ -420,8 +423,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_barrier(PtoGlooGroup *g) {
   if (rc != PTO_OK) return rc;
   try {
     gloo::BarrierOptions opts(g->context);
-    opts.setTag(g->next_tag++);
-    opts.setTimeout(g->timeout);
+    sequence(g, opts);
     gloo::barrier(opts);
     return PTO_OK;
   } catch (...) {
