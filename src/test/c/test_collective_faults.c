@@ -142,11 +142,11 @@ TEST(collective_a_peer_that_reached_the_target_and_then_left_fails_nobody)
     d.signals[1][PTO_COMM_SIG_COUNTERS] = 5;
     d.signals[1][PTO_COMM_SIG_PID] = PTO_COMM_PID_GONE; /* reached 5, then left */
     d.signals[2][PTO_COMM_SIG_COUNTERS] = 4;             /* short, still here */
-    const PtoCommWaitArg w = { &d.ctx[0], PTO_COMM_SIG_COUNTERS, 5 };
+    const PtoCommWaitArg w = { &d.ctx[0], PTO_COMM_SIG_COUNTERS, 5, 0, 3 };
     CHECK_EQ_INT(pto_comm_lost_peer(&w, 1), 3);
     d.signals[2][PTO_COMM_SIG_PID] = PTO_COMM_PID_GONE; /* short and gone: lost */
     CHECK_EQ_INT(pto_comm_lost_peer(&w, 1), 2);
-    const PtoCommWaitArg next = { &d.ctx[0], PTO_COMM_SIG_COUNTERS, 6 };
+    const PtoCommWaitArg next = { &d.ctx[0], PTO_COMM_SIG_COUNTERS, 6, 0, 3 };
     CHECK_EQ_INT(pto_comm_lost_peer(&next, 1), 1); /* gone before reaching the next target */
     domain_free(&d);
 }

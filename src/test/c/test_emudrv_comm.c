@@ -272,6 +272,10 @@ static int script_break(Rank *r)
     uint64_t window = 0, signals = 0;
     CHECK_EQ_INT(API->comm_window_addrs(w, (size_t)r->rank, &window, &signals), PTO_DRV_OK);
     CHECK_EQ_INT((int)((const uint32_t *)(uintptr_t)signals)[PTO_COMM_SIG_BROKEN], 1 + breaker);
+    PtoCommSpan span;
+    CHECK_EQ_INT(API->comm_window_span(w, &span), 0); /* one host: no span */
+    CHECK_EQ_INT(API->comm_window_span(NULL, &span), PTO_DRV_ERR_INVALID);
+    CHECK_EQ_INT(API->comm_window_span(w, NULL), PTO_DRV_ERR_INVALID);
     CHECK_EQ_INT(API->comm_barrier(r->comm), PTO_DRV_OK);
     CHECK_EQ_INT(API->comm_window_free(r->comm, w), PTO_DRV_OK);
     return PTO_DRV_OK;

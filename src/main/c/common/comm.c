@@ -18,6 +18,7 @@
  * unlinked under registry_lock too, and comm_destroy marks the handle dying
  * (under it) before it frees a domain. */
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,26 +114,46 @@ static CommDomain *find_domain(CommHandle *h, uint64_t key)
     return NULL;
 }
 
+/* A descriptor and, for a domain across hosts, its PtoCommSpan right after it
+   (ptorun/pto_comm.h), as written into device memory. */
+typedef struct DescriptorImage {
+    PtoCommDeviceContext desc;
+    PtoCommSpan span;
+} DescriptorImage;
+
 /* Writes the domain's descriptor into this device's memory. */
 static int write_descriptor(CommHandle *h, CommDomain *d)
 {
-    PtoCommDeviceContext desc = {
-        .magic = PTO_COMM_CTX_MAGIC,
-        .rank = d->domain_rank,
-        .nranks = d->rank_count,
-        .timeout_ms = h->timeout_ms,
-        .window_size = d->window_bytes,
+    DescriptorImage image = {
+        .desc = {
+            .magic = PTO_COMM_CTX_MAGIC,
+            .rank = d->domain_rank,
+            .nranks = d->rank_count,
+            .timeout_ms = h->timeout_ms,
+            .window_size = d->window_bytes,
+        },
     };
     for (uint32_t i = 0; i < d->rank_count; i++) {
         uint64_t window, signals;
         comm_backend_addrs(d->set, i, &window, &signals);
-        desc.windows[i] = d->windows[i];
-        desc.signals[i] = signals;
+        image.desc.windows[i] = d->windows[i];
+        image.desc.signals[i] = signals;
     }
-    void *dev = runner_device_malloc(h->dc->runner, sizeof desc);
+    const int spans = comm_backend_span(d->set, &image.span);
+    size_t bytes = spans ? sizeof image : sizeof image.desc;
+    if (spans) {
+        for (uint32_t n = 0; n < image.span.local.nranks; n++)
+            image.span.local.windows[n] = d->windows[image.span.local_rank[n]];
+        image.span.local.magic = PTO_COMM_CTX_MAGIC;
+        image.span.local.timeout_ms = h->timeout_ms;
+        image.span.local.window_size = d->window_bytes;
+    }
+    void *dev = runner_device_malloc(h->dc->runner, bytes);
     if (dev == NULL)
         return pto_last_error_code() != 0 ? pto_last_error_code() : PTO_ERR_OUT_OF_MEMORY;
-    int rc = runner_copy_to_device(h->dc->runner, dev, &desc, sizeof desc);
+    if (spans)
+        image.desc.span = (uint64_t)(uintptr_t)dev + offsetof(DescriptorImage, span);
+    int rc = runner_copy_to_device(h->dc->runner, dev, &image, bytes);
     if (rc != PTO_OK) {
         runner_device_free(h->dc->runner, dev);
         return rc;
@@ -424,6 +445,10 @@ int comm_derive_context(void *comm, const uint32_t *rank_ids, size_t rank_count,
     int rc = need_out(device_ctx_out, fn, "device_ctx_out");
     if (rc == PTO_OK)
         rc = need_group_windows(h, fn);
+    PtoCommSpan span;
+    if (rc == PTO_OK && comm_backend_span(h->group->set, &span))
+        rc = pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "%s: not for a group across hosts (yet): allocate the "
+                      "domain's own windows (comm_alloc_domain_windows)", fn);
     if (rc == PTO_OK && (window_size == 0 || window_offset > h->group->window_bytes ||
                          window_size > h->group->window_bytes - window_offset))
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the slice [%zu, +%zu) is empty or leaves the window of %zu bytes",

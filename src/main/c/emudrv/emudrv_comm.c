@@ -14,13 +14,12 @@
 
 #include "emudrv/emudrv.h"
 #include "ptorun/pto_runtime_c_api.h"
-#include "util/comm_shm.h"
-#include "util/comm_signal.h"
+#include "util/comm_span.h"
 #include "util/last_error.h"
 
 struct PtoDrvWindows {
     struct PtoDrvWindows *next;      /* the comm's */
-    ShmWindows *windows;
+    CommSpanWindows *windows;
 };
 
 struct PtoDrvComm {
@@ -28,7 +27,7 @@ struct PtoDrvComm {
     int users;                       /* g_comm_lock: calls in flight */
     int dead;                        /* g_comm_lock: left, or its device went */
     PtoDrvDevice *dev;
-    ShmGroup *group;
+    CommSpan *group;
     PtoDrvWindows *windows;          /* g_comm_lock */
 };
 
@@ -86,7 +85,7 @@ int emu_comm_fault_hit(PtoDrvDevice *dev)
     pthread_mutex_lock(&g_comm_lock);
     for (PtoDrvComm *c = g_comms; c != NULL; c = c->reg_next)
         if (c->dev == dev && !c->dead)
-            shm_group_mark_lost(c->group);
+            comm_span_mark_lost(c->group);
     pthread_mutex_unlock(&g_comm_lock);
     emu_device_lose(dev);
     return 1;
@@ -111,7 +110,7 @@ int emu_comm_join(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_
         return PTO_DRV_ERR_OUT_OF_MEMORY;
     }
     c->dev = dev;
-    int prc = shm_group_join(rank, nranks, rootinfo_path, timeout_ms, &c->group);
+    int prc = comm_span_join(rank, nranks, rootinfo_path, timeout_ms, &c->group);
     if (prc != PTO_OK) {
         free(c);
         emu_device_exit(dev);
@@ -129,19 +128,19 @@ int emu_comm_join(PtoDrvDevice *dev, int rank, int nranks, const char *rootinfo_
 
 /* Takes members [0, count) of `windows` out of the device's window table; each
  * removal waits for the copies pinning it, so they may be unmapped after. */
-static void forget_windows(PtoDrvDevice *dev, const ShmWindows *windows, size_t count)
+static void forget_windows(PtoDrvDevice *dev, const CommSpanWindows *windows, size_t count)
 {
-    for (size_t i = 0; shm_windows_bytes(windows) > 0 && i < count; i++) {
+    for (size_t i = 0; comm_span_windows_bytes(windows) > 0 && i < count; i++) {
         size_t size;
-        (void)alloc_table_remove(&dev->windows, (uintptr_t)shm_windows_base(windows, i), &size);
+        (void)alloc_table_remove(&dev->windows, (uintptr_t)comm_span_windows_base(windows, i), &size);
     }
 }
 
 /* Unlinks the comm's windows from its device's table and unmaps them. */
 static void free_windows(PtoDrvComm *c, PtoDrvWindows *w)
 {
-    forget_windows(c->dev, w->windows, shm_windows_count(w->windows));
-    shm_windows_free(c->group, w->windows);
+    forget_windows(c->dev, w->windows, comm_span_windows_count(w->windows));
+    comm_span_windows_free(c->group, w->windows);
     free(w);
     atomic_fetch_sub(&emu_counters()->comm_window_sets, 1);
 }
@@ -164,7 +163,7 @@ static void comm_kill(PtoDrvComm *c)
         c->windows = w->next;
         free_windows(c, w);
     }
-    shm_group_leave(c->group);
+    comm_span_leave(c->group);
     free(c);
     atomic_fetch_sub(&emu_counters()->comm_ranks, 1);
     pthread_mutex_lock(&g_comm_lock);
@@ -203,7 +202,7 @@ int emu_comm_barrier(PtoDrvComm *comm)
     PtoDrvComm *c = comm_enter(comm);
     if (c == NULL)
         return PTO_DRV_ERR_INVALID;
-    int rc = emu_comm_fault_hit(c->dev) ? PTO_DRV_ERR_DEVICE_LOST : drv_code(shm_group_barrier(c->group));
+    int rc = emu_comm_fault_hit(c->dev) ? PTO_DRV_ERR_DEVICE_LOST : drv_code(comm_span_barrier(c->group));
     comm_exit(c);
     return rc;
 }
@@ -228,13 +227,13 @@ int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks,
     int local = w == NULL || emu_fault_hit(PTO_EMU_FAULT_ALLOC) ? PTO_ERR_OUT_OF_MEMORY : PTO_OK;
     if (local != PTO_OK)
         pto_fail(local, "comm_window_alloc: the device cannot allocate a window of %zu bytes", bytes);
-    ShmWindows *windows = NULL;
-    int prc = shm_group_alloc_windows(c->group, key, ranks, count, bytes, local, &windows);
+    CommSpanWindows *windows = NULL;
+    int prc = comm_span_alloc_windows(c->group, key, ranks, count, bytes, local, &windows);
     size_t entered = 0;
     if (prc == PTO_OK) {
         w->windows = windows;
         for (; bytes > 0 && entered < count; entered++) {
-            uintptr_t base = (uintptr_t)shm_windows_base(windows, entered);
+            uintptr_t base = (uintptr_t)comm_span_windows_base(windows, entered);
             if (alloc_table_reserve(&c->dev->windows, bytes) != PTO_OK ||
                 alloc_table_insert(&c->dev->windows, base, bytes) != PTO_OK) {
                 prc = pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_window_alloc: the device's window table cannot grow");
@@ -245,7 +244,7 @@ int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks,
     if (prc != PTO_OK) {
         if (windows != NULL) {
             forget_windows(c->dev, windows, entered);
-            shm_windows_free(c->group, windows);
+            comm_span_windows_free(c->group, windows);
         }
         free(w);
         comm_exit(c);
@@ -283,10 +282,10 @@ int emu_comm_window_free(PtoDrvComm *comm, PtoDrvWindows *windows)
 
 int emu_comm_window_addrs(PtoDrvWindows *windows, size_t i, uint64_t *window, uint64_t *signals)
 {
-    if (windows == NULL || window == NULL || signals == NULL || i >= shm_windows_count(windows->windows))
+    if (windows == NULL || window == NULL || signals == NULL || i >= comm_span_windows_count(windows->windows))
         return PTO_DRV_ERR_INVALID;
-    *window = (uint64_t)(uintptr_t)shm_windows_base(windows->windows, i);
-    *signals = (uint64_t)(uintptr_t)shm_windows_signals(windows->windows, i);
+    *window = (uint64_t)(uintptr_t)comm_span_windows_base(windows->windows, i);
+    *signals = (uint64_t)(uintptr_t)comm_span_windows_signals(windows->windows, i);
     return PTO_DRV_OK;
 }
 
@@ -312,16 +311,19 @@ int emu_comm_window_break(PtoDrvComm *comm, PtoDrvWindows *windows, uint32_t cul
         w = w->next;
     if (w == NULL) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_break: not a live window set of this comm");
-    } else if (culprit >= shm_windows_count(w->windows)) {
+    } else if (culprit >= comm_span_windows_count(w->windows)) {
         pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_break: culprit %u is not a member", culprit);
     } else {
-        PtoCommDeviceContext d = { .magic = PTO_COMM_CTX_MAGIC, .nranks = (uint32_t)shm_windows_count(w->windows) };
-        for (uint32_t i = 0; i < d.nranks; i++)
-            d.signals[i] = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
-        pto_comm_break(&d, culprit);
-        rc = PTO_DRV_OK;
+        rc = drv_code(comm_span_break(w->windows, culprit));
     }
     pthread_mutex_unlock(&g_comm_lock);
     comm_exit(c);
     return rc;
+}
+
+int emu_comm_window_span(PtoDrvWindows *windows, PtoCommSpan *out)
+{
+    if (windows == NULL || out == NULL)
+        return PTO_DRV_ERR_INVALID;
+    return comm_span_describe(windows->windows, out);
 }

@@ -760,6 +760,7 @@ static const PtoDriverApi emudrv_api = {
     .comm_window_addrs = emu_comm_window_addrs,
     .comm_last_message = emu_comm_last_message,
     .comm_window_break = emu_comm_window_break,
+    .comm_window_span = emu_comm_window_span,
 };
 
 PTO_EXPORT const PtoDriverApi *pto_driver_api(void)

@@ -3,7 +3,7 @@
  * mesh of Gloo pairs), the collectives, close; every exception stops at the C
  * boundary here and becomes a code and the thread's last error.
  */
-#include "gloo/pto_gloo.h"
+#include "ptorun/pto_gloo.h"
 
 #include <arpa/inet.h>
 #include <gloo/allgatherv.h>

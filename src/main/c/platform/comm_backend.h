@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "platform/runner.h"
+#include "ptorun/pto_comm.h"
 
 typedef struct CommBackend CommBackend;     /* one rank of a group */
 typedef struct CommWindowSet CommWindowSet; /* one allocation's windows and signal blocks */
@@ -42,5 +43,8 @@ void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint
  * (util/comm_signal.h, pto_comm_break). Local and non-blocking; callable from
  * any thread while w is live (it does not need the handle's lock). */
 int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit);
+/* 1 with *out filled (all but its local descriptor's magic, timeout_ms and
+ * window_size) when w's members span hosts, 0 when they share this one. */
+int comm_backend_span(const CommWindowSet *w, PtoCommSpan *out);
 
 #endif

@@ -59,8 +59,15 @@ static inline int pto_comm_check_context(const PtoCommDeviceContext *c)
     if (c->magic != PTO_COMM_CTX_MAGIC || c->nranks < 1 || c->nranks > PTO_COMM_MAX_RANKS ||
         c->rank >= c->nranks || c->timeout_ms == 0)
         return PTO_COMM_WAIT_BAD_CONTEXT;
+    /* across hosts, another host's member has no signal block here: the
+       meetings go over the span's local descriptor, checked as one of these */
+    const PtoCommSpan *s = (const PtoCommSpan *)(uintptr_t)c->span;
+    if (s != NULL && (((uintptr_t)s % _Alignof(PtoCommSpan)) != 0 || s->local.span != 0 || s->hosts < 2 ||
+                      s->hosts > c->nranks || s->local.nranks > c->nranks ||
+                      pto_comm_check_context(&s->local) != PTO_COMM_WAIT_OK))
+        return PTO_COMM_WAIT_BAD_CONTEXT;
     for (uint32_t r = 0; r < c->nranks; r++)
-        if (c->windows[r] == 0 || c->signals[r] == 0 || c->signals[r] % sizeof(uint32_t) != 0)
+        if (c->windows[r] == 0 || (s == NULL && c->signals[r] == 0) || c->signals[r] % sizeof(uint32_t) != 0)
             return PTO_COMM_WAIT_BAD_CONTEXT;
     return PTO_COMM_WAIT_OK;
 }
@@ -111,6 +118,7 @@ static inline void pto_comm_break(const PtoCommDeviceContext *c, uint32_t culpri
 typedef struct PtoCommWaitArg {
     const PtoCommDeviceContext *c;
     uint32_t word, target;
+    uint32_t lo, hi; /* the ranks whose counter is waited for */
 } PtoCommWaitArg;
 
 /* Wrap-safe: counters are u32 and only ever increase. */
@@ -119,13 +127,13 @@ static inline int pto_comm_reached(uint32_t v, uint32_t target)
     return (int32_t)(v - target) >= 0;
 }
 
-/* The first rank whose counter has not reached the target, or nranks. */
+/* The first rank waited for whose counter has not reached the target, or w->hi. */
 static inline uint32_t pto_comm_first_short(const PtoCommWaitArg *w)
 {
-    for (uint32_t r = 0; r < w->c->nranks; r++)
+    for (uint32_t r = w->lo; r < w->hi; r++)
         if (!pto_comm_reached(__atomic_load_n(pto_comm_word(w->c, r, w->word), __ATOMIC_SEQ_CST), w->target))
             return r;
-    return w->c->nranks;
+    return w->hi;
 }
 
 /* The spin's condition: done, or nothing more to wait for (broken). */
@@ -133,12 +141,12 @@ static inline int pto_comm_wait_ready(const void *arg)
 {
     const PtoCommWaitArg *w = arg;
     return __atomic_load_n(pto_comm_word(w->c, w->c->rank, PTO_COMM_SIG_BROKEN), __ATOMIC_SEQ_CST) != 0 ||
-           pto_comm_first_short(w) == w->c->nranks;
+           pto_comm_first_short(w) == w->hi;
 }
 
 /* A peer still short of the wait's target that left (PID word
    PTO_COMM_PID_GONE) or, with probe_processes, whose process no longer
-   exists; nranks when none. A PID word of 0 is a peer that has not signed in
+   exists; w->hi when none. A PID word of 0 is a peer that has not signed in
    yet: not lost. The counter is read again after the PID word: a peer bumps
    its counter before it can leave, so one that reached the target and then
    left did its part and fails nobody. */
@@ -146,7 +154,7 @@ static inline uint32_t pto_comm_lost_peer(const PtoCommWaitArg *w, int probe_pro
 {
     const PtoCommDeviceContext *c = w->c;
     const pid_t self = getpid();
-    for (uint32_t r = 0; r < c->nranks; r++) {
+    for (uint32_t r = w->lo; r < w->hi; r++) {
         if (r == c->rank)
             continue;
         uint32_t pid = __atomic_load_n(pto_comm_word(c, r, PTO_COMM_SIG_PID), __ATOMIC_SEQ_CST);
@@ -156,22 +164,22 @@ static inline uint32_t pto_comm_lost_peer(const PtoCommWaitArg *w, int probe_pro
         if (lost && !pto_comm_reached(__atomic_load_n(pto_comm_word(c, r, w->word), __ATOMIC_SEQ_CST), w->target))
             return r;
     }
-    return c->nranks;
+    return w->hi;
 }
 
-/* Waits until every rank's counter `word` reached `target` (wrap-safe), the
-   bounded spin first, then parked on this rank's doorbell. Returns
-   PTO_COMM_WAIT_OK, or fails with *who naming a rank:
-   PTO_COMM_WAIT_BROKEN (this rank's BROKEN word set: who = its culprit),
-   PTO_COMM_WAIT_LOST (a peer left or its process died), or
-   PTO_COMM_WAIT_TIMEOUT (after c->timeout_ms: who = the first rank short).
-   The broken word is checked first: a broken domain fails every wait, even
-   one whose counters are there. The wait does not break the domain itself;
-   the caller decides (the collectives do). c must have passed
-   pto_comm_check_context. */
-static inline int pto_comm_wait_all(const PtoCommDeviceContext *c, uint32_t word, uint32_t target, uint32_t *who)
+/* Waits until the counter `word` of ranks [w->lo, w->hi) reached w->target
+   (wrap-safe), the bounded spin first, then parked on this rank's doorbell,
+   at most timeout_ms. Returns PTO_COMM_WAIT_OK, or fails with *who naming a
+   rank: PTO_COMM_WAIT_BROKEN (this rank's BROKEN word set: who = its
+   culprit), PTO_COMM_WAIT_LOST (a rank waited for left or its process died),
+   or PTO_COMM_WAIT_TIMEOUT (who = the first rank short). The broken word is
+   checked first: a broken domain fails every wait, even one whose counters
+   are there. The wait does not break the domain itself; the caller decides
+   (the collectives do). w->c must have passed pto_comm_check_context. */
+static inline int pto_comm_wait_for(const PtoCommWaitArg *arg, uint32_t timeout_ms, uint32_t *who)
 {
-    const PtoCommWaitArg w = { c, word, target };
+    const PtoCommWaitArg w = *arg;
+    const PtoCommDeviceContext *c = w.c;
     uint32_t *bell = pto_comm_word(c, c->rank, PTO_COMM_SIG_DOORBELL);
     uint32_t *broken = pto_comm_word(c, c->rank, PTO_COMM_SIG_BROKEN);
     uint32_t dummy;
@@ -179,7 +187,7 @@ static inline int pto_comm_wait_all(const PtoCommDeviceContext *c, uint32_t word
         who = &dummy;
     pto_spin_until(pto_comm_wait_ready, &w);
     const uint64_t start = pto_monotonic_ns();
-    const uint64_t deadline = start + (uint64_t)c->timeout_ms * 1000000u;
+    const uint64_t deadline = start + (uint64_t)timeout_ms * 1000000u;
     /* kill(2) is a system call per peer: probe processes at most once per
        park slice; a PID word that says gone is read on every wake. */
     uint64_t next_probe = start;
@@ -191,14 +199,14 @@ static inline int pto_comm_wait_all(const PtoCommDeviceContext *c, uint32_t word
             return PTO_COMM_WAIT_BROKEN;
         }
         uint32_t short_rank = pto_comm_first_short(&w);
-        if (short_rank == c->nranks)
+        if (short_rank == w.hi)
             return PTO_COMM_WAIT_OK;
         uint64_t now = pto_monotonic_ns();
         int probe = now >= next_probe;
         if (probe)
             next_probe = now + (uint64_t)PTO_COMM_PARK_SLICE_MS * 1000000u;
         uint32_t lost = pto_comm_lost_peer(&w, probe);
-        if (lost != c->nranks) {
+        if (lost != w.hi) {
             *who = lost;
             return PTO_COMM_WAIT_LOST;
         }
@@ -214,6 +222,14 @@ static inline int pto_comm_wait_all(const PtoCommDeviceContext *c, uint32_t word
            look again. */
         syscall(SYS_futex, bell, FUTEX_WAIT, ring, &ts, NULL, 0);
     }
+}
+
+/* Waits until every rank's counter `word` reached `target`, at most the
+   domain's timeout (pto_comm_wait_for). */
+static inline int pto_comm_wait_all(const PtoCommDeviceContext *c, uint32_t word, uint32_t target, uint32_t *who)
+{
+    const PtoCommWaitArg w = { c, word, target, 0, c->nranks };
+    return pto_comm_wait_for(&w, c->timeout_ms, who);
 }
 
 #endif

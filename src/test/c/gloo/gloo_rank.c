@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gloo/pto_gloo.h"
+#include "ptorun/pto_gloo.h"
 #include "ptorun/pto_runtime_c_api.h"
 
 #define EXIT_FAILED_AS_EXPECTED 10

@@ -102,3 +102,10 @@ int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit)
     pto_comm_break(&c, culprit);
     return PTO_OK;
 }
+
+int comm_backend_span(const CommWindowSet *w, PtoCommSpan *out)
+{
+    (void)w;
+    (void)out;
+    return 0;
+}

@@ -53,6 +53,7 @@
 
 #define COLL_ENTRY (PTO_COMM_SIG_COUNTERS + 0u)
 #define COLL_EXIT (PTO_COMM_SIG_COUNTERS + 1u)
+#define COLL_MID (PTO_COMM_SIG_COUNTERS + 2u) /* across hosts: allreduce's host sum is whole */
 
 /* Elements per block of a reduction: nr input blocks and the sum stay in L1. */
 #define COLL_BLOCK 1024u
@@ -69,6 +70,24 @@ static const PtoCommDeviceContext *coll_context(const uint64_t *args, uint32_t i
 {
     const PtoCommDeviceContext *c = (const PtoCommDeviceContext *)(uintptr_t)args[i];
     return pto_comm_check_context(c) == PTO_COMM_WAIT_OK ? c : NULL;
+}
+
+/* Across hosts: the span after the descriptor, else NULL. */
+static const PtoCommSpan *span_of(const PtoCommDeviceContext *c)
+{
+    return (const PtoCommSpan *)(uintptr_t)c->span;
+}
+
+/* What the ranks meet over: this host's members (across hosts) or all. */
+static const PtoCommDeviceContext *meet_of(const PtoCommDeviceContext *c)
+{
+    return c->span != 0 ? &span_of(c)->local : c;
+}
+
+/* The domain rank of rank r of meet_of(c). */
+static uint32_t domain_rank(const PtoCommDeviceContext *c, uint32_t r)
+{
+    return c->span != 0 ? span_of(c)->local_rank[r] : r;
 }
 
 /* Whether a strided view is dense row-major: its elements are one contiguous run. */
@@ -136,27 +155,36 @@ static int overlaps_any_input(const PtoCommDeviceContext *c, uint64_t off, uint6
 /* A refusal once the descriptor is known: break the domain naming this rank. */
 static int32_t refuse(const PtoCommDeviceContext *c, int32_t code)
 {
-    pto_comm_break(c, c->rank);
+    pto_comm_break(meet_of(c), c->rank);
     return code;
 }
 
-/* One sync over counter `word` (see the top of the file). */
-static int32_t coll_sync(const PtoCommDeviceContext *c, uint32_t word)
+/* A failed wait over meet_of(c) as the kernel's code, the domain broken
+   naming the rank it blames (a domain rank). */
+static int32_t wait_failed(const PtoCommDeviceContext *c, int how, uint32_t who)
 {
-    uint32_t who = 0;
-    uint32_t target = pto_comm_signal(c, word, 1u);
-    switch (pto_comm_wait_all(c, word, target, &who)) {
-    case PTO_COMM_WAIT_OK:
-        return PTO_KERNEL_OK;
-    case PTO_COMM_WAIT_BROKEN:
+    const PtoCommDeviceContext *m = meet_of(c);
+    switch (how) {
+    case PTO_COMM_WAIT_BROKEN: /* the mark already is a domain rank */
         return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)(who % PTO_KERNEL_ERR_RANK_SPAN);
     case PTO_COMM_WAIT_TIMEOUT:
-        pto_comm_break(c, who);
-        return PTO_KERNEL_ERR_COMM_TIMEOUT_BASE + (int32_t)who;
+        pto_comm_break(m, domain_rank(c, who));
+        return PTO_KERNEL_ERR_COMM_TIMEOUT_BASE + (int32_t)domain_rank(c, who);
     default: /* PTO_COMM_WAIT_LOST */
-        pto_comm_break(c, who);
-        return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)who;
+        pto_comm_break(m, domain_rank(c, who));
+        return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)domain_rank(c, who);
     }
+}
+
+/* One sync over counter `word` (see the top of the file), among this host's
+   members across hosts. */
+static int32_t coll_sync(const PtoCommDeviceContext *c, uint32_t word)
+{
+    const PtoCommDeviceContext *m = meet_of(c);
+    uint32_t who = 0;
+    uint32_t target = pto_comm_signal(m, word, 1u);
+    int how = pto_comm_wait_all(m, word, target, &who);
+    return how == PTO_COMM_WAIT_OK ? PTO_KERNEL_OK : wait_failed(c, how, who);
 }
 
 /* What a collective call is about to do (ptorun/pto_comm.h, the intent words). */
@@ -263,13 +291,15 @@ __attribute__((format(printf, 4, 5))) static void append(char *buf, size_t size,
 /* "<kind>: the ranks disagree on the <field>: rank 1 has 1000, the others 1001
    (rank 0 1001, rank 1 1000, rank 2 1001)": the odd ranks first (those whose
    value is not the majority's; ties go to the lowest rank's value), so the
-   first rank a reader finds is one that differs, then every rank's value. */
-static void disagree_message(const PtoCommDeviceContext *c, const CollIntent *all, int f, char *buf, size_t size)
+   first rank a reader finds is one that differs, then every rank's value.
+   all[i] is domain rank name[i]'s intent (name NULL: rank i's). */
+static void disagree_message(uint32_t nranks, const uint32_t *name, const CollIntent *all, int f, char *buf,
+                             size_t size)
 {
     uint32_t best = 0, best_votes = 0;
-    for (uint32_t r = 0; r < c->nranks; r++) {
+    for (uint32_t r = 0; r < nranks; r++) {
         uint32_t votes = 0;
-        for (uint32_t q = 0; q < c->nranks; q++)
+        for (uint32_t q = 0; q < nranks; q++)
             votes += field_of(&all[q], f) == field_of(&all[r], f);
         if (votes > best_votes) {
             best = r;
@@ -282,53 +312,144 @@ static void disagree_message(const PtoCommDeviceContext *c, const CollIntent *al
     buf[0] = '\0';
     append(buf, size, &used, "%s: the ranks disagree on the %s: ", f == F_KIND ? "collective" : kind_name(all[0].kind),
            field_name[f]);
-    for (uint32_t r = 0; r < c->nranks; r++) {
+    for (uint32_t r = 0; r < nranks; r++) {
         if (field_of(&all[r], f) == majority)
             continue;
         format_value(f, field_of(&all[r], f), v, sizeof v);
-        append(buf, size, &used, "rank %u has %s, ", r, v);
+        append(buf, size, &used, "rank %u has %s, ", name != NULL ? name[r] : r, v);
     }
     format_value(f, majority, v, sizeof v);
     append(buf, size, &used, "the others %s (", v);
-    for (uint32_t r = 0; r < c->nranks; r++) {
+    for (uint32_t r = 0; r < nranks; r++) {
         format_value(f, field_of(&all[r], f), v, sizeof v);
-        append(buf, size, &used, "%srank %u %s", r == 0 ? "" : ", ", r, v);
+        append(buf, size, &used, "%srank %u %s", r == 0 ? "" : ", ", name != NULL ? name[r] : r, v);
     }
     append(buf, size, &used, ")");
 }
 
-/* The first field on which some rank's intent differs from rank 0's, or -1. */
-static int first_disagreement(const PtoCommDeviceContext *c, const CollIntent *all)
+/* The first field on which some intent of all[0..n) differs from all[0], or -1. */
+static int first_disagreement(uint32_t n, const CollIntent *all)
 {
     for (int f = 0; f < F_FIELDS; f++)
-        for (uint32_t r = 1; r < c->nranks; r++)
+        for (uint32_t r = 1; r < n; r++)
             if (field_of(&all[r], f) != field_of(&all[0], f))
                 return f;
     return -1;
 }
 
+/* A disagreement found: the message into k's channel, the exit sync (the
+   domain stays aligned and usable), PTO_KERNEL_ERR_RANKS_DISAGREE (or the
+   exit sync's failure). */
+static int32_t disagreed(const PtoCommDeviceContext *c, const PtoKernelContext *k, uint32_t n, const uint32_t *name,
+                         const CollIntent *all, int f)
+{
+    int32_t rc = coll_sync(c, COLL_EXIT);
+    if (rc != PTO_KERNEL_OK)
+        return rc; /* the domain broke meanwhile: that is the run's failure */
+    if (k->message != NULL && k->message_bytes > 0)
+        disagree_message(n, name, all, f, k->message, k->message_bytes);
+    return PTO_KERNEL_ERR_RANKS_DISAGREE;
+}
+
 /* A collective's entry: publishes this rank's intent, does the entry sync and
-   compares every rank's intent. PTO_KERNEL_OK: go ahead (the caller does the
-   exit sync). On disagreement writes the message into k's channel, does the
-   exit sync itself and returns PTO_KERNEL_ERR_RANKS_DISAGREE (or the exit
-   sync's failure). A failed entry sync returns its code. */
+   compares the intents of the ranks it met (this host's, across hosts).
+   PTO_KERNEL_OK: go ahead (the caller does the exit sync). On disagreement
+   see disagreed(). A failed entry sync returns its code. */
 static int32_t coll_enter(const PtoCommDeviceContext *c, const PtoKernelContext *k, const CollIntent *mine)
 {
+    const PtoCommDeviceContext *m = meet_of(c);
     publish_intent(c, mine);
     int32_t rc = coll_sync(c, COLL_ENTRY);
     if (rc != PTO_KERNEL_OK)
         return rc;
     CollIntent all[PTO_COMM_MAX_RANKS];
-    for (uint32_t r = 0; r < c->nranks; r++)
-        all[r] = read_intent(c, r);
-    int f = first_disagreement(c, all);
-    if (f < 0)
+    uint32_t name[PTO_COMM_MAX_RANKS];
+    for (uint32_t r = 0; r < m->nranks; r++) {
+        all[r] = read_intent(m, r);
+        name[r] = domain_rank(c, r);
+    }
+    int f = first_disagreement(m->nranks, all);
+    return f < 0 ? PTO_KERNEL_OK : disagreed(c, k, m->nranks, name, all, f);
+}
+
+/* ---- across hosts: the host step (ptorun/pto_comm.h, the span words) ---------- */
+
+/* The intent field of an intent word (the proxy reports words). */
+static int field_of_word(uint32_t word)
+{
+    switch (word) {
+    case PTO_COMM_INTENT_KIND: return F_KIND;
+    case PTO_COMM_INTENT_OP: return F_OP;
+    case PTO_COMM_INTENT_DTYPE: return F_DTYPE;
+    case PTO_COMM_INTENT_COUNT: return F_COUNT;
+    case PTO_COMM_INTENT_OFFSET: return F_OFFSET;
+    case PTO_COMM_INTENT_ROOT: return F_ROOT;
+    default: return F_WINDOW;
+    }
+}
+
+static void set_field(CollIntent *i, int f, uint64_t v)
+{
+    switch (f) {
+    case F_KIND: i->kind = (uint32_t)v; break;
+    case F_OP: i->op = (uint32_t)v; break;
+    case F_DTYPE: i->dtype = (uint32_t)v; break;
+    case F_COUNT: i->count = v; break;
+    case F_OFFSET: i->offset = v; break;
+    case F_ROOT: i->root = (uint32_t)v; break;
+    default: i->window = v; break;
+    }
+}
+
+/* The host step of this collective: the leader (this host's member 0) posts
+   it and rings the proxy; every member waits for its end in the leader's
+   block (twice the timeout: the proxy's two Gloo calls are each bounded by
+   it, and it names the culprit first). Its failures break this host's part
+   of the domain naming the proxy's culprit; a disagreement between the hosts
+   fails like one within a host, with every rank's value. */
+static int32_t span_step(const PtoCommDeviceContext *c, const PtoKernelContext *k, const CollIntent *mine,
+                         uint32_t op, uint32_t root, uint64_t off, uint64_t bytes)
+{
+    const PtoCommSpan *s = span_of(c);
+    const PtoCommDeviceContext *m = &s->local;
+    uint32_t *lead = pto_comm_word(m, 0, 0);
+    const uint32_t seq = __atomic_load_n(pto_comm_word(m, m->rank, COLL_ENTRY), __ATOMIC_SEQ_CST);
+    if (m->rank == 0) {
+        __atomic_store_n(&lead[PTO_COMM_SIG_SPAN_OP], op, __ATOMIC_RELAXED);
+        __atomic_store_n(&lead[PTO_COMM_SIG_SPAN_ROOT], root, __ATOMIC_RELAXED);
+        put64(lead, PTO_COMM_SIG_SPAN_OFFSET, off);
+        put64(lead, PTO_COMM_SIG_SPAN_BYTES, bytes);
+        __atomic_store_n(&lead[PTO_COMM_SIG_SPAN_SEQ], seq, __ATOMIC_SEQ_CST);
+        uint32_t *bell = (uint32_t *)(uintptr_t)s->proxy_bell;
+        __atomic_fetch_add(bell, 1u, __ATOMIC_SEQ_CST);
+        pto_comm_futex_wake(bell);
+    }
+    const PtoCommWaitArg w = { m, PTO_COMM_SIG_SPAN_DONE, seq, 0, 1 };
+    uint32_t who = 0;
+    int how = pto_comm_wait_for(&w, 2u * m->timeout_ms + 1000u, &who);
+    if (how != PTO_COMM_WAIT_OK)
+        return wait_failed(c, how, who);
+    const uint32_t status = __atomic_load_n(&lead[PTO_COMM_SIG_SPAN_STATUS], __ATOMIC_RELAXED);
+    const uint32_t culprit = __atomic_load_n(&lead[PTO_COMM_SIG_SPAN_CULPRIT], __ATOMIC_RELAXED);
+    switch (status) {
+    case PTO_COMM_SPAN_OK:
         return PTO_KERNEL_OK;
-    if ((rc = coll_sync(c, COLL_EXIT)) != PTO_KERNEL_OK)
-        return rc; /* the domain broke meanwhile: that is the run's failure */
-    if (k->message != NULL && k->message_bytes > 0)
-        disagree_message(c, all, f, k->message, k->message_bytes);
-    return PTO_KERNEL_ERR_RANKS_DISAGREE;
+    case PTO_COMM_SPAN_DISAGREE: {
+        int f = field_of_word(__atomic_load_n(&lead[PTO_COMM_SIG_SPAN_FIELD], __ATOMIC_RELAXED));
+        CollIntent all[PTO_COMM_MAX_RANKS];
+        for (uint32_t r = 0; r < c->nranks; r++) {
+            all[r] = *mine;
+            set_field(&all[r], f, get64(lead, PTO_COMM_SIG_SPAN_VALUES + 2u * s->host_of[r]));
+        }
+        return disagreed(c, k, c->nranks, NULL, all, f);
+    }
+    case PTO_COMM_SPAN_TIMEOUT:
+        pto_comm_break(m, culprit);
+        return PTO_KERNEL_ERR_COMM_TIMEOUT_BASE + (int32_t)(culprit % PTO_KERNEL_ERR_RANK_SPAN);
+    default: /* LOST, FAILED */
+        pto_comm_break(m, culprit);
+        return PTO_KERNEL_ERR_PEER_LOST_BASE + (int32_t)(culprit % PTO_KERNEL_ERR_RANK_SPAN);
+    }
 }
 
 /* The first element of rank r's chunk of n: floor(r * n / nr), without
@@ -407,19 +528,44 @@ typedef struct ReduceScatterCtx {
     char *y;
     uint64_t lo;
     uint32_t dtype, nranks;
+    const PtoCommSpan *span; /* across hosts: each host's ranks summed, then the hosts */
 } ReduceScatterCtx;
 
-/* Sums one block straight into y (y overlaps no input). */
+/* d = the rank-order sum of src[0..nr), nr >= 1. */
+static void sum_into(void *d, char *const *src, uint32_t nr, uint64_t len, uint32_t dtype)
+{
+    if (nr == 1)
+        memcpy(d, src[0], len * 4u);
+    else if (dtype == PTO_DTYPE_I32)
+        sum_i32(d, src, nr, len);
+    else
+        sum_f32(d, src, nr, len);
+}
+
+/* Sums one block straight into y (y overlaps no input): in rank order, or
+   across hosts ((h0) + h1) + ... with each h the rank-order sum of a host's
+   ranks (docs/communication.md, Summation order). */
 static void reduce_scatter_block(void *ctx, uint64_t at, uint64_t len, char *const *src)
 {
     const ReduceScatterCtx *r = ctx;
     char *d = r->y + (at - r->lo) * 4u;
-    if (r->nranks == 1)
-        memcpy(d, src[0], len * 4u);
-    else if (r->dtype == PTO_DTYPE_I32)
-        sum_i32(d, src, r->nranks, len);
-    else
-        sum_f32(d, src, r->nranks, len);
+    if (r->span == NULL) {
+        sum_into(d, src, r->nranks, len, r->dtype);
+        return;
+    }
+    _Alignas(64) float part[COLL_BLOCK];
+    char *host[PTO_COMM_MAX_RANKS];
+    for (uint32_t h = 0; h < r->span->hosts; h++) {
+        uint32_t n = 0;
+        for (uint32_t p = 0; p < r->nranks; p++)
+            if (r->span->host_of[p] == h)
+                host[n++] = src[p];
+        sum_into(h == 0 ? (void *)d : (void *)part, host, n, len, r->dtype);
+        if (h > 0) {
+            char *const two[2] = { d, (char *)part };
+            sum_into(d, two, 2, len, r->dtype);
+        }
+    }
 }
 
 /* The checks of (INOUT x, SCALAR comm, ...) with `want` parameters: the
@@ -441,6 +587,31 @@ static int32_t inout_in_window(const uint64_t *args, uint32_t nargs, uint32_t wa
     return in_window(*c, x, off) ? PTO_KERNEL_OK : refuse(*c, PTO_KERNEL_ERR_NOT_IN_WINDOW);
 }
 
+/* allreduce_sum across hosts: this host's members sum their chunks of x into
+   the leader's first mirror (the host's sum), the proxy sums the hosts' in
+   place, in host order, and every member copies it into its x. Nothing is
+   written to x before the hosts agreed. */
+static int32_t allreduce_across(const PtoCommDeviceContext *c, const PtoKernelContext *k, const CollIntent *intent,
+                                const CollTensor *x, uint64_t off)
+{
+    const PtoCommSpan *s = span_of(c);
+    const PtoCommDeviceContext *m = &s->local;
+    uint32_t first_remote = 0;
+    while (s->host_of[first_remote] == s->host)
+        first_remote++;
+    char *sum = (char *)(uintptr_t)(c->windows[first_remote] + off);
+    uint64_t n = x->bytes / 4u, lo = chunk_lo(n, m->nranks, m->rank), hi = chunk_lo(n, m->nranks, m->rank + 1);
+    ReduceScatterCtx r = { sum + lo * 4u, lo, x->dtype, m->nranks, NULL };
+    for_each_block(m, off, lo, hi, reduce_scatter_block, &r);
+    int32_t rc = coll_sync(c, COLL_MID);
+    if (rc == PTO_KERNEL_OK)
+        rc = span_step(c, k, intent, PTO_COMM_SPAN_SUM, 0, off, x->bytes);
+    if (rc != PTO_KERNEL_OK)
+        return rc;
+    memcpy(x->p, sum, x->bytes);
+    return coll_sync(c, COLL_EXIT);
+}
+
 /* allreduce_sum(INOUT x, SCALAR comm): every rank's x = x_0 + ... + x_{nr-1}.
    Rank r reduces chunk r, reading it from every window and writing the sum
    into every window (a fused reduce-scatter and allgather). */
@@ -455,6 +626,8 @@ KERNEL_SIGNATURE(allreduce_sum)
     const CollIntent intent = { PTO_COMM_ALLREDUCE_SUM, x.dtype, PTO_COMM_OP_SUM, 0, x.bytes / 4u, off, c->window_size };
     if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
         return rc;
+    if (c->span != 0)
+        return allreduce_across(c, k, &intent, &x, off);
     if (c->nranks > 1) {
         uint64_t n = x.bytes / 4u;
         AllreduceCtx a = { c, off, x.dtype };
@@ -504,7 +677,8 @@ KERNEL_SIGNATURE(allgather)
     if (overlaps_any_input(c, off, x.bytes, &y))
         return refuse(c, PTO_KERNEL_ERR_COMM_OVERLAP);
     const CollIntent intent = { PTO_COMM_ALLGATHER, x.dtype, PTO_COMM_OP_NONE, 0, x.bytes / 4u, off, c->window_size };
-    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK ||
+        (c->span != 0 && (rc = span_step(c, k, &intent, PTO_COMM_SPAN_MIRROR_ALL, 0, off, x.bytes)) != PTO_KERNEL_OK))
         return rc;
     for (uint32_t p = 0; p < c->nranks; p++)
         memcpy(y.p + (uint64_t)p * x.bytes, (const char *)(uintptr_t)(c->windows[p] + off), x.bytes);
@@ -528,9 +702,10 @@ KERNEL_SIGNATURE(reduce_scatter)
     if (overlaps_any_input(c, off, x.bytes, &y))
         return refuse(c, PTO_KERNEL_ERR_COMM_OVERLAP);
     const CollIntent intent = { PTO_COMM_REDUCE_SCATTER, x.dtype, PTO_COMM_OP_SUM, 0, n, off, c->window_size };
-    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK ||
+        (c->span != 0 && (rc = span_step(c, k, &intent, PTO_COMM_SPAN_MIRROR_ALL, 0, off, x.bytes)) != PTO_KERNEL_OK))
         return rc;
-    ReduceScatterCtx r = { y.p, lo, x.dtype, c->nranks };
+    ReduceScatterCtx r = { y.p, lo, x.dtype, c->nranks, span_of(c) };
     for_each_block(c, off, lo, hi, reduce_scatter_block, &r);
     return coll_sync(c, COLL_EXIT);
 }
@@ -548,7 +723,8 @@ KERNEL_SIGNATURE(broadcast)
         return refuse(c, PTO_KERNEL_ERR_BAD_SCALAR);
     uint32_t root = (uint32_t)args[2];
     const CollIntent intent = { PTO_COMM_BROADCAST, x.dtype, PTO_COMM_OP_NONE, root, x.bytes / 4u, off, c->window_size };
-    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK)
+    if ((rc = coll_enter(c, k, &intent)) != PTO_KERNEL_OK ||
+        (c->span != 0 && (rc = span_step(c, k, &intent, PTO_COMM_SPAN_MIRROR_ONE, root, off, x.bytes)) != PTO_KERNEL_OK))
         return rc;
     if (c->rank != root)
         memcpy(x.p, (const char *)(uintptr_t)(c->windows[root] + off), x.bytes);

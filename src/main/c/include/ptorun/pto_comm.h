@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 #define PTO_COMM_MAX_RANKS 16u
-#define PTO_COMM_SIGNAL_WORDS 64u
+#define PTO_COMM_SIGNAL_WORDS 128u
 #define PTO_COMM_CTX_MAGIC 0x4D4D4350u      /* "PCMM" */
 
 #define PTO_COMM_SIG_DOORBELL 0u
@@ -73,18 +73,80 @@ typedef enum PtoCommOp { PTO_COMM_OP_NONE = 0, PTO_COMM_OP_SUM = 1 } PtoCommOp;
 
 _Static_assert(PTO_COMM_SIG_INTENT + PTO_COMM_INTENT_WORDS <= PTO_COMM_SIGNAL_WORDS, "intent fits the block");
 
+/* A domain across hosts (docs/communication.md, Across hosts): the host
+ * step of a collective. Its leader (the domain's lowest rank on the host)
+ * posts the step in its own signal block; the host's network proxy (a thread
+ * of the library on sim, of the driver onboard) runs it between the hosts'
+ * leaders and writes its outcome into the same block:
+ *
+ *   PTO_COMM_SIG_SPAN_SEQ     the step's sequence (the collective's entry
+ *                             count): posting it hands the step to the proxy
+ *   PTO_COMM_SIG_SPAN_OP      PtoCommSpanOp
+ *   PTO_COMM_SIG_SPAN_ROOT    MIRROR_ONE's domain rank
+ *   PTO_COMM_SIG_SPAN_OFFSET  the data's byte offset in every window (2 words)
+ *   PTO_COMM_SIG_SPAN_BYTES   the data's bytes (2 words)
+ *   PTO_COMM_SIG_SPAN_DONE    the sequence of the last step the proxy ended
+ *   PTO_COMM_SIG_SPAN_STATUS  its PtoCommSpanStatus
+ *   PTO_COMM_SIG_SPAN_CULPRIT the domain rank a failure names
+ *   PTO_COMM_SIG_SPAN_FIELD   on DISAGREE: the intent word that differs
+ *   PTO_COMM_SIG_SPAN_VALUES  on DISAGREE: that word's 64-bit value per host
+ *                             (2 words each, in host order)
+ */
+#define PTO_COMM_SIG_SPAN_SEQ 32u
+#define PTO_COMM_SIG_SPAN_OP 33u
+#define PTO_COMM_SIG_SPAN_ROOT 34u
+#define PTO_COMM_SIG_SPAN_OFFSET 36u
+#define PTO_COMM_SIG_SPAN_BYTES 38u
+#define PTO_COMM_SIG_SPAN_DONE 40u
+#define PTO_COMM_SIG_SPAN_STATUS 41u
+#define PTO_COMM_SIG_SPAN_CULPRIT 42u
+#define PTO_COMM_SIG_SPAN_FIELD 43u
+#define PTO_COMM_SIG_SPAN_VALUES 64u
+
+_Static_assert(PTO_COMM_SIG_SPAN_VALUES + 2u * PTO_COMM_MAX_RANKS <= PTO_COMM_SIGNAL_WORDS, "span words fit");
+
+typedef enum PtoCommSpanOp {
+    PTO_COMM_SPAN_MIRROR_ALL = 1, /* every remote member's data into this host's mirror of its window */
+    PTO_COMM_SPAN_MIRROR_ONE = 2, /* one member's (the root's) */
+    PTO_COMM_SPAN_SUM = 3         /* the hosts' sums (each in the leader's first mirror) summed in host order */
+} PtoCommSpanOp;
+
+typedef enum PtoCommSpanStatus {
+    PTO_COMM_SPAN_OK = 0,
+    PTO_COMM_SPAN_LOST = 1,     /* the culprit's host is gone */
+    PTO_COMM_SPAN_TIMEOUT = 2,  /* the culprit's host did not take part in time */
+    PTO_COMM_SPAN_DISAGREE = 3, /* the hosts' intents differ (FIELD, VALUES) */
+    PTO_COMM_SPAN_FAILED = 4    /* anything else (the proxy's log says what) */
+} PtoCommSpanStatus;
+
 typedef struct PtoCommDeviceContext {
     uint32_t magic;                          /* PTO_COMM_CTX_MAGIC */
     uint32_t rank;                           /* this rank's index in the domain */
     uint32_t nranks;                         /* 1..PTO_COMM_MAX_RANKS */
     uint32_t timeout_ms;                     /* device-side waits fail after this */
     uint64_t window_size;                    /* bytes of every rank's window */
-    uint64_t windows[PTO_COMM_MAX_RANKS];    /* rank r's window; unused entries 0 */
-    uint64_t signals[PTO_COMM_MAX_RANKS];    /* rank r's signal block; unused entries 0 */
+    uint64_t windows[PTO_COMM_MAX_RANKS];    /* rank r's window (another host's: this host's mirror of it); unused 0 */
+    uint64_t signals[PTO_COMM_MAX_RANKS];    /* rank r's signal block (another host's: 0); unused entries 0 */
+    uint64_t span;                           /* a domain across hosts: its PtoCommSpan; else 0 */
 } PtoCommDeviceContext;
 
-_Static_assert(sizeof(PtoCommDeviceContext) == 280, "PtoCommDeviceContext size");
+_Static_assert(sizeof(PtoCommDeviceContext) == 288, "PtoCommDeviceContext size");
 _Static_assert(offsetof(PtoCommDeviceContext, windows) == 24, "PtoCommDeviceContext.windows");
 _Static_assert(offsetof(PtoCommDeviceContext, signals) == 152, "PtoCommDeviceContext.signals");
+_Static_assert(offsetof(PtoCommDeviceContext, span) == 280, "PtoCommDeviceContext.span");
+
+/* What a domain across hosts adds, right after its descriptor in device
+ * memory. Hosts are numbered in the order of their leaders' domain ranks. The
+ * local descriptor is the domain's members on this host alone (rank = this
+ * rank's index among them, ascending domain ranks): the collectives meet over
+ * it, and its signal block 0 is the leader's, where the host step is posted. */
+typedef struct PtoCommSpan {
+    uint32_t hosts;                          /* 2..PTO_COMM_MAX_RANKS */
+    uint32_t host;                           /* this rank's host */
+    uint32_t host_of[PTO_COMM_MAX_RANKS];    /* each domain rank's host */
+    uint32_t local_rank[PTO_COMM_MAX_RANKS]; /* the domain rank of each member of `local` */
+    uint64_t proxy_bell;                     /* the word the host's proxy parks on */
+    PtoCommDeviceContext local;
+} PtoCommSpan;
 
 #endif

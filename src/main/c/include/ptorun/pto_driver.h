@@ -29,7 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTO_DRIVER_ABI_VERSION 3u
+#include "ptorun/pto_comm.h"
+
+#define PTO_DRIVER_ABI_VERSION 4u
 #define PTO_DRIVER_API_SYMBOL "pto_driver_api"
 
 typedef enum PtoDriverError {
@@ -140,6 +142,14 @@ typedef struct PtoDriverApi {
        calls it when a run of this rank failed before or outside its collective
        kernel. INVALID (stale comm or windows, culprit out of range). */
     int (*comm_window_break)(PtoDrvComm *comm, PtoDrvWindows *windows, uint32_t culprit);
+    /* ABI 4 (docs/communication.md, Across hosts). A comm whose rootinfo_path was a
+       "ptorun-gloo:" root info spans hosts: the driver reaches the other hosts through
+       its collective library (the emulated driver: Gloo) and runs the host step of
+       collective kernels (ptorun/pto_comm.h, the span words). For such windows, member
+       i's signal block is 0 when it is on another host and its window this device's
+       mirror of it; this fills *out (all but its local descriptor's magic, timeout_ms
+       and window_size) and returns 1; 0 when every member is on this host; INVALID. */
+    int (*comm_window_span)(PtoDrvWindows *windows, PtoCommSpan *out);
 } PtoDriverApi;
 
 typedef const PtoDriverApi *(*PtoDriverApiFn)(void);

@@ -17,6 +17,8 @@ struct CommWindowSet {
     PtoDrvWindows *windows;
     size_t count;
     uint64_t *addrs; /* window, signals per member */
+    int span;        /* the driver's comm_window_span: 1 across hosts */
+    PtoCommSpan span_info;
 };
 
 static const PtoDriverApi *api_of(const CommBackend *b)
@@ -94,6 +96,12 @@ int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size
             goto fail;
         }
     }
+    drc = api->comm_window_span(windows, &w->span_info);
+    if (drc < 0) {
+        rc = comm_fail(api, b->runner->core.device_id, drc, "comm_window_span");
+        goto fail;
+    }
+    w->span = drc;
     w->windows = windows;
     w->count = count;
     w->addrs = addrs;
@@ -126,4 +134,11 @@ int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit)
 {
     int drc = api_of(b)->comm_window_break(b->comm, w->windows, culprit);
     return drc == PTO_DRV_OK ? PTO_OK : comm_fail(api_of(b), b->runner->core.device_id, drc, "comm_window_break");
+}
+
+int comm_backend_span(const CommWindowSet *w, PtoCommSpan *out)
+{
+    if (w->span)
+        *out = w->span_info;
+    return w->span;
 }

@@ -26,6 +26,7 @@ static const struct {
     ENTRY(stream_synchronize), ENTRY(error_string), ENTRY(comm_join), ENTRY(comm_leave), ENTRY(comm_barrier),
     ENTRY(comm_window_alloc), ENTRY(comm_window_free), ENTRY(comm_window_addrs), ENTRY(comm_last_message),
     ENTRY(comm_window_break),
+    ENTRY(comm_window_span),
 };
 #undef ENTRY
 

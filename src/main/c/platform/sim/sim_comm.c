@@ -1,20 +1,19 @@
-/* The sim's communication group (platform/comm_backend.h): the shared-memory
- * group itself. Device memory is host memory, so a window's device address is
- * this process's mapping of it. */
+/* The sim's communication group (platform/comm_backend.h): the span group of
+ * util/comm_span.h itself, on one host or across hosts. Device memory is host
+ * memory, so a window's device address is this process's mapping of it. */
 #include <stdlib.h>
 
 #include "platform/comm_backend.h"
 #include "ptorun/pto_runtime_c_api.h"
-#include "util/comm_shm.h"
-#include "util/comm_signal.h"
+#include "util/comm_span.h"
 #include "util/last_error.h"
 
 struct CommBackend {
-    ShmGroup *group;
+    CommSpan *group;
 };
 
 struct CommWindowSet {
-    ShmWindows *windows;
+    CommSpanWindows *windows;
 };
 
 int comm_backend_join(Runner *r, int rank, int nranks, const char *rootinfo_path, uint32_t timeout_ms,
@@ -24,7 +23,7 @@ int comm_backend_join(Runner *r, int rank, int nranks, const char *rootinfo_path
     CommBackend *b = calloc(1, sizeof *b);
     if (b == NULL)
         return pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_init: out of host memory");
-    int rc = shm_group_join(rank, nranks, rootinfo_path, timeout_ms, &b->group);
+    int rc = comm_span_join(rank, nranks, rootinfo_path, timeout_ms, &b->group);
     if (rc != PTO_OK) {
         free(b);
         return rc;
@@ -35,13 +34,13 @@ int comm_backend_join(Runner *r, int rank, int nranks, const char *rootinfo_path
 
 void comm_backend_leave(CommBackend *b)
 {
-    shm_group_leave(b->group);
+    comm_span_leave(b->group);
     free(b);
 }
 
 int comm_backend_barrier(CommBackend *b)
 {
-    return shm_group_barrier(b->group);
+    return comm_span_barrier(b->group);
 }
 
 int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
@@ -49,8 +48,8 @@ int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size
 {
     /* out of host memory here still takes part, so the peers fail too instead of waiting */
     CommWindowSet *w = calloc(1, sizeof *w);
-    ShmWindows *windows = NULL;
-    int rc = shm_group_alloc_windows(b->group, key, ranks, count, bytes, w == NULL ? PTO_ERR_OUT_OF_MEMORY : PTO_OK,
+    CommSpanWindows *windows = NULL;
+    int rc = comm_span_alloc_windows(b->group, key, ranks, count, bytes, w == NULL ? PTO_ERR_OUT_OF_MEMORY : PTO_OK,
                                      &windows);
     if (rc != PTO_OK) {
         free(w);
@@ -63,26 +62,24 @@ int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size
 
 void comm_backend_free(CommBackend *b, CommWindowSet *w)
 {
-    shm_windows_free(b->group, w->windows);
+    comm_span_windows_free(b->group, w->windows);
     free(w);
 }
 
 void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint64_t *signals)
 {
-    *window = (uint64_t)(uintptr_t)shm_windows_base(w->windows, i);
-    *signals = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
+    *window = (uint64_t)(uintptr_t)comm_span_windows_base(w->windows, i);
+    *signals = (uint64_t)(uintptr_t)comm_span_windows_signals(w->windows, i);
 }
 
-/* The signal blocks are host memory of this process: break them directly,
-   over a host-side descriptor that names only what pto_comm_break reads. */
+/* The signal blocks are host memory of this process: break them directly. */
 int comm_backend_break(CommBackend *b, CommWindowSet *w, uint32_t culprit)
 {
     (void)b;
-    PtoCommDeviceContext c = { .magic = PTO_COMM_CTX_MAGIC, .nranks = (uint32_t)shm_windows_count(w->windows) };
-    if (culprit >= c.nranks)
-        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: culprit %u is not a member of the domain", culprit);
-    for (uint32_t i = 0; i < c.nranks; i++)
-        c.signals[i] = (uint64_t)(uintptr_t)shm_windows_signals(w->windows, i);
-    pto_comm_break(&c, culprit);
-    return PTO_OK;
+    return comm_span_break(w->windows, culprit);
+}
+
+int comm_backend_span(const CommWindowSet *w, PtoCommSpan *out)
+{
+    return comm_span_describe(w->windows, out);
 }

@@ -97,8 +97,7 @@ public final class CommRank {
     /** Rank {@code peer}'s window as this rank's chip addresses it. */
     public synchronized DeviceBuffer peerWindow(int peer) {
         requireWindows();
-        Objects.checkIndex(peer, size);
-        return DeviceBuffer.window(chip, uses, windows[peer], windowBytes);
+        return DeviceBuffer.window(chip, uses, addressable(peer), windowBytes);
     }
 
     /**
@@ -118,12 +117,12 @@ public final class CommRank {
     /** {@code bytes} of rank {@code peer}'s window from {@code offset}, as this rank's chip addresses it. */
     public synchronized DeviceBuffer peerSlice(int peer, long offset, long bytes) {
         requireWindows();
-        Objects.checkIndex(peer, size);
+        long base = addressable(peer);
         if (offset < 0 || bytes <= 0 || offset > windowBytes - bytes) {
             throw new IllegalArgumentException("[" + offset + ", +" + bytes + ") is not inside the window of "
                     + windowBytes + " bytes");
         }
-        return DeviceBuffer.window(chip, uses, windows[peer] + offset, bytes);
+        return DeviceBuffer.window(chip, uses, base + offset, bytes);
     }
 
     /** {@code bytes} of this rank's window from {@code offset}. */
@@ -169,7 +168,7 @@ public final class CommRank {
             BufferUses domainUses = new BufferUses(uses);
             DeviceBuffer[] buffers = new DeviceBuffer[ranks.length];
             for (int i = 0; i < ranks.length; i++) {
-                buffers[i] = DeviceBuffer.window(chip, domainUses, domainWindows[i], bytes);
+                buffers[i] = domainWindows[i] == 0 ? null : DeviceBuffer.window(chip, domainUses, domainWindows[i], bytes);
             }
             return new CommDomain(allocationId, ranks.clone(), domainRank, ctx, bytes, Arrays.asList(buffers));
         }
@@ -272,25 +271,46 @@ public final class CommRank {
         return ids;
     }
 
-    /** The windows of a descriptor in this chip's memory, as this chip addresses them. */
+    /**
+     * The windows of a descriptor in this chip's memory, as this chip addresses them; 0 for a
+     * member on another host (the descriptor holds this host's mirror of it, which no user
+     * may take for the peer's window).
+     */
     private long[] readWindows(long ctx, int count) {
         long[] out = new long[count];
         try (OffHeapBlock desc = OffHeapBlock.allocate(CTX_BYTES, 8)) {
-            ChipDevice device = chip.device();
-            device.enter(chip.table());
-            try {
-                int rc = device.api.copyFromDevice(device.ctx, desc.address(), ctx, CTX_BYTES);
-                if (rc != 0) {
-                    throw new CommException("reading the comm descriptor", rank, rc, device.lastError());
-                }
-            } finally {
-                device.exit();
-            }
+            read(ctx, desc, CTX_BYTES);
+            boolean spans = desc.buffer().getLong(Layouts.PtoCommDeviceContext.SPAN) != 0;
             for (int i = 0; i < count; i++) {
-                out[i] = desc.buffer().getLong(CTX_WINDOWS + 8 * i);
+                boolean remote = spans && desc.buffer().getLong(Layouts.PtoCommDeviceContext.SIGNALS + 8 * i) == 0;
+                out[i] = remote ? 0 : desc.buffer().getLong(CTX_WINDOWS + 8 * i);
             }
         }
         return out;
+    }
+
+    private void read(long deviceAddress, OffHeapBlock into, int bytes) {
+        ChipDevice device = chip.device();
+        device.enter(chip.table());
+        try {
+            int rc = device.api.copyFromDevice(device.ctx, into.address(), deviceAddress, bytes);
+            if (rc != 0) {
+                throw new CommException("reading the comm descriptor", rank, rc, device.lastError());
+            }
+        } finally {
+            device.exit();
+        }
+    }
+
+    /** Rank {@code peer}'s window address, refused when the peer is on another host. */
+    private long addressable(int peer) {
+        Objects.checkIndex(peer, size);
+        if (windows[peer] == 0) {
+            throw new IllegalArgumentException("rank " + peer + " is on another host than rank " + rank
+                    + ": its window is not addressable from here (peer views work within a host; "
+                    + "collectives reach every host)");
+        }
+        return windows[peer];
     }
 
     interface Call {

@@ -140,7 +140,7 @@ public final class Layouts {
 
     /** The device-side descriptor of a communication domain (include/ptorun/pto_comm.h). */
     public static final class PtoCommDeviceContext {
-        public static final int SIZE = 280;
+        public static final int SIZE = 288;
         public static final int ALIGN = 8;
         public static final int MAGIC = 0;
         public static final int RANK = 4;
@@ -149,6 +149,8 @@ public final class Layouts {
         public static final int WINDOW_SIZE = 16;
         public static final int WINDOWS = 24;
         public static final int SIGNALS = 152;
+        /** A domain across hosts: the device address of its PtoCommSpan, else 0. */
+        public static final int SPAN = 280;
 
         private PtoCommDeviceContext() {
         }
