@@ -141,6 +141,7 @@ std::string rank_name(const PtoGlooGroup *g, int i) {
   return std::to_string(g->parent_ranks[static_cast<size_t>(i)]);
 }
 const char *numbering(const PtoGlooGroup *g) { return g->parent_ranks.empty() ? "" : " of the parent group"; }
+std::string who(const PtoGlooGroup *g, int i) { return (g->parent_ranks.empty() ? "rank " : "parent rank ") + rank_name(g, i); }
 
 /* The ranks the store saw die (their health lane closed without a goodbye),
  * e.g. "peer rank 3" (of a subgroup: only its members, named in the parent's
@@ -310,9 +311,8 @@ void agree(PtoGlooGroup *g, CallKind kind, uint64_t size, uint64_t root) {
   for (size_t k = 0; k < N; k++) {
     const uint64_t *theirs = all.data() + 3 * k;
     if (theirs[0] != mine[0] || theirs[1] != mine[1] || theirs[2] != mine[2])
-      throw Error(PTO_ERR_RANKS_DISAGREE, "rank " + rank_name(g, static_cast<int>(k)) + numbering(g) + " calls " +
-                                              describe(theirs) + ", rank " + rank_name(g, g->rank) + " " +
-                                              describe(mine));
+      throw Error(PTO_ERR_RANKS_DISAGREE, who(g, static_cast<int>(k)) + " calls " + describe(theirs) + ", " +
+                                              who(g, g->rank) + " " + describe(mine));
   }
 }
 
@@ -498,19 +498,18 @@ PTO_GLOO_EXPORT int ptorun_gloo_open_subgroup(PtoGlooGroup *parent, const char *
 
     auto context = std::make_shared<gloo::rendezvous::Context>(me, static_cast<int>(count));
     context->setTimeout(g->timeout);
+    g->context = context;
     if (count > 1) { /* a group of one has no pairs: its collectives are local */
       std::string mesh_prefix = g->key_prefix + "mesh";
       gloo::rendezvous::PrefixStore mesh(mesh_prefix, *store);
       g->device = parent->device; /* its own pairs on the parent's device (listener, event loop) */
       context->connectFullMesh(mesh, g->device);
-      g->context = context;
       learn_peers(g, *store, mesh_prefix + "/");
       gloo::BarrierOptions barrier(g->context);
       barrier.setTag(0);
       barrier.setTimeout(g->timeout);
       gloo::barrier(barrier);
     }
-    g->context = context;
     *out = group.release();
     return PTO_OK;
   } catch (...) {

@@ -41,6 +41,9 @@
  * kills itself; the allreduce of 0 and 2 on it must fail within the timeout
  * naming rank 3 (the parent's numbering; it is the subgroup's rank 2): exit 10;
  * rank 1, no member, exits 0.
+ * disagree-v (nranks 4): on the subgroup of all four, every rank calls
+ * allgatherv with the sizes {10, 20, 30, 40} but rank 2, which passes rank
+ * 3's as 41: every rank's call must fail with PTO_ERR_RANKS_DISAGREE: exit 10.
  * bench: one warm-up allreduce of count floats, then GLOO_RANK_ITERS (3) timed
  * ones between barriers; rank 0 prints "allreduce_seconds <mean>" on stdout.
  *
@@ -375,6 +378,17 @@ static int run_sub_disagree(PtoGlooGroup *parent, int rank) {
   return EXIT_FAILED_AS_EXPECTED;
 }
 
+static int run_disagree_v(PtoGlooGroup *parent, int rank) {
+  static const int all[4] = {0, 1, 2, 3};
+  Group s = open_sub(parent, rank, "all", all, 4);
+  size_t sizes[4] = {10, 20, 30, rank == 2 ? 41 : 40};
+  uint8_t in[40] = {0}, out[101];
+  int got = api.allgatherv(s.g, in, out, sizes);
+  fprintf(stderr, "gloo_rank %d: allgatherv: %d %s\n", rank, got, got ? api.last_error() : "");
+  api.close(s.g);
+  return got == PTO_ERR_RANKS_DISAGREE ? EXIT_FAILED_AS_EXPECTED : 1;
+}
+
 /* fault / partition: the allreduce must fail, within the timeout. */
 /* named: what the message must name (NULL: anything) */
 static int expect_failure(PtoGlooGroup *g, int rank, size_t count, uint32_t timeout_ms, const char *named) {
@@ -504,6 +518,8 @@ int main(int argc, char **argv) {
     free(data);
   } else if (strcmp(mode, "sub") == 0) {
     rc = run_sub(g, rank, n, count);
+  } else if (strcmp(mode, "disagree-v") == 0) {
+    rc = run_disagree_v(g, rank);
   } else if (strcmp(mode, "sub-disagree") == 0) {
     rc = run_sub_disagree(g, rank);
   } else if (strcmp(mode, "sub-fault") == 0) {

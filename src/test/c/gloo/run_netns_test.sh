@@ -8,7 +8,8 @@
 # opens without a store and of another group, a rank passing another count,
 # the subgroups (pairs across the hosts opened at once, one used by a thread
 # while another subgroup opens, a group of one, allgatherv and int32
-# allreduce on each), a subgroup member passing another rank list, a
+# allreduce on each), a rank passing other allgatherv sizes, a subgroup
+# member passing another rank list, a
 # subgroup member killed (the survivors name it in the parent's numbering),
 # and the link between the hosts
 # cut after the open (every rank must time out);
@@ -146,6 +147,8 @@ run_case open-timeout 1 open-timeout 10 10 10 10
 run_case open-disagree 1 open-disagree 10 10 10 10
 # rank 3 passes another count: every rank's allreduce fails, none aborts
 run_case disagree 1000003 disagree 10 10 10 10
+# rank 2 passes other allgatherv sizes on a subgroup: every rank's call fails
+run_case disagree-v 1 disagree-v 10 10 10 10
 # rank 3 opens the subgroup of all four as {0,1,3}: every open fails alike
 run_case sub-disagree 1 sub-disagree 10 10 10 10
 # rank 3 dies after the subgroup {0,2,3} opened: 0 and 2 fail in time naming
