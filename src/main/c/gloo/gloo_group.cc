@@ -1,7 +1,8 @@
 /*
  * The group (pto_gloo.h): open (the rendezvous through the store, the full
- * mesh of Gloo pairs), the collectives, close; every exception stops at the C
- * boundary here and becomes a code and the thread's last error.
+ * mesh of Gloo pairs), a subgroup's open (through its top group's store and
+ * on its parent's device), the collectives, close; every exception stops at
+ * the C boundary here and becomes a code and the thread's last error.
  */
 #include "gloo/pto_gloo.h"
 
@@ -141,7 +142,9 @@ std::string rank_name(const PtoGlooGroup *g, int i) {
   return std::to_string(g->parent_ranks[static_cast<size_t>(i)]);
 }
 const char *numbering(const PtoGlooGroup *g) { return g->parent_ranks.empty() ? "" : " of the parent group"; }
-std::string who(const PtoGlooGroup *g, int i) { return (g->parent_ranks.empty() ? "rank " : "parent rank ") + rank_name(g, i); }
+std::string who(const PtoGlooGroup *g, int i) {
+  return (g->parent_ranks.empty() ? "rank " : "parent rank ") + rank_name(g, i);
+}
 
 /* The ranks the store saw die (their health lane closed without a goodbye),
  * e.g. "peer rank 3" (of a subgroup: only its members, named in the parent's

@@ -16,8 +16,10 @@
  *   PTO_ERR_OUT_OF_MEMORY     a buffer could not be allocated
  *   PTO_ERR_RANKS_DISAGREE    the ranks passed different arguments: at open,
  *                             another group id than the store's or another
- *                             nranks than rank 0's; in a collective, another
- *                             collective, size or root (every rank fails)
+ *                             nranks than rank 0's; at a subgroup's open,
+ *                             another rank list; in a collective, another
+ *                             collective, size, sizes or root (every rank
+ *                             fails)
  *   PTO_ERR_FAILED            anything else
  * and then ptorun_gloo_last_error() describes it. A lost peer is named by
  * the store: every rank keeps its store connection as a health lane, and one
