@@ -33,7 +33,8 @@
  * of one; then on each group (the parent too) every collective of plain,
  * allgatherv with unequal sizes (one of 0 bytes, one of 3 MiB) and with all
  * sizes 0, and allreduce_sum_i32 of sums that overflow, checked against the
- * wrapping sums in rank order. Exit 0.
+ * wrapping sums in rank order; last, two threads open two subgroups of all
+ * four at once (in each rank) and check them. Exit 0.
  * sub-disagree (nranks 4): every rank opens a subgroup of all four, but rank
  * 3 passes {0,1,3}: every open must fail with PTO_ERR_RANKS_DISAGREE and the
  * parent stay usable (a barrier): exit 10.
@@ -333,6 +334,25 @@ static void *pair_thread(void *arg) {
   }
 }
 
+/* One of two threads that open a subgroup of all four each at once: with the
+ * opens' waits on one shared store connection, one rank's thread "a" could
+ * hold it waiting for "a" of a rank whose thread "b" holds its own. */
+typedef struct {
+  PtoGlooGroup *parent;
+  int rank;
+  const char *tag;
+  Group s;
+} TwinWork;
+
+static void *open_twin(void *arg) {
+  static const int all[4] = {0, 1, 2, 3};
+  TwinWork *w = arg;
+  w->s = open_sub(w->parent, w->rank, w->tag, all, 4);
+  check_allgatherv(&w->s, 4);
+  check_allreduce_i32(&w->s, 100003);
+  return NULL;
+}
+
 static int run_sub(PtoGlooGroup *parent, int rank, int n, size_t count) {
   if (n != 4) die("sub needs 4 ranks");
   static const int evens[2] = {0, 2}, odds[2] = {1, 3}, all[4] = {0, 1, 2, 3};
@@ -362,6 +382,14 @@ static int run_sub(PtoGlooGroup *parent, int rank, int n, size_t count) {
   api.close(solo.g);
   api.close(pair.g);
   api.close(world.g);
+
+  TwinWork twins[2] = {{parent, rank, "twin-a", {0}}, {parent, rank, "twin-b", {0}}};
+  pthread_t tt[2];
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&tt[i], NULL, open_twin, &twins[i]) != 0) die("pthread_create failed");
+  for (int i = 0; i < 2; i++)
+    if (pthread_join(tt[i], NULL) != 0) die("pthread_join failed");
+  for (int i = 0; i < 2; i++) api.close(twins[i].s.g);
   /* nobody closes the parent (rank 0: the store) while another still opens */
   check(api.barrier(parent), "barrier on the parent after closing the subgroups");
   return 0;
