@@ -1,7 +1,8 @@
 /*
  * The group (pto_gloo.h): open (the rendezvous through the store, the full
- * mesh of Gloo pairs), the collectives, close; every exception stops at the C
- * boundary here and becomes a code and the thread's last error.
+ * mesh of Gloo pairs), a subgroup's open (through its top group's store and
+ * on its parent's device), the collectives, close; every exception stops at
+ * the C boundary here and becomes a code and the thread's last error.
  */
 #include "ptorun/pto_gloo.h"
 
@@ -11,12 +12,14 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 #include <sys/random.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -33,11 +36,22 @@ struct PtoGlooGroup {
   /* the pieces a reduction receives and its sum, kept (uninitialized) from one
    * call to the next: a fresh buffer per call costs more in page faults and
    * zeroing than the exchange */
-  std::unique_ptr<float[]> scratch;
-  size_t scratch_len = 0;
-  std::unique_ptr<ptogloo::StoreServer> server; /* rank 0 only */
-  /* the rendezvous's connection, kept as this rank's health lane (gloo_store.h) */
+  std::unique_ptr<unsigned char[]> scratch;
+  size_t scratch_bytes = 0;
+  std::unique_ptr<ptogloo::StoreServer> server; /* rank 0 of a top group only */
+  /* the rendezvous's connection, kept as this rank's health lane (gloo_store.h);
+     a top group's only */
   std::unique_ptr<ptogloo::StoreClient> health;
+  /* the top group's health client, which names lost ranks (this group's own
+     `health` for a top group; a subgroup's parent outlives it) */
+  const ptogloo::StoreClient *lanes = nullptr;
+  /* a subgroup's: its ranks in the top group's numbering (the store's) and in
+     its parent's (its messages'); empty for a top group */
+  std::vector<int> top_ranks;
+  std::vector<int> parent_ranks;
+  /* where its subgroups' keys live in the store: "" for a top group, else
+     "<parent's prefix>sub/<tag>/" */
+  std::string key_prefix;
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<gloo::rendezvous::Context> context;
   /* where each rank's pair with this rank listens (ip, port), as published in
@@ -89,12 +103,14 @@ RootInfo parse_rootinfo(const std::string &text) {
 /* The Gloo addresses rank i published (key "<i>": one tcp::Address per peer,
  * where its pair with that peer listens) -> the ip and port its pair with
  * this rank listens on. */
-void learn_peers(PtoGlooGroup *g, const ptogloo::StoreClient &store) {
+void learn_peers(PtoGlooGroup *g, const ptogloo::StoreClient &store, const std::string &prefix) {
   g->peers.assign(static_cast<size_t>(g->nranks), {std::string(), 0});
   if (g->nranks < 2) return;
   for (const auto &kv : store.seen()) {
-    if (kv.first.empty() || kv.first.find_first_not_of("0123456789") != std::string::npos) continue;
-    long i = std::stol(kv.first);
+    if (kv.first.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string key = kv.first.substr(prefix.size());
+    if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos) continue;
+    long i = std::stol(key);
     if (i < 0 || i >= g->nranks || kv.second.size() % static_cast<size_t>(g->nranks - 1) != 0) continue;
     size_t each = kv.second.size() / static_cast<size_t>(g->nranks - 1);
     /* rank i's list holds an address per peer in rank order without i: the
@@ -120,19 +136,40 @@ void learn_peers(PtoGlooGroup *g, const ptogloo::StoreClient &store) {
 constexpr std::chrono::milliseconds kLostWait{500};
 constexpr std::chrono::milliseconds kCloseGrace{2000};
 
+/* How a subgroup's messages name its rank i: in its parent's numbering. */
+std::string rank_name(const PtoGlooGroup *g, int i) {
+  if (g->parent_ranks.empty()) return std::to_string(i);
+  return std::to_string(g->parent_ranks[static_cast<size_t>(i)]);
+}
+const char *numbering(const PtoGlooGroup *g) { return g->parent_ranks.empty() ? "" : " of the parent group"; }
+std::string who(const PtoGlooGroup *g, int i) {
+  return (g->parent_ranks.empty() ? "rank " : "parent rank ") + rank_name(g, i);
+}
+
 /* The ranks the store saw die (their health lane closed without a goodbye),
- * e.g. "peer rank 3"; rank 0 when the store itself is gone; "" when it saw
- * none within kLostWait (a partition, a slow peer). */
+ * e.g. "peer rank 3" (of a subgroup: only its members, named in the parent's
+ * numbering); rank 0 when the store itself is gone; "" when it saw none
+ * within kLostWait (a partition, a slow peer). */
 std::string lost_by_store(const PtoGlooGroup *g) {
-  if (!g->health) return "";
+  if (!g->lanes) return "";
+  bool sub = !g->top_ranks.empty();
   try {
-    std::vector<int> lost = g->health->lost(kLostWait);
+    std::vector<int> among;
+    for (size_t i = 0; i < g->top_ranks.size(); i++)
+      if (static_cast<int>(i) != g->rank) among.push_back(g->top_ranks[i]);
+    if (sub && among.empty()) return "";
+    std::vector<int> lost = g->lanes->lost(kLostWait, among);
     std::string list;
-    for (size_t i = 0; i < lost.size(); i++)
-      list += (i == 0 ? "" : i + 1 == lost.size() ? " and " : ", ") + std::to_string(lost[i]);
-    return lost.empty() ? "" : (lost.size() == 1 ? "peer rank " : "peer ranks ") + list;
+    for (size_t i = 0; i < lost.size(); i++) {
+      int named = lost[i];
+      for (size_t k = 0; sub && k < g->top_ranks.size(); k++)
+        if (g->top_ranks[k] == lost[i]) named = g->parent_ranks[k];
+      list += (i == 0 ? "" : i + 1 == lost.size() ? " and " : ", ") + std::to_string(named);
+    }
+    return lost.empty() ? "" : (lost.size() == 1 ? "peer rank " : "peer ranks ") + list + numbering(g);
   } catch (const Error &e) {
     if (e.code() == PTO_ERR_TIMEOUT) return "";
+    if (sub) return "the store (rank 0 of the top group; it is gone: " + std::string(e.what()) + ")";
     return g->rank == 0 ? "" : "peer rank 0 (its store is gone: " + std::string(e.what()) + ")";
   } catch (...) {
     return "";
@@ -158,7 +195,8 @@ std::string name_peer(const void *ctx, const std::string &what) {
       size_t pos = what.find(at);
       if (pos != std::string::npos) {
         size_t end = pos + at.size();
-        if (end >= what.size() || what[end] < '0' || what[end] > '9') return "peer rank " + std::to_string(i);
+        if (end >= what.size() || what[end] < '0' || what[end] > '9')
+          return "peer rank " + rank_name(g, i) + numbering(g);
       }
     }
     size_t pos = what.find(p.first);
@@ -167,23 +205,25 @@ std::string name_peer(const void *ctx, const std::string &what) {
       if (!(next >= '0' && next <= '9')) at_ip.push_back(i);
     }
   }
-  if (at_ip.size() == 1) return "peer rank " + std::to_string(at_ip[0]);
+  if (at_ip.size() == 1) return "peer rank " + rank_name(g, at_ip[0]) + numbering(g);
   if (at_ip.size() > 1) {
     std::string list;
-    for (int i : at_ip) list += (list.empty() ? "" : " or ") + std::to_string(i);
-    return "a peer (rank " + list + ")";
+    for (int i : at_ip) list += (list.empty() ? "" : " or ") + rank_name(g, i);
+    return "a peer (rank " + list + numbering(g) + ")";
   }
   return "a peer";
 }
 
-float *scratch(PtoGlooGroup *g, size_t len) {
-  if (len > g->scratch_len) {
+template <typename T>
+T *scratch(PtoGlooGroup *g, size_t len) {
+  size_t bytes = len * sizeof(T);
+  if (bytes > g->scratch_bytes) {
     g->scratch.reset();
-    g->scratch_len = 0;
-    g->scratch.reset(new float[len]);
-    g->scratch_len = len;
+    g->scratch_bytes = 0;
+    g->scratch.reset(new unsigned char[bytes]);
+    g->scratch_bytes = bytes;
   }
-  return g->scratch.get();
+  return reinterpret_cast<T *>(g->scratch.get());
 }
 
 int check_group(PtoGlooGroup *g) {
@@ -206,26 +246,28 @@ size_t chunk_bound(size_t k, size_t n, size_t N) {
 }
 
 /* Rank r receives chunk r (send_counts[k] elements of `in`, chunks in rank
- * order) of every rank into `pieces` (N * mine floats) and leaves sum[i] =
- * ((p0[i] + p1[i]) + p2[i]) + ... over the N pieces, in rank order. */
-void exchange_and_sum(PtoGlooGroup *g, const float *in, const std::vector<int64_t> &send_counts, float *pieces,
-                      float *sum, size_t mine) {
+ * order) of every rank into `pieces` (N * mine elements) and leaves sum[i] =
+ * ((p0[i] + p1[i]) + p2[i]) + ... over the N pieces, in rank order.
+ * T: float, or uint32_t for int32 (unsigned: addition wraps, two's complement). */
+template <typename T>
+void exchange_and_sum(PtoGlooGroup *g, const T *in, const std::vector<int64_t> &send_counts, T *pieces, T *sum,
+                      size_t mine) {
   size_t N = static_cast<size_t>(g->nranks);
   gloo::AlltoallvOptions opts(g->context);
-  opts.setInput(const_cast<float *>(in), send_counts); /* gloo only reads its input */
+  opts.setInput(const_cast<T *>(in), send_counts); /* gloo only reads its input */
   opts.setOutput(pieces, std::vector<int64_t>(N, static_cast<int64_t>(mine)));
   sequence(g, opts);
   gloo::alltoallv(opts);
   if (mine == 0) return;
   /* element by element, the pieces in rank order: four elements at a time
    * (each lane its own element, so every element's order stays the same) */
-  typedef float f32x4 __attribute__((vector_size(16)));
-  std::memcpy(sum, pieces, mine * sizeof(float));
+  typedef T x4 __attribute__((vector_size(4 * sizeof(T))));
+  std::memcpy(sum, pieces, mine * sizeof(T));
   for (size_t k = 1; k < N; k++) {
-    const float *p = pieces + k * mine;
+    const T *p = pieces + k * mine;
     size_t i = 0;
     for (; i + 4 <= mine; i += 4) {
-      f32x4 a, b;
+      x4 a, b;
       std::memcpy(&a, sum + i, sizeof a);
       std::memcpy(&b, p + i, sizeof b);
       a += b;
@@ -236,7 +278,7 @@ void exchange_and_sum(PtoGlooGroup *g, const float *in, const std::vector<int64_
 }
 
 /* What a collective call carries that every rank must pass the same. */
-enum CallKind : uint64_t { kAllreduce = 1, kReduceScatter, kAllgather, kBroadcast };
+enum CallKind : uint64_t { kAllreduce = 1, kReduceScatter, kAllgather, kBroadcast, kAllreduceI32, kAllgatherv };
 
 std::string describe(const uint64_t call[3]) {
   std::string n = std::to_string(call[1]);
@@ -245,6 +287,12 @@ std::string describe(const uint64_t call[3]) {
     case kReduceScatter: return "reduce_scatter_sum_f32 of " + n + " floats per rank";
     case kAllgather: return "allgather of " + n + " bytes per rank";
     case kBroadcast: return "broadcast of " + n + " bytes from rank " + std::to_string(call[2]);
+    case kAllreduceI32: return "allreduce_sum_i32 of " + n + " int32";
+    case kAllgatherv: {
+      char hash[24];
+      std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(call[2]));
+      return "allgatherv of " + n + " bytes in all (sizes per rank hashed " + hash + ")";
+    }
     default: return "call " + std::to_string(call[0]);
   }
 }
@@ -255,6 +303,7 @@ std::string describe(const uint64_t call[3]) {
  * process), so a disagreement must fail here, on every rank alike. */
 void agree(PtoGlooGroup *g, CallKind kind, uint64_t size, uint64_t root) {
   size_t N = static_cast<size_t>(g->nranks);
+  if (N == 1) return; /* nobody to disagree with */
   uint64_t mine[3] = {kind, size, root};
   std::vector<uint64_t> all(3 * N);
   gloo::AllgathervOptions opts(g->context);
@@ -265,9 +314,73 @@ void agree(PtoGlooGroup *g, CallKind kind, uint64_t size, uint64_t root) {
   for (size_t k = 0; k < N; k++) {
     const uint64_t *theirs = all.data() + 3 * k;
     if (theirs[0] != mine[0] || theirs[1] != mine[1] || theirs[2] != mine[2])
-      throw Error(PTO_ERR_RANKS_DISAGREE, "rank " + std::to_string(k) + " calls " + describe(theirs) + ", rank " +
-                                              std::to_string(g->rank) + " " + describe(mine));
+      throw Error(PTO_ERR_RANKS_DISAGREE, who(g, static_cast<int>(k)) + " calls " + describe(theirs) + ", " +
+                                              who(g, g->rank) + " " + describe(mine));
   }
+}
+
+/* allreduce_sum_f32 and _i32 (T: float, uint32_t): pto_gloo.h. */
+template <typename T>
+int allreduce_sum(PtoGlooGroup *g, T *data, size_t count, CallKind kind, const char *op) {
+  int rc = check_group(g);
+  if (rc != PTO_OK) return rc;
+  if (!data && count > 0) return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, std::string(op) + ": data is NULL");
+  try {
+    agree(g, kind, count, 0);
+    if (count == 0 || g->nranks == 1) return PTO_OK;
+    size_t N = static_cast<size_t>(g->nranks);
+    size_t r = static_cast<size_t>(g->rank);
+    std::vector<int64_t> counts(N);
+    std::vector<size_t> gathered(N);
+    for (size_t k = 0; k < N; k++) {
+      gathered[k] = chunk_bound(k + 1, count, N) - chunk_bound(k, count, N);
+      counts[k] = static_cast<int64_t>(gathered[k]);
+    }
+    size_t mine = gathered[r];
+    T *pieces = scratch<T>(g, (N + 1) * mine + 1);
+    T *sum = pieces + N * mine;
+    exchange_and_sum(g, data, counts, pieces, sum, mine);
+    gloo::AllgathervOptions opts(g->context);
+    opts.setInput(sum, mine);
+    opts.setOutput(data, gathered);
+    sequence(g, opts);
+    gloo::allgatherv(opts);
+    return PTO_OK;
+  } catch (...) {
+    return ptogloo::fail_current(op, name_peer, g);
+  }
+}
+
+/* A subgroup's tag: 1..64 of [A-Za-z0-9._-] (it becomes part of store keys). */
+bool good_tag(const char *tag) {
+  size_t n = std::strlen(tag);
+  if (n < 1 || n > 64) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = tag[i];
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string rank_list(const int *ranks, size_t count) {
+  std::string s = "{";
+  for (size_t i = 0; i < count; i++) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s + "}";
+}
+
+/* 64-bit FNV-1a of the sizes: what allgatherv's ranks compare (agree()). */
+uint64_t hash_sizes(const size_t *sizes, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t k = 0; k < n; k++) {
+    uint64_t v = sizes[k];
+    for (int b = 0; b < 8; b++) {
+      h ^= (v >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
 }
 
 }  // namespace
@@ -296,6 +409,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
     g->timeout = std::chrono::milliseconds(timeout_ms);
     if (rank == 0) g->server.reset(new ptogloo::StoreServer(info.store, info.group_id));
     g->health.reset(new ptogloo::StoreClient(info.store, info.group_id, g->timeout));
+    g->lanes = g->health.get();
     ptogloo::StoreClient &store = *g->health;
 
     /* every rank checks its group size against rank 0's */
@@ -314,7 +428,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
     context->setTimeout(g->timeout);
     context->connectFullMesh(store, g->device);
     g->context = context;
-    learn_peers(g, store);
+    learn_peers(g, store, "");
 
     /* return only once every rank is connected */
     gloo::BarrierOptions barrier(g->context);
@@ -329,34 +443,90 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
   }
 }
 
-PTO_GLOO_EXPORT int ptorun_gloo_allreduce_sum_f32(PtoGlooGroup *g, float *data, size_t count) {
-  int rc = check_group(g);
+PTO_GLOO_EXPORT int ptorun_gloo_open_subgroup(PtoGlooGroup *parent, const char *tag, const int *ranks, size_t count,
+                                              PtoGlooGroup **out) {
+  if (out) *out = nullptr;
+  int rc = check_group(parent);
   if (rc != PTO_OK) return rc;
-  if (!data && count > 0) return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_allreduce_sum_f32: data is NULL");
+  if (!tag || !ranks || !out)
+    return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_open_subgroup: tag, ranks and out must not be NULL");
+  if (!good_tag(tag))
+    return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_open_subgroup: tag '" + std::string(tag) +
+                                                       "' is not 1 to 64 of [A-Za-z0-9._-]");
+  if (count < 1 || count > static_cast<size_t>(parent->nranks))
+    return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_open_subgroup: " + std::to_string(count) +
+                                                       " ranks of a parent of " + std::to_string(parent->nranks));
+  std::string list = rank_list(ranks, count);
+  int me = -1;
+  for (size_t i = 0; i < count; i++) {
+    if (ranks[i] < 0 || ranks[i] >= parent->nranks || (i > 0 && ranks[i] <= ranks[i - 1]))
+      return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_open_subgroup: ranks " + list +
+                                                         " are not strictly ascending ranks of a parent of " +
+                                                         std::to_string(parent->nranks));
+    if (ranks[i] == parent->rank) me = static_cast<int>(i);
+  }
+  if (me < 0)
+    return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_open_subgroup: parent rank " +
+                                                       std::to_string(parent->rank) + " is not among ranks " + list);
+  /* outside the try: the handler still names peers through it */
+  std::unique_ptr<PtoGlooGroup> group;
+  PtoGlooGroup *g = nullptr;
   try {
-    agree(g, kAllreduce, count, 0);
-    if (count == 0) return PTO_OK;
-    size_t N = static_cast<size_t>(g->nranks);
-    size_t r = static_cast<size_t>(g->rank);
-    std::vector<int64_t> counts(N);
-    std::vector<size_t> gathered(N);
-    for (size_t k = 0; k < N; k++) {
-      gathered[k] = chunk_bound(k + 1, count, N) - chunk_bound(k, count, N);
-      counts[k] = static_cast<int64_t>(gathered[k]);
+    group.reset(new PtoGlooGroup());
+    g = group.get();
+    g->rank = me;
+    g->nranks = static_cast<int>(count);
+    g->timeout = parent->timeout;
+    g->lanes = parent->lanes;
+    g->parent_ranks.assign(ranks, ranks + count);
+    for (size_t i = 0; i < count; i++)
+      g->top_ranks.push_back(parent->top_ranks.empty() ? ranks[i] : parent->top_ranks[static_cast<size_t>(ranks[i])]);
+    g->key_prefix = parent->key_prefix + "sub/" + tag + "/";
+    /* a connection of its own: a wait parked on it (for a member not there
+       yet) must not hold up another thread's use of the parent's store */
+    std::unique_ptr<ptogloo::StoreClient> store = parent->lanes->another();
+
+    /* every member compares its list with every other member's before
+       connecting: members that agree all connect, and whoever passed another
+       list fails, as does every member whose list it is in */
+    store->set(g->key_prefix + "ranks/" + std::to_string(parent->rank), std::vector<char>(list.begin(), list.end()));
+    for (size_t i = 0; i < count; i++) {
+      if (static_cast<int>(i) == me) continue;
+      std::vector<char> theirs = store->get(g->key_prefix + "ranks/" + std::to_string(ranks[i]));
+      if (std::string(theirs.begin(), theirs.end()) != list)
+        throw Error(PTO_ERR_RANKS_DISAGREE, "parent rank " + std::to_string(ranks[i]) + " opens subgroup '" + tag +
+                                                "' over ranks " + std::string(theirs.begin(), theirs.end()) +
+                                                ", parent rank " + std::to_string(parent->rank) + " over " + list);
     }
-    size_t mine = gathered[r];
-    float *pieces = scratch(g, (N + 1) * mine + 1);
-    float *sum = pieces + N * mine;
-    exchange_and_sum(g, data, counts, pieces, sum, mine);
-    gloo::AllgathervOptions opts(g->context);
-    opts.setInput(sum, mine);
-    opts.setOutput(data, gathered);
-    sequence(g, opts);
-    gloo::allgatherv(opts);
+
+    auto context = std::make_shared<gloo::rendezvous::Context>(me, static_cast<int>(count));
+    context->setTimeout(g->timeout);
+    g->context = context;
+    if (count > 1) { /* a group of one has no pairs: its collectives are local */
+      std::string mesh_prefix = g->key_prefix + "mesh";
+      gloo::rendezvous::PrefixStore mesh(mesh_prefix, *store);
+      g->device = parent->device; /* its own pairs on the parent's device (listener, event loop) */
+      context->connectFullMesh(mesh, g->device);
+      learn_peers(g, *store, mesh_prefix + "/");
+      gloo::BarrierOptions barrier(g->context);
+      barrier.setTag(0);
+      barrier.setTimeout(g->timeout);
+      gloo::barrier(barrier);
+    }
+    *out = group.release();
     return PTO_OK;
   } catch (...) {
-    return ptogloo::fail_current("ptorun_gloo_allreduce_sum_f32", name_peer, g);
+    return ptogloo::fail_current("ptorun_gloo_open_subgroup", name_peer, g);
   }
+}
+
+PTO_GLOO_EXPORT int ptorun_gloo_allreduce_sum_f32(PtoGlooGroup *g, float *data, size_t count) {
+  return allreduce_sum(g, data, count, kAllreduce, "ptorun_gloo_allreduce_sum_f32");
+}
+
+PTO_GLOO_EXPORT int ptorun_gloo_allreduce_sum_i32(PtoGlooGroup *g, int32_t *data, size_t count) {
+  /* uint32_t may alias int32_t, and its addition wraps as two's complement's */
+  return allreduce_sum(g, reinterpret_cast<uint32_t *>(data), count, kAllreduceI32, "ptorun_gloo_allreduce_sum_i32");
 }
 
 PTO_GLOO_EXPORT int ptorun_gloo_reduce_scatter_sum_f32(PtoGlooGroup *g, const float *in, float *out,
@@ -368,9 +538,13 @@ PTO_GLOO_EXPORT int ptorun_gloo_reduce_scatter_sum_f32(PtoGlooGroup *g, const fl
   try {
     agree(g, kReduceScatter, count_per_rank, 0);
     if (count_per_rank == 0) return PTO_OK;
+    if (g->nranks == 1) {
+      std::memcpy(out, in, count_per_rank * sizeof(float));
+      return PTO_OK;
+    }
     size_t N = static_cast<size_t>(g->nranks);
     std::vector<int64_t> counts(N, static_cast<int64_t>(count_per_rank));
-    float *pieces = scratch(g, N * count_per_rank);
+    float *pieces = scratch<float>(g, N * count_per_rank);
     exchange_and_sum(g, in, counts, pieces, out, count_per_rank);
     return PTO_OK;
   } catch (...) {
@@ -386,6 +560,10 @@ PTO_GLOO_EXPORT int ptorun_gloo_allgather(PtoGlooGroup *g, const void *in, void 
   try {
     agree(g, kAllgather, bytes_per_rank, 0);
     if (bytes_per_rank == 0) return PTO_OK;
+    if (g->nranks == 1) {
+      std::memcpy(out, in, bytes_per_rank);
+      return PTO_OK;
+    }
     gloo::AllgathervOptions opts(g->context);
     opts.setInput(static_cast<uint8_t *>(const_cast<void *>(in)), bytes_per_rank); /* only read */
     opts.setOutput(static_cast<uint8_t *>(out), std::vector<size_t>(static_cast<size_t>(g->nranks), bytes_per_rank));
@@ -394,6 +572,40 @@ PTO_GLOO_EXPORT int ptorun_gloo_allgather(PtoGlooGroup *g, const void *in, void 
     return PTO_OK;
   } catch (...) {
     return ptogloo::fail_current("ptorun_gloo_allgather", name_peer, g);
+  }
+}
+
+PTO_GLOO_EXPORT int ptorun_gloo_allgatherv(PtoGlooGroup *g, const void *in, void *out, const size_t *bytes_per_rank) {
+  int rc = check_group(g);
+  if (rc != PTO_OK) return rc;
+  if (!bytes_per_rank)
+    return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_allgatherv: bytes_per_rank is NULL");
+  size_t N = static_cast<size_t>(g->nranks);
+  size_t total = 0;
+  for (size_t k = 0; k < N; k++) {
+    if (bytes_per_rank[k] > SIZE_MAX - total)
+      return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_allgatherv: the sizes overflow size_t");
+    total += bytes_per_rank[k];
+  }
+  size_t mine = bytes_per_rank[g->rank];
+  if ((!in && mine > 0) || (!out && total > 0))
+    return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_allgatherv: in or out is NULL");
+  try {
+    agree(g, kAllgatherv, total, hash_sizes(bytes_per_rank, N));
+    if (total == 0) return PTO_OK;
+    if (N == 1) {
+      std::memcpy(out, in, total);
+      return PTO_OK;
+    }
+    gloo::AllgathervOptions opts(g->context);
+    /* no input: nothing of this rank's to copy into out (gloo skips it) */
+    if (mine > 0) opts.setInput(static_cast<uint8_t *>(const_cast<void *>(in)), mine); /* only read */
+    opts.setOutput(static_cast<uint8_t *>(out), std::vector<size_t>(bytes_per_rank, bytes_per_rank + N));
+    sequence(g, opts);
+    gloo::allgatherv(opts);
+    return PTO_OK;
+  } catch (...) {
+    return ptogloo::fail_current("ptorun_gloo_allgatherv", name_peer, g);
   }
 }
 
@@ -406,7 +618,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_broadcast(PtoGlooGroup *g, void *data, size_t by
   if (!data && bytes > 0) return ptogloo::fail(PTO_ERR_INVALID_ARGUMENT, "ptorun_gloo_broadcast: data is NULL");
   try {
     agree(g, kBroadcast, bytes, static_cast<uint64_t>(root));
-    if (bytes == 0) return PTO_OK;
+    if (bytes == 0 || g->nranks == 1) return PTO_OK;
     gloo::BroadcastOptions opts(g->context);
     opts.setOutput(static_cast<uint8_t *>(data), bytes);
     opts.setRoot(root);
@@ -421,6 +633,7 @@ PTO_GLOO_EXPORT int ptorun_gloo_broadcast(PtoGlooGroup *g, void *data, size_t by
 PTO_GLOO_EXPORT int ptorun_gloo_barrier(PtoGlooGroup *g) {
   int rc = check_group(g);
   if (rc != PTO_OK) return rc;
+  if (g->nranks == 1) return PTO_OK;
   try {
     gloo::BarrierOptions opts(g->context);
     sequence(g, opts);

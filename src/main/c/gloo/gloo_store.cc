@@ -173,6 +173,7 @@ struct StoreServer::Conn {
   int rank = -1;              /* the health lane of this rank ('H') */
   bool left = false;          /* it said 'B' */
   bool waiting_lost = false;  /* an 'L' parked until a rank is lost */
+  std::vector<int> lost_among; /* the ranks that 'L' asks about (empty: any) */
 };
 
 namespace {
@@ -190,6 +191,15 @@ bool reply(Conn &c, uint8_t status, const std::vector<char> *value = nullptr) {
   payload.push_back(static_cast<char>(status));
   if (value) payload.insert(payload.end(), value->begin(), value->end());
   return send_frame(c.fd, payload);
+}
+
+/* The lost ranks c's 'L' asks about. */
+std::set<int> lost_for(const Conn &c, const std::set<int> &lost) {
+  if (c.lost_among.empty()) return lost;
+  std::set<int> some;
+  for (int r : c.lost_among)
+    if (lost.count(r)) some.insert(r);
+  return some;
 }
 
 bool reply_lost(Conn &c, const std::set<int> &lost) {
@@ -250,7 +260,14 @@ bool handle(Conn &c, const std::string &group_id, const char *p, size_t n, Known
     return true;
   }
   if (op == 'L') {
-    if (!known.lost.empty()) return reply_lost(c, known.lost);
+    c.lost_among.clear();
+    if (r.left > 0) {
+      uint32_t count = r.u32();
+      for (uint32_t i = 0; r.ok() && i < count; i++) c.lost_among.push_back(static_cast<int>(r.u32()));
+      if (!r.ok()) return reply(c, kBadRequest) && false;
+    }
+    std::set<int> lost = lost_for(c, known.lost);
+    if (!lost.empty()) return reply_lost(c, lost);
     c.waiting_lost = true;
     return true;
   }
@@ -351,8 +368,10 @@ void StoreServer::serve_loop(std::vector<Conn> &conns) {
     if (lost_more) {
       for (auto &c : conns) {
         if (!c.waiting_lost) continue;
+        std::set<int> lost = lost_for(c, known.lost);
+        if (lost.empty()) continue; /* none it asks about */
         c.waiting_lost = false;
-        if (!reply_lost(c, known.lost)) c.dead = true; /* dropped on the next round */
+        if (!reply_lost(c, lost)) c.dead = true; /* dropped on the next round */
       }
     }
     publish_open_lanes(conns);
@@ -361,7 +380,7 @@ void StoreServer::serve_loop(std::vector<Conn> &conns) {
       if (fd >= 0) {
         set_nodelay(fd);
         try {
-          conns.push_back(Conn{fd, std::string(), false, {}, false, -1, false, false});
+          conns.push_back(Conn{fd, std::string(), false, {}, false, -1, false, false, {}});
         } catch (...) {
           close(fd);
         }
@@ -423,6 +442,7 @@ void StoreClient::connect_until(Clock::time_point deadline) {
 }
 
 std::vector<char> StoreClient::request(const std::vector<char> &payload, std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> hold(lock_); /* one request at a time on the connection */
   auto deadline = Clock::now() + timeout;
   if (fd_ < 0) connect_until(deadline);
   if (!send_frame(fd_, payload)) {
@@ -494,6 +514,7 @@ std::vector<char> StoreClient::get(const std::string &key) {
   std::vector<char> r = request(p, timeout_);
   if (static_cast<uint8_t>(r[0]) != kOk) throw Error(PTO_ERR_FAILED, where() + " has no key " + key);
   std::vector<char> value(r.begin() + 1, r.end());
+  std::lock_guard<std::mutex> hold(lock_);
   seen_[key] = value;
   return value;
 }
@@ -525,12 +546,27 @@ void StoreClient::hello(int rank) {
 
 void StoreClient::bye() {
   /* posted, not awaited: a close never waits for a store that is gone or cut off */
+  std::lock_guard<std::mutex> hold(lock_);
   if (fd_ >= 0) (void)send_frame(fd_, head('B', group_id_));
 }
 
-std::vector<int> StoreClient::lost(std::chrono::milliseconds timeout) {
+std::map<std::string, std::vector<char>> StoreClient::seen() const {
+  std::lock_guard<std::mutex> hold(lock_);
+  return seen_;
+}
+
+std::unique_ptr<StoreClient> StoreClient::another() const {
+  return std::unique_ptr<StoreClient>(new StoreClient(at_, group_id_, timeout_));
+}
+
+std::vector<int> StoreClient::lost(std::chrono::milliseconds timeout, const std::vector<int> &among) const {
   StoreClient asker(at_, group_id_, timeout); /* the health lane stays this rank's */
-  std::vector<char> r = asker.request(head('L', group_id_), timeout);
+  std::vector<char> p = head('L', group_id_);
+  if (!among.empty()) {
+    put_u32(p, static_cast<uint32_t>(among.size()));
+    for (int r : among) put_u32(p, static_cast<uint32_t>(r));
+  }
+  std::vector<char> r = asker.request(p, timeout);
   Reader in{r.data() + 1, r.size() - 1};
   uint32_t count = in.u32();
   std::vector<int> ranks;

@@ -17,7 +17,10 @@
  * that closes without 'B' — its process died — makes that rank lost ('B' has
  * no answer: the client closes right after it). 'L' answers the lost ranks (a count and each rank, u32), parked until there is
  * one: a rank whose collective failed asks, so that it names the rank that
- * died rather than a survivor that closed meanwhile.
+ * died rather than a survivor that closed meanwhile. An 'L' may carry a count
+ * and ranks: then it answers only lost ranks among those, parked until one of
+ * them is lost (a subgroup asks about its members: a rank lost outside it did
+ * not break it).
  */
 #ifndef PTORUN_GLOO_STORE_H
 #define PTORUN_GLOO_STORE_H
@@ -72,6 +75,9 @@ class StoreServer {
   std::thread thread_;
 };
 
+/* Safe to share between threads: one request at a time holds the
+ * connection (a parked wait too, so a subgroup rendezvous takes a connection
+ * of its own, another(), rather than block the others' opens behind it). */
 class StoreClient : public gloo::rendezvous::Store {
  public:
   /* Connects to the store at `at`, retrying until timeout (the server may
@@ -87,23 +93,28 @@ class StoreClient : public gloo::rendezvous::Store {
   /* The health lane (above): this connection is rank's until bye(). */
   void hello(int rank);
   void bye();
-  /* The ranks the store saw die, waiting at most `timeout` for the first;
-   * throws Error(PTO_ERR_TIMEOUT) when it saw none, Error(PTO_ERR_DEVICE) when
-   * the store itself is gone. On a connection of its own. */
-  std::vector<int> lost(std::chrono::milliseconds timeout);
+  /* The ranks the store saw die (only those in `among` unless it is empty),
+   * waiting at most `timeout` for the first; throws Error(PTO_ERR_TIMEOUT)
+   * when it saw none, Error(PTO_ERR_DEVICE) when the store itself is gone. On
+   * a connection of its own (the health lane stays this rank's). */
+  std::vector<int> lost(std::chrono::milliseconds timeout, const std::vector<int> &among = {}) const;
+
+  /* A new client of the same store and group, on a connection of its own. */
+  std::unique_ptr<StoreClient> another() const;
 
   /* Every value this client got, by key (the group reads the peers' Gloo
    * addresses from it). */
-  const std::map<std::string, std::vector<char>> &seen() const { return seen_; }
+  std::map<std::string, std::vector<char>> seen() const;
 
  private:
   std::vector<char> request(const std::vector<char> &payload, std::chrono::milliseconds timeout);
   void connect_until(std::chrono::steady_clock::time_point deadline);
   std::string where() const;
 
-  struct sockaddr_in at_;
-  std::string group_id_;
-  std::chrono::milliseconds timeout_;
+  const struct sockaddr_in at_;
+  const std::string group_id_;
+  const std::chrono::milliseconds timeout_;
+  mutable std::mutex lock_; /* guards fd_ and seen_ */
   int fd_ = -1;
   std::map<std::string, std::vector<char>> seen_;
 };

@@ -27,6 +27,24 @@
  * disagree: rank nranks-1 calls the allreduce with count+1 floats: every
  * rank's call must fail with PTO_ERR_RANKS_DISAGREE (not abort, not hang):
  * exit 10.
+ * sub (nranks 4): opens the subgroups {0,2} ("leaders", one rank per host)
+ * and {1,3} at once on different ranks; then one thread runs collectives on
+ * that pair while the main thread opens {0,1,2,3} (another tag) and a group
+ * of one; then on each group (the parent too) every collective of plain,
+ * allgatherv with unequal sizes (one of 0 bytes, one of 3 MiB) and with all
+ * sizes 0, and allreduce_sum_i32 of sums that overflow, checked against the
+ * wrapping sums in rank order; last, two threads open two subgroups of all
+ * four at once (in each rank) and check them. Exit 0.
+ * sub-disagree (nranks 4): every rank opens a subgroup of all four, but rank
+ * 3 passes {0,1,3}: every open must fail with PTO_ERR_RANKS_DISAGREE and the
+ * parent stay usable (a barrier): exit 10.
+ * sub-fault (nranks 4): ranks 0, 2 and 3 open the subgroup {0,2,3}, rank 3
+ * kills itself; the allreduce of 0 and 2 on it must fail within the timeout
+ * naming rank 3 (the parent's numbering; it is the subgroup's rank 2): exit 10;
+ * rank 1, no member, exits 0.
+ * disagree-v (nranks 4): on the subgroup of all four, every rank calls
+ * allgatherv with the sizes {10, 20, 30, 40} but rank 2, which passes rank
+ * 3's as 41: every rank's call must fail with PTO_ERR_RANKS_DISAGREE: exit 10.
  * bench: one warm-up allreduce of count floats, then GLOO_RANK_ITERS (3) timed
  * ones between barriers; rank 0 prints "allreduce_seconds <mean>" on stdout.
  *
@@ -35,7 +53,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +74,9 @@ static struct {
   int (*open)(const char *, int, int, const char *, uint32_t, PtoGlooGroup **);
   int (*allreduce)(PtoGlooGroup *, float *, size_t);
   int (*allgather)(PtoGlooGroup *, const void *, void *, size_t);
+  int (*allgatherv)(PtoGlooGroup *, const void *, void *, const size_t *);
+  int (*allreduce_i32)(PtoGlooGroup *, int32_t *, size_t);
+  int (*open_subgroup)(PtoGlooGroup *, const char *, const int *, size_t, PtoGlooGroup **);
   int (*reduce_scatter)(PtoGlooGroup *, const float *, float *, size_t);
   int (*broadcast)(PtoGlooGroup *, void *, size_t, int);
   int (*barrier)(PtoGlooGroup *);
@@ -89,6 +112,9 @@ static void load(void) {
   *(void **)&api.open = sym(lib, "ptorun_gloo_open");
   *(void **)&api.allreduce = sym(lib, "ptorun_gloo_allreduce_sum_f32");
   *(void **)&api.allgather = sym(lib, "ptorun_gloo_allgather");
+  *(void **)&api.allgatherv = sym(lib, "ptorun_gloo_allgatherv");
+  *(void **)&api.allreduce_i32 = sym(lib, "ptorun_gloo_allreduce_sum_i32");
+  *(void **)&api.open_subgroup = sym(lib, "ptorun_gloo_open_subgroup");
   *(void **)&api.reduce_scatter = sym(lib, "ptorun_gloo_reduce_scatter_sum_f32");
   *(void **)&api.broadcast = sym(lib, "ptorun_gloo_broadcast");
   *(void **)&api.barrier = sym(lib, "ptorun_gloo_barrier");
@@ -181,6 +207,214 @@ static void run_all(PtoGlooGroup *g, int rank, int n, size_t count) {
   check(api.barrier(g), "barrier");
   free(data);
   free(ref);
+}
+
+/* ---- subgroups (sub, sub-disagree, sub-fault) ---- */
+
+/* A group and which parent ranks it holds (members[k]: its rank k). */
+typedef struct {
+  PtoGlooGroup *g;
+  const char *name;
+  int n;
+  int me;
+  int members[4];
+} Group;
+
+/* Byte i of the contribution of parent rank `who` to call `salt`. */
+static uint8_t pattern(int who, int salt, size_t i) {
+  uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)who * 0x9e3779b9u ^ (uint32_t)salt * 0x85ebca6bu;
+  return (uint8_t)(h ^ (h >> 13) ^ (h >> 24));
+}
+
+/* allgatherv with unequal sizes: one rank 3 MiB and a little, one 0 bytes
+ * (which ones turn with salt), the others some KiB; then all sizes 0. */
+static void check_allgatherv(const Group *s, int salt) {
+  size_t sizes[4], total = 0, off = 0;
+  for (int k = 0; k < s->n; k++) {
+    int turn = (k + salt) % s->n;
+    sizes[k] = turn == 0 ? (3u << 20) + 5 + (size_t)salt : turn == 1 ? 0 : 40000 * (size_t)turn + (size_t)salt;
+    total += sizes[k];
+  }
+  uint8_t *in = alloc(sizes[s->me]);
+  uint8_t *out = alloc(total);
+  uint8_t *want = alloc(total);
+  for (size_t i = 0; i < sizes[s->me]; i++) in[i] = pattern(s->members[s->me], salt, i);
+  for (int k = 0; k < s->n; k++) {
+    for (size_t i = 0; i < sizes[k]; i++) want[off + i] = pattern(s->members[k], salt, i);
+    off += sizes[k];
+  }
+  memset(out, 0xee, total);
+  char what[96];
+  snprintf(what, sizeof what, "allgatherv on %s", s->name);
+  check(api.allgatherv(s->g, sizes[s->me] ? in : NULL, out, sizes), what);
+  expect_same(out, want, total, what);
+  size_t zeros[4] = {0, 0, 0, 0};
+  snprintf(what, sizeof what, "allgatherv of 0 bytes on %s", s->name);
+  check(api.allgatherv(s->g, NULL, NULL, zeros), what);
+  free(in);
+  free(out);
+  free(want);
+}
+
+/* Parent rank who's element i: near INT32_MAX or INT32_MIN, so sums wrap. */
+static int32_t v32(int who, size_t i) {
+  uint32_t u = 0x7ff00000u + (uint32_t)who * 0x3c6ef372u + (uint32_t)i * 2654435761u;
+  int32_t v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+static void check_allreduce_i32(const Group *s, size_t count) {
+  int32_t *data = alloc(count * sizeof(int32_t));
+  int32_t *want = alloc(count * sizeof(int32_t));
+  for (size_t i = 0; i < count; i++) {
+    uint32_t sum = 0; /* unsigned: wraps like two's complement */
+    for (int k = 0; k < s->n; k++) sum += (uint32_t)v32(s->members[k], i);
+    memcpy(&want[i], &sum, sizeof sum);
+    data[i] = v32(s->members[s->me], i);
+  }
+  char what[96];
+  snprintf(what, sizeof what, "allreduce_sum_i32 of %zu on %s", count, s->name);
+  check(api.allreduce_i32(s->g, data, count), what);
+  expect_same(data, want, count * sizeof(int32_t), what);
+  free(data);
+  free(want);
+}
+
+static void check_group(const Group *s, size_t count) {
+  run_all(s->g, s->me, s->n, count);
+  check_allgatherv(s, 1);
+  check_allgatherv(s, 2);
+  check_allreduce_i32(s, count);
+  check_allreduce_i32(s, 1);
+  check_allreduce_i32(s, 0);
+}
+
+static Group open_sub(PtoGlooGroup *parent, int rank, const char *tag, const int *members, int n) {
+  Group s = {NULL, tag, n, -1, {0, 0, 0, 0}};
+  for (int k = 0; k < n; k++) {
+    s.members[k] = members[k];
+    if (members[k] == rank) s.me = k;
+  }
+  char what[96];
+  snprintf(what, sizeof what, "open_subgroup %s", tag);
+  check(api.open_subgroup(parent, tag, members, (size_t)n, &s.g), what);
+  return s;
+}
+
+/* The pair's thread: collectives on the pair from before the main thread
+ * starts opening the group of four (it waits for the first one, an event)
+ * until both of the pair's main threads have opened it (each round ends with
+ * an allreduce of the "opened" flags, so both ranks stop after the same
+ * round): the open runs while the thread's collectives do. */
+typedef struct {
+  Group *pair;
+  atomic_int opened;
+  int rounds;
+  pthread_mutex_t lock;
+  pthread_cond_t started_cv;
+  int started; /* guarded by lock */
+} PairWork;
+
+static void *pair_thread(void *arg) {
+  PairWork *w = arg;
+  for (;;) {
+    check_allgatherv(w->pair, 3);
+    if (w->rounds == 0) {
+      pthread_mutex_lock(&w->lock);
+      w->started = 1;
+      pthread_cond_signal(&w->started_cv);
+      pthread_mutex_unlock(&w->lock);
+    }
+    check_allreduce_i32(w->pair, 100003);
+    w->rounds++;
+    int32_t both = atomic_load(&w->opened);
+    check(api.allreduce_i32(w->pair->g, &both, 1), "allreduce of the opened flags");
+    if (both == w->pair->n) return NULL;
+  }
+}
+
+/* One of two threads that open a subgroup of all four each at once: with the
+ * opens' waits on one shared store connection, one rank's thread "a" could
+ * hold it waiting for "a" of a rank whose thread "b" holds its own. */
+typedef struct {
+  PtoGlooGroup *parent;
+  int rank;
+  const char *tag;
+  Group s;
+} TwinWork;
+
+static void *open_twin(void *arg) {
+  static const int all[4] = {0, 1, 2, 3};
+  TwinWork *w = arg;
+  w->s = open_sub(w->parent, w->rank, w->tag, all, 4);
+  check_allgatherv(&w->s, 4);
+  check_allreduce_i32(&w->s, 100003);
+  return NULL;
+}
+
+static int run_sub(PtoGlooGroup *parent, int rank, int n, size_t count) {
+  if (n != 4) die("sub needs 4 ranks");
+  static const int evens[2] = {0, 2}, odds[2] = {1, 3}, all[4] = {0, 1, 2, 3};
+  /* one rank per host, like leaders; the even and odd pairs open at once */
+  Group pair = rank % 2 == 0 ? open_sub(parent, rank, "leaders", evens, 2) : open_sub(parent, rank, "followers", odds, 2);
+  PairWork work = {&pair, 0, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+  pthread_t t;
+  if (pthread_create(&t, NULL, pair_thread, &work) != 0) die("pthread_create failed");
+  pthread_mutex_lock(&work.lock);
+  while (!work.started) pthread_cond_wait(&work.started_cv, &work.lock);
+  pthread_mutex_unlock(&work.lock);
+  Group world = open_sub(parent, rank, "world", all, 4);
+  atomic_store(&work.opened, 1);
+  if (pthread_join(t, NULL) != 0) die("pthread_join failed");
+  fprintf(stderr, "gloo_rank %d: %d round(s) on %s while the group of four opened\n", rank, work.rounds, pair.name);
+
+  char solo_tag[16];
+  snprintf(solo_tag, sizeof solo_tag, "solo-%d", rank);
+  int me[1] = {rank};
+  Group solo = open_sub(parent, rank, solo_tag, me, 1);
+  Group top = {parent, "the parent", 4, rank, {0, 1, 2, 3}};
+
+  check_group(&world, count);
+  check_group(&pair, count);
+  check_group(&solo, count);
+  check_group(&top, count);
+  api.close(solo.g);
+  api.close(pair.g);
+  api.close(world.g);
+
+  TwinWork twins[2] = {{parent, rank, "twin-a", {0}}, {parent, rank, "twin-b", {0}}};
+  pthread_t tt[2];
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&tt[i], NULL, open_twin, &twins[i]) != 0) die("pthread_create failed");
+  for (int i = 0; i < 2; i++)
+    if (pthread_join(tt[i], NULL) != 0) die("pthread_join failed");
+  for (int i = 0; i < 2; i++) api.close(twins[i].s.g);
+  /* nobody closes the parent (rank 0: the store) while another still opens */
+  check(api.barrier(parent), "barrier on the parent after closing the subgroups");
+  return 0;
+}
+
+static int run_sub_disagree(PtoGlooGroup *parent, int rank) {
+  static const int all[4] = {0, 1, 2, 3}, other[3] = {0, 1, 3};
+  PtoGlooGroup *s = NULL;
+  int rc = rank == 3 ? api.open_subgroup(parent, "mixed", other, 3, &s) : api.open_subgroup(parent, "mixed", all, 4, &s);
+  fprintf(stderr, "gloo_rank %d: open_subgroup: %d %s\n", rank, rc, rc ? api.last_error() : "");
+  if (rc == PTO_OK) api.close(s);
+  if (rc != PTO_ERR_RANKS_DISAGREE || s != NULL) return 1;
+  check(api.barrier(parent), "barrier on the parent after the failed open");
+  return EXIT_FAILED_AS_EXPECTED;
+}
+
+static int run_disagree_v(PtoGlooGroup *parent, int rank) {
+  static const int all[4] = {0, 1, 2, 3};
+  Group s = open_sub(parent, rank, "all", all, 4);
+  size_t sizes[4] = {10, 20, 30, rank == 2 ? 41 : 40};
+  uint8_t in[40] = {0}, out[101];
+  int got = api.allgatherv(s.g, in, out, sizes);
+  fprintf(stderr, "gloo_rank %d: allgatherv: %d %s\n", rank, got, got ? api.last_error() : "");
+  api.close(s.g);
+  return got == PTO_ERR_RANKS_DISAGREE ? EXIT_FAILED_AS_EXPECTED : 1;
 }
 
 /* fault / partition: the allreduce must fail, within the timeout. */
@@ -310,6 +544,21 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gloo_rank %d: allreduce of %zu floats: %d %s\n", rank, mine, got, got ? api.last_error() : "");
     rc = got == PTO_ERR_RANKS_DISAGREE ? EXIT_FAILED_AS_EXPECTED : 1;
     free(data);
+  } else if (strcmp(mode, "sub") == 0) {
+    rc = run_sub(g, rank, n, count);
+  } else if (strcmp(mode, "disagree-v") == 0) {
+    rc = run_disagree_v(g, rank);
+  } else if (strcmp(mode, "sub-disagree") == 0) {
+    rc = run_sub_disagree(g, rank);
+  } else if (strcmp(mode, "sub-fault") == 0) {
+    static const int trio[3] = {0, 2, 3};
+    if (rank != 1) {
+      Group s = open_sub(g, rank, "trio", trio, 3);
+      if (rank == 3) raise(SIGKILL);
+      /* rank 3 is the subgroup's rank 2: the message must use the parent's numbering */
+      rc = expect_failure(s.g, rank, count, timeout_ms, "lost peer rank 3 ");
+      api.close(s.g);
+    }
   } else if (strcmp(mode, "bench") == 0) {
     bench(g, rank, count);
   } else if (mode[0] == '\0') {

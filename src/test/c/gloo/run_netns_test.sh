@@ -6,6 +6,11 @@
 # 4194304 floats (every result bit-identical to the rank-order reference), a
 # rank killed after the open (the others must fail within the timeout), the
 # opens without a store and of another group, a rank passing another count,
+# the subgroups (pairs across the hosts opened at once, one used by a thread
+# while another subgroup opens, a group of one, allgatherv and int32
+# allreduce on each), a rank passing other allgatherv sizes, a subgroup
+# member passing another rank list, a
+# subgroup member killed (the survivors name it in the parent's numbering),
 # and the link between the hosts
 # cut after the open (every rank must time out);
 # then prints the raw TCP bandwidth between the hosts and the bus bandwidth of
@@ -130,6 +135,8 @@ export GLOO_RANK_TIMEOUT_MS=30000
 run_case count1 1 "" 0 0 0 0
 run_case count1000003 1000003 "" 0 0 0 0
 run_case count4194304 4194304 "" 0 0 0 0
+# subgroups {0,2}, {1,3}, {0,1,2,3} and {rank} of the group of 4, every result checked
+run_case sub 1000003 sub 0 0 0 0
 
 export GLOO_RANK_TIMEOUT_MS=$TIMEOUT_MS
 # rank 3 kills itself after the open: 137 (SIGKILL), the others 10 (failed in time)
@@ -140,6 +147,13 @@ run_case open-timeout 1 open-timeout 10 10 10 10
 run_case open-disagree 1 open-disagree 10 10 10 10
 # rank 3 passes another count: every rank's allreduce fails, none aborts
 run_case disagree 1000003 disagree 10 10 10 10
+# rank 2 passes other allgatherv sizes on a subgroup: every rank's call fails
+run_case disagree-v 1 disagree-v 10 10 10 10
+# rank 3 opens the subgroup of all four as {0,1,3}: every open fails alike
+run_case sub-disagree 1 sub-disagree 10 10 10 10
+# rank 3 dies after the subgroup {0,2,3} opened: 0 and 2 fail in time naming
+# rank 3; rank 1, no member, just closes
+run_case sub-fault 1000003 sub-fault 10 0 10 137
 
 # ---- bandwidth (printed only) ----
 export GLOO_RANK_TIMEOUT_MS=60000
