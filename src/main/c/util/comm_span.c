@@ -174,6 +174,11 @@ void comm_span_leave(CommSpan *g)
     shm_group_leave(g->local);
     if (g->gloo != NULL)
         g->api->close(g->gloo);
+    while (g->generations != NULL) {
+        SpanGeneration *n = g->generations->next;
+        free(g->generations);
+        g->generations = n;
+    }
     free(g);
 }
 
@@ -356,8 +361,7 @@ static void describe_span(const CommSpan *g, const uint32_t *ranks, size_t count
 
 /* Members of a domain across hosts: the group of every rank for the group's
    windows, else a group of the members (tag: the allocation's key). */
-static int open_members(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, const char *tag_kind,
-                        PtoGlooGroup **out)
+static int open_members(CommSpan *g, const char *name, const uint32_t *ranks, size_t count, PtoGlooGroup **out)
 {
     if (count == (size_t)g->nranks) {
         *out = g->gloo;
@@ -367,13 +371,13 @@ static int open_members(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t
     for (size_t i = 0; i < count; i++)
         members[i] = (int)ranks[i];
     char tag[64];
-    snprintf(tag, sizeof tag, "%s%llx", tag_kind, (unsigned long long)key);
+    snprintf(tag, sizeof tag, "m%s", name);
     int rc = g->api->open_subgroup(g->gloo, tag, members, count, out);
     return rc == PTO_OK ? PTO_OK : span_gloo_fail(g->api, rc, "comm: meeting a domain's members across hosts");
 }
 
 /* The hosts' leaders of the domain (each host's lowest member), in host order. */
-static int open_leaders(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, PtoGlooGroup **out)
+static int open_leaders(CommSpan *g, const char *name, const uint32_t *ranks, size_t count, PtoGlooGroup **out)
 {
     int leaders[PTO_COMM_MAX_RANKS];
     size_t n = 0;
@@ -384,9 +388,28 @@ static int open_leaders(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t
             leaders[n++] = (int)ranks[i];
         }
     char tag[64];
-    snprintf(tag, sizeof tag, "lead%llx", (unsigned long long)key);
+    snprintf(tag, sizeof tag, "l%s", name);
     int rc = g->api->open_subgroup(g->gloo, tag, leaders, n, out);
     return rc == PTO_OK ? PTO_OK : span_gloo_fail(g->api, rc, "comm: connecting the hosts' leaders");
+}
+
+/* "<key>.<generation>": the name of this allocation's Gloo groups, the same
+   on every member. */
+static int allocation_name(CommSpan *g, uint64_t key, uint32_t members_hash, char *out, size_t size)
+{
+    SpanGeneration *gen = g->generations;
+    while (gen != NULL && (gen->key != key || gen->members_hash != members_hash))
+        gen = gen->next;
+    if (gen == NULL) {
+        if ((gen = calloc(1, sizeof *gen)) == NULL)
+            return pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm: out of host memory");
+        gen->key = key;
+        gen->members_hash = members_hash;
+        gen->next = g->generations;
+        g->generations = gen;
+    }
+    snprintf(out, size, "%llx.%x.%u", (unsigned long long)key, members_hash, gen->count++);
+    return PTO_OK;
 }
 
 static int alloc_across(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
@@ -398,8 +421,9 @@ static int alloc_across(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t
             return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: a domain across hosts lists its ranks in ascending "
                             "order (rank %u follows rank %u)", what, ranks[i], ranks[i - 1]);
     PtoGlooGroup *members = NULL, *leaders = NULL;
-    int rc = open_members(g, key, ranks, count, "dom", &members);
-    if (rc != PTO_OK)
+    char name[48];
+    int rc = allocation_name(g, key, hash_ranks(ranks, count), name, sizeof name);
+    if (rc != PTO_OK || (rc = open_members(g, name, ranks, count, &members)) != PTO_OK)
         return rc;
     CommSpanWindows *w = new_windows(count, bytes);
     SpanAsk ask = { bytes, w == NULL ? PTO_ERR_OUT_OF_MEMORY : local_failure, hash_ranks(ranks, count) };
@@ -412,7 +436,7 @@ static int alloc_across(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t
     describe_span(g, ranks, count, w);
     w->spans = 1;
     if (w->leads) {
-        if ((rc = open_leaders(g, key, ranks, count, &leaders)) != PTO_OK)
+        if ((rc = open_leaders(g, name, ranks, count, &leaders)) != PTO_OK)
             goto fail_part;
         if ((rc = span_proxy_add(g->proxy, g->api, w, leaders, ranks)) != PTO_OK)
             goto fail_part; /* the proxy closed the leaders' group */

@@ -36,6 +36,15 @@ int span_gloo_fail(const GlooApi *api, int rc, const char *what);
 
 typedef struct SpanProxy SpanProxy;
 
+/* How often this rank allocated windows of one key over one member list: the
+   members of such an allocation share that history, so it names the
+   allocation's Gloo groups alike on each (a freed key may come again). */
+typedef struct SpanGeneration {
+    struct SpanGeneration *next;
+    uint64_t key;
+    uint32_t members_hash, count;
+} SpanGeneration;
+
 struct CommSpan {
     int rank, nranks;
     uint32_t timeout_ms;
@@ -47,6 +56,7 @@ struct CommSpan {
     uint32_t host_of[PTO_COMM_MAX_RANKS];        /* group rank -> host (hosts ordered by their lowest rank) */
     uint32_t local_index[PTO_COMM_MAX_RANKS];    /* group rank -> rank in `local`, or SPAN_NOT_LOCAL */
     SpanProxy *proxy;
+    SpanGeneration *generations;
 };
 
 struct CommSpanWindows {

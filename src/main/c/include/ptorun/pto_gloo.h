@@ -131,13 +131,6 @@ PTO_GLOO_EXPORT int ptorun_gloo_reduce_scatter_sum_f32(PtoGlooGroup *g, const fl
 /* In place: every rank's data (bytes bytes) becomes root's. */
 PTO_GLOO_EXPORT int ptorun_gloo_broadcast(PtoGlooGroup *g, void *data, size_t bytes, int root);
 
-/* (being added) A group over parent ranks ranks[0..count), ascending. */
-PTO_GLOO_EXPORT int ptorun_gloo_open_subgroup(PtoGlooGroup *parent, const char *tag, const int *ranks,
-                                              size_t count, PtoGlooGroup **out);
-PTO_GLOO_EXPORT int ptorun_gloo_allgatherv(PtoGlooGroup *g, const void *in, void *out,
-                                           const size_t *bytes_per_rank);
-PTO_GLOO_EXPORT int ptorun_gloo_allreduce_sum_i32(PtoGlooGroup *g, int32_t *data, size_t count);
-
 /* Returns once every rank of the group has entered it. */
 PTO_GLOO_EXPORT int ptorun_gloo_barrier(PtoGlooGroup *g);
 
