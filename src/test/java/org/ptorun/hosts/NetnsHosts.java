@@ -56,7 +56,7 @@ public final class NetnsHosts implements AutoCloseable {
         }
         this.hosts = hosts;
         this.instance = INSTANCES.getAndIncrement();
-        this.prefix = "ptoh-" + ProcessHandle.current().pid() + "-" + instance + "-";
+        this.prefix = name(instance, "");
         this.bridge = prefix + "br";
         try {
             requireRoot();
@@ -92,6 +92,16 @@ public final class NetnsHosts implements AutoCloseable {
         synchronized (this) {
             made.add(name);
         }
+    }
+
+    /** The instance number the next NetnsHosts of this JVM gets (a test makes one fail on purpose). */
+    static int nextInstance() {
+        return INSTANCES.get();
+    }
+
+    /** The name namespace {@code ns} ("h0", "br") of instance {@code instance} gets. */
+    static String name(int instance, String ns) {
+        return "ptoh-" + ProcessHandle.current().pid() + "-" + instance + "-" + ns;
     }
 
     /** The number of hosts. */

@@ -1,6 +1,7 @@
 package org.ptorun.hosts;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -131,6 +132,40 @@ class NetnsHostsTest {
         }
         assertThat(NetnsHosts.namespaces()).noneMatch(n -> n.startsWith(hosts.prefix()));
         hosts.close();
+    }
+
+    @Test
+    void aConstructionThatFailsHalfWayRemovesWhatItMadeAndSaysWhy() {
+        int next = NetnsHosts.nextInstance();
+        String taken = NetnsHosts.name(next, "h1"); // the namespace of the next instance's second host
+        List<String> before = NetnsHosts.namespaces();
+        assertThat(before).doesNotContain(taken);
+        try {
+            runIp("netns", "add", taken);
+            assertThatThrownBy(() -> new NetnsHosts(2))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("ip netns add " + taken + " failed");
+            assertThat(NetnsHosts.namespaces()).as("the half-made instance's namespaces, but the one taken before")
+                    .filteredOn(n -> n.startsWith(NetnsHosts.name(next, ""))).containsExactly(taken);
+        } finally {
+            runIp("netns", "del", taken);
+        }
+    }
+
+    private static void runIp(String... args) {
+        try {
+            List<String> argv = new ArrayList<>(List.of("ip"));
+            argv.addAll(List.of(args));
+            Process p = new ProcessBuilder(argv).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.exitValue()).as(String.join(" ", argv) + ": " + out).isZero();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
