@@ -1,9 +1,13 @@
 package org.ptorun;
 
+import java.net.Inet4Address;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Callable;
@@ -16,6 +20,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 import org.ptorun.internal.NativeConstants;
 import org.ptorun.internal.OffHeapBlock;
 
@@ -23,9 +28,11 @@ import org.ptorun.internal.OffHeapBlock;
  * A communication group: chips that address each other's windows and meet at barriers,
  * for computations that span chips (docs/communication.md). Its local ranks are the
  * {@link CommRank}s of this process: every rank of the group when it was {@link #open
- * opened} over chips of this process, one when it {@link #join joined} a group whose
- * other ranks live in other processes of the host (they meet through the root-info
- * file). Collective calls here call every local rank at once: the calling thread serves
+ * opened} over chips of this process, some when it {@link #join joined} a group whose
+ * other ranks live in other processes: of this host, meeting through a root-info file
+ * ({@link #join(List, int, int, Path, Duration)}), or of several hosts, meeting at rank 0's
+ * rendezvous store named by a root-info string ({@link #join(List, int, int, String, Duration)},
+ * {@link #newRootInfo}). Collective calls here call every local rank at once: the calling thread serves
  * the last local rank and a group thread each of the others, so a group with one local
  * rank (a rank per process) hands nothing to another thread.
  *
@@ -84,6 +91,137 @@ public final class CommGroup implements AutoCloseable {
      * @throws CommException when a rank cannot join
      */
     public static CommGroup join(List<ChipWorker> chips, int firstRank, int size, Path rootInfo, Duration timeout) {
+        Objects.requireNonNull(rootInfo, "rootInfo");
+        return joinThrough(chips, firstRank, size, rootInfo.toAbsolutePath().toString(),
+                describe(size, rootInfo.toString()), timeout);
+    }
+
+    /** {@link #join(List, int, int, String, Duration)} of one chip: rank {@code rank} of {@code size}. */
+    public static CommGroup join(ChipWorker chip, int rank, int size, String rootInfo, Duration timeout) {
+        return join(List.of(chip), rank, size, rootInfo, timeout);
+    }
+
+    /**
+     * Joins ranks {@code firstRank, firstRank + 1, ...} of a group of {@code size}, one per chip
+     * of {@code chips}, through a root-info string: a group whose ranks may live on several
+     * hosts. The string, {@code ptorun-gloo:v1;store=<ipv4>:<port>;group=<32 lowercase hex>}
+     * (see {@link #newRootInfo}), holds the address of the group's rendezvous store and the
+     * group's identity; every rank of the group passes the same string. The process holding
+     * rank 0 serves the store, so rank 0 must run on the host that owns the store address;
+     * the other ranks connect to it and may run in other processes on this host or on other
+     * hosts that reach that address. Blocks until every rank joined or the timeout passed
+     * (then every local rank leaves).
+     *
+     * @throws IllegalArgumentException when {@code rootInfo} is not such a string (naming what is wrong)
+     * @throws CommException when a rank cannot join
+     */
+    public static CommGroup join(List<ChipWorker> chips, int firstRank, int size, String rootInfo, Duration timeout) {
+        checkRootInfo(rootInfo);
+        return joinThrough(chips, firstRank, size, rootInfo, describe(size, rootInfo), timeout);
+    }
+
+    /**
+     * A fresh root info for {@link #join(List, int, int, String, Duration)}: {@code store} (an
+     * IPv4 address of the host where rank 0 will run, and a port no other group's store uses
+     * there) and a group identity of 128 bits from {@link SecureRandom}, so that a rank of
+     * another group (or an older one at the same address) is refused.
+     *
+     * @throws IllegalArgumentException when {@code store} is not an IPv4 address with a port of 1..65535
+     */
+    public static String newRootInfo(InetSocketAddress store) {
+        Objects.requireNonNull(store, "store");
+        if (store.isUnresolved() || !(store.getAddress() instanceof Inet4Address)) {
+            throw new IllegalArgumentException("the store " + store + " is not an IPv4 address");
+        }
+        if (store.getPort() < 1) {
+            throw new IllegalArgumentException("the store " + store + " has no port (1..65535)");
+        }
+        byte[] id = new byte[GROUP_ID_CHARS / 2];
+        RANDOM.nextBytes(id);
+        return ROOT_INFO_PREFIX + "store=" + store.getAddress().getHostAddress() + ":" + store.getPort()
+                + ";group=" + HexFormat.of().formatHex(id);
+    }
+
+    /** What every root-info string starts with. */
+    public static final String ROOT_INFO_PREFIX = "ptorun-gloo:v1;";
+
+    private static final int GROUP_ID_CHARS = 32;
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final Pattern IPV4 = Pattern.compile("(0|[1-9]\\d{0,2})(\\.(0|[1-9]\\d{0,2})){3}");
+    private static final Pattern PORT = Pattern.compile("[1-9]\\d{0,4}");
+    private static final Pattern GROUP_ID = Pattern.compile("[0-9a-f]{" + GROUP_ID_CHARS + "}");
+
+    /**
+     * Refuses a root-info string the libraries would: the prefix, then the fields
+     * {@code store=<ipv4>:<port>} and {@code group=<32 lowercase hex>} (each once, separated by ';').
+     */
+    static void checkRootInfo(String rootInfo) {
+        Objects.requireNonNull(rootInfo, "rootInfo");
+        if (!rootInfo.startsWith(ROOT_INFO_PREFIX)) {
+            throw badRootInfo(rootInfo, "does not start with '" + ROOT_INFO_PREFIX + "'");
+        }
+        String store = null;
+        String group = null;
+        for (String field : rootInfo.substring(ROOT_INFO_PREFIX.length()).split(";", -1)) {
+            if (field.startsWith("store=") && store == null) {
+                store = field.substring("store=".length());
+                checkStore(rootInfo, store);
+            } else if (field.startsWith("group=") && group == null) {
+                group = field.substring("group=".length());
+                if (!GROUP_ID.matcher(group).matches()) {
+                    throw badRootInfo(rootInfo, "group '" + group + "' is not " + GROUP_ID_CHARS
+                            + " lowercase hex characters");
+                }
+            } else if (field.startsWith("store=") || field.startsWith("group=")) {
+                throw badRootInfo(rootInfo, "names " + field.substring(0, field.indexOf('=')) + " twice");
+            } else {
+                throw badRootInfo(rootInfo, "has a field '" + field + "' that is neither store= nor group=");
+            }
+        }
+        if (store == null) {
+            throw badRootInfo(rootInfo, "has no store=<ipv4>:<port>");
+        }
+        if (group == null) {
+            throw badRootInfo(rootInfo, "has no group=<" + GROUP_ID_CHARS + " lowercase hex>");
+        }
+    }
+
+    private static void checkStore(String rootInfo, String store) {
+        int colon = store.lastIndexOf(':');
+        if (colon < 0) {
+            throw badRootInfo(rootInfo, "store '" + store + "' has no port (<ipv4>:<port>)");
+        }
+        String host = store.substring(0, colon);
+        String port = store.substring(colon + 1);
+        if (!IPV4.matcher(host).matches() || !allOctets(host)) {
+            throw badRootInfo(rootInfo, "store address '" + host + "' is not an IPv4 literal (a.b.c.d)");
+        }
+        if (!PORT.matcher(port).matches() || Integer.parseInt(port) > 65535) {
+            throw badRootInfo(rootInfo, "store port '" + port + "' is not a port of 1..65535");
+        }
+    }
+
+    private static boolean allOctets(String host) {
+        for (String octet : host.split("\\.")) {
+            if (Integer.parseInt(octet) > 255) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static IllegalArgumentException badRootInfo(String rootInfo, String what) {
+        return new IllegalArgumentException("root info '" + rootInfo + "' " + what
+                + " (expected " + ROOT_INFO_PREFIX + "store=<ipv4>:<port>;group=<" + GROUP_ID_CHARS
+                + " lowercase hex>)");
+    }
+
+    /**
+     * The join of both kinds of root info: {@code rootInfo} goes to comm_init as it is (a
+     * file's absolute path or a root-info string), {@code name} is the group's description.
+     */
+    private static CommGroup joinThrough(List<ChipWorker> chips, int firstRank, int size, String rootInfo,
+                                         String name, Duration timeout) {
         Objects.requireNonNull(chips, "chips");
         if (chips.isEmpty()) {
             throw new IllegalArgumentException("a group needs at least one chip");
@@ -93,13 +231,13 @@ public final class CommGroup implements AutoCloseable {
                     + " are not ranks of a group of " + size);
         }
         int n = chips.size();
-        String name = describe(size, Objects.requireNonNull(rootInfo, "rootInfo"));
+        byte[] cRootInfo = rootInfo.getBytes(StandardCharsets.UTF_8);
         ExecutorService threads = n == 1 ? null : groupThreads(n - 1);
         List<Callable<CommRank>> joins = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             ChipWorker chip = chips.get(i);
             int rank = firstRank + i;
-            joins.add(() -> joinRank(chip, rank, size, rootInfo, timeout, name));
+            joins.add(() -> joinRank(chip, rank, size, cRootInfo, timeout, name));
         }
         List<CommRank> ranks = new ArrayList<>(n);
         RuntimeException failure = gather(callAll(threads, joins), ranks);
@@ -146,22 +284,21 @@ public final class CommGroup implements AutoCloseable {
         return futures;
     }
 
-    private static String describe(int size, Path rootInfo) {
+    private static String describe(int size, String rootInfo) {
         return "CommGroup[" + size + " ranks, root info " + rootInfo + "]";
     }
 
-    private static CommRank joinRank(ChipWorker chip, int rank, int size, Path rootInfo, Duration timeout,
+    /** {@code rootInfo}: comm_init's rootinfo_path, UTF-8 without the terminating NUL. */
+    private static CommRank joinRank(ChipWorker chip, int rank, int size, byte[] rootInfo, Duration timeout,
                                      String name) {
         Objects.requireNonNull(chip, "chip");
-        Objects.requireNonNull(rootInfo, "rootInfo");
         long ms = Objects.requireNonNull(timeout, "timeout").toMillis();
         if (ms <= 0 || ms > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("timeout " + timeout + " must be between 1 ms and 2^31 ms");
         }
-        byte[] path = rootInfo.toAbsolutePath().toString().getBytes(StandardCharsets.UTF_8);
         ChipDevice device = chip.device();
-        try (OffHeapBlock cPath = OffHeapBlock.allocate(path.length + 1, 8)) {
-            cPath.buffer().put(0, path).put(path.length, (byte) 0);
+        try (OffHeapBlock cPath = OffHeapBlock.allocate(rootInfo.length + 1, 8)) {
+            cPath.buffer().put(0, rootInfo).put(rootInfo.length, (byte) 0);
             device.enter(chip.table());
             try {
                 long handle = device.api.commInit(device.ctx, rank, size, cPath.address(), (int) ms);
