@@ -21,8 +21,9 @@ import org.ptorun.LibraryLoadException;
  *
  * <p>A library whose resource {@code linux-x86-64/<file>} is a plain file (a directory on
  * the class path, such as {@code target/classes}) is loaded in place: its companions sit
- * next to it. A library inside a jar is extracted, with its companion the emulated driver
- * {@code libptorun_emudrv.so}, under its real name into <b>one private folder per
+ * next to it. A library inside a jar is extracted, with its companions (the emulated driver
+ * {@code libptorun_emudrv.so} and the multi-host plugin {@code libptorun_gloo.so}), under its
+ * real name into <b>one private folder per
  * process</b> ({@code ptorun-<pid>-<random>} under {@code ptorun.tmpdir}, default
  * {@code java.io.tmpdir}; created {@code rwx------}, deleted when the JVM exits), so the
  * onboard runners find the driver next to themselves exactly as in the build tree.
@@ -41,6 +42,12 @@ public final class NativeFolder {
     public static final String TMPDIR_PROPERTY = "ptorun.tmpdir";
     /** The link an onboard runner prefers to every other driver (the pin of {@link #DRIVER_PROPERTY}). */
     public static final String PINNED_DRIVER_FILE_NAME = "libptorun_driver.so";
+
+    /**
+     * What a library finds next to itself: the emulated driver (onboard) and the multi-host
+     * plugin, which a library loads only for a group across hosts (docs/communication.md).
+     */
+    static final List<String> COMPANIONS = List.of(EmulatedDriverLibrary.BUNDLED_FILE_NAME, "libptorun_gloo.so");
 
     private static final Object LOCK = new Object();
     private static Path folder;
@@ -80,9 +87,11 @@ public final class NativeFolder {
                 pin(dir, driver);
             }
             Path file = extract(dir, fileName, url);
-            URL companion = resource(EmulatedDriverLibrary.BUNDLED_FILE_NAME);
-            if (companion != null) {
-                extract(dir, EmulatedDriverLibrary.BUNDLED_FILE_NAME, companion);
+            for (String name : COMPANIONS) {
+                URL companion = resource(name);
+                if (companion != null) {
+                    extract(dir, name, companion);
+                }
             }
             return file;
         }
