@@ -29,7 +29,8 @@ import org.ptorun.Variant;
  * host's ranks ({@link HostRanksMain}), all meeting through a root-info string that names a
  * store at rank 0's host ({@link CommGroup#newRootInfo}). Every rank runs the four
  * collectives over 1 000 003 and 4 194 304 floats and checks every element bit for bit
- * against the cross-host summation order. Layouts: 2 hosts × 2 ranks, 3 hosts × 1 rank.
+ * against the cross-host summation order. Layouts: 2 hosts × 2 ranks, 3 hosts × 1 rank. And a
+ * data-parallel GEMM step through a Worker's collective steps ({@link GemmStepScenario}), 2 hosts × 2 ranks.
  * Root only (it fails, never skips, elsewhere); no namespace of its own is left behind.
  */
 class AcrossHostsE2ETest {
@@ -64,6 +65,26 @@ class AcrossHostsE2ETest {
     @ParameterizedTest(name = "{0}: {1}")
     @MethodSource("variantsAndLayouts")
     void everyCollectiveAcrossHostsIsBitExact(Variant variant, Layout layout, @TempDir Path dir) throws Exception {
+        runScenario(variant, layout, "collectives", dir);
+    }
+
+    static Stream<Variant> variants() {
+        return Variant.all().stream();
+    }
+
+    /**
+     * A data-parallel GEMM step through a Worker's collective steps ({@link GemmStepScenario}):
+     * each rank computes G_r = X_r^T · D_r of its shard into its window and allreduce_sums it in
+     * one callable; every rank holds the sum bit for bit in the cross-host order, three steps.
+     */
+    @ParameterizedTest(name = "{0}: 2 hosts × 2 ranks")
+    @MethodSource("variants")
+    void aGemmStepThroughTheWorkersCollectiveStepsAcrossHostsIsBitExact(Variant variant, @TempDir Path dir)
+            throws Exception {
+        runScenario(variant, new Layout(2, 2), "gemm", dir);
+    }
+
+    private static void runScenario(Variant variant, Layout layout, String scenario, Path dir) throws Exception {
         String prefix;
         try (NetnsHosts hosts = new NetnsHosts(layout.hosts())) {
             prefix = hosts.prefix();
@@ -73,7 +94,7 @@ class AcrossHostsE2ETest {
             for (int h = 0; h < layout.hosts(); h++) {
                 List<String> args = List.of(variant.toString(), rootInfo,
                         Integer.toString(h * layout.ranksPerHost()), Integer.toString(layout.ranksPerHost()),
-                        Integer.toString(layout.size()), layout.hostOfEachRank(), "collectives");
+                        Integer.toString(layout.size()), layout.hostOfEachRank(), scenario);
                 children.add(hosts.start(h, NetnsHosts.javaCommand(HostRanksMain.class, args), dir,
                         dir.resolve("host" + h + ".out"), dir.resolve("host" + h + ".err")));
             }

@@ -85,8 +85,11 @@ public final class HostRanksMain {
         if (hostOf.length != size) {
             throw new IllegalArgumentException("hostOfEachRank names " + hostOf.length + " ranks, not " + size);
         }
+        if (scenario.equals("gemm")) {
+            return GemmStepScenario.run(variant, rootInfo, first, local, size, hostOf);
+        }
         if (!scenario.equals("collectives")) {
-            throw new IllegalArgumentException("unknown scenario '" + scenario + "' (collectives)");
+            throw new IllegalArgumentException("unknown scenario '" + scenario + "' (collectives, gemm)");
         }
         HostRuntime runtime = HostRuntime.load(variant);
         List<ChipWorker> chips = new ArrayList<>();
