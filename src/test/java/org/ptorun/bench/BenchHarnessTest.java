@@ -179,4 +179,45 @@ class BenchHarnessTest {
         assertThat(BenchSuite.p15Rows("a2a3/onboard/hbg", List.of())).hasSize(1)
                 .allSatisfy(r -> assertThat(r.met()).isEqualTo("not measured"));
     }
+
+    @Test
+    void theSuiteReadsP16sProbeAndChildLinesIntoItsRow() {
+        // as the probe and the bench children print them (2026-12-07), among their other lines
+        List<String> tcp = List.of("sent bytes=268435456 ns=200000000", "sent bytes=268435456 ns=250000000",
+                "sent bytes=268435456 ns=400000000", "both-ways sent bytes=268435456 ns=500000000",
+                "both-ways sent bytes=268435456 ns=1000000000");
+        List<String> children = List.of("joined ranks 0..1 of CommGroup[4 ranks, ...] on a2a3/sim/hbg (56 ms)",
+                "bench warm-up 0: 0.653781 s",
+                "bench run=0 ranks=0..1 size=4 bytes=67108864 seconds=0.100000",
+                "bench run=1 ranks=0..1 size=4 bytes=67108864 seconds=0.200000",
+                "bench run=2 ranks=0..1 size=4 bytes=67108864 seconds=0.100000",
+                "bench run=3 ranks=0..1 size=4 bytes=67108864 seconds=0.100000",
+                "bench run=4 ranks=0..1 size=4 bytes=67108864 seconds=0.100000",
+                "PASS bench: rank 0 holds 16384.0 after 7 allreduces",
+                "local run=0 ranks=0..1 size=2 bytes=67108864 seconds=0.010000",
+                "bench run=0 ranks=2..3 size=4 bytes=67108864 seconds=0.120000",
+                "bench run=1 ranks=2..3 size=4 bytes=67108864 seconds=0.110000",
+                "bench run=2 ranks=2..3 size=4 bytes=67108864 seconds=0.130000",
+                "bench run=3 ranks=2..3 size=4 bytes=67108864 seconds=0.090000",
+                "bench run=4 ranks=2..3 size=4 bytes=67108864 seconds=0.080000");
+        var f = org.ptorun.hosts.AllreduceBenchScenario.figures(tcp, children).orElseThrow();
+        // per run the slowest process: 0.12, 0.2, 0.13, 0.1, 0.1; median 0.12 s
+        assertThat(f.runSeconds()).containsExactly(0.12, 0.2, 0.13, 0.1, 0.1);
+        assertThat(f.medianSeconds()).isEqualTo(0.12);
+        assertThat(f.busBytesPerSecond()).isCloseTo(1.5 * 67108864 / 0.12, within(1e-3));
+        assertThat(f.rawTcpBytesPerSecond()).isCloseTo(268435456 / 0.25, within(1e-3)); // 1024 MiB/s
+        assertThat(f.localMedianSeconds()).as("one local run of five: no figure").isEmpty();
+        assertThat(f.bothWaysBytesPerSecond()).hasSize(2);
+        BenchSuite.Row row = BenchSuite.p16Row("a2a3/sim/hbg", 2, 2, tcp, children);
+        assertThat(row.id()).isEqualTo("P16");
+        assertThat(row.figure()).isEqualTo("0.78 x"); // 800 MiB/s / 1024 MiB/s
+        assertThat(row.met()).isEqualTo("met");
+        assertThat(row.measured()).contains("bus 800 MiB/s (0.120 s per allreduce", "raw TCP 1024 MiB/s",
+                "both ways at once: 512 and 256 MiB/s");
+        assertThat(row.what()).contains("2 hosts x 2 ranks", "64 MiB");
+        // a missing run, or no transfer: no figure
+        assertThat(BenchSuite.p16Row("a2a3/sim/hbg", 2, 2, tcp, children.subList(0, 6)).met())
+                .isEqualTo("not measured");
+        assertThat(BenchSuite.p16Row("a2a3/sim/hbg", 2, 1, List.of(), children).met()).isEqualTo("not measured");
+    }
 }

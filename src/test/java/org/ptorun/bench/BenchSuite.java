@@ -37,15 +37,16 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * against its target, printed and written to {@code target/bench/report.md} (JMH's
  * raw results: {@code target/bench/jmh-result.json}). Each figure is a ratio of two
  * measurements made in this run, because the machines are noisy; the suite reports,
- * it does not assert. Arguments select parts ({@code P1 … P15}; P8 is derived from
+ * it does not assert. Arguments select parts ({@code P1 … P16}; P8 is derived from
  * P1's measurements; P15, a chip in a chip host process vs in the JVM, runs
- * {@link ProcessIsolationBench} in a child JVM per variant); none runs everything.
+ * {@link ProcessIsolationBench} in a child JVM per variant; P16, allreduce across hosts vs raw
+ * TCP, makes network namespaces as hosts and needs root); none runs everything.
  */
 public final class BenchSuite {
 
     private static final String PACKAGE = BenchSuite.class.getPackageName() + ".";
     private static final List<String> PARTS = List.of("P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10",
-            "P11", "P12", "P13", "P14", "P15");
+            "P11", "P12", "P13", "P14", "P15", "P16");
     private static final long SOAK_RUNS = Long.getLong("bench.soakRuns", 1_000_000L);
     /** Child JVMs per P10 measurement; the figure is their median. */
     private static final int FRESH_JVMS = Integer.getInteger("bench.freshJvms", 7);
@@ -119,6 +120,9 @@ public final class BenchSuite {
         }
         if (parts.contains("P15")) {
             processIsolation();
+        }
+        if (parts.contains("P16")) {
+            acrossHosts();
         }
         report();
         String header = String.format(Locale.ROOT, "ptorun benchmark suite, %s; %d CPUs; load average %s before, %s"
@@ -391,6 +395,71 @@ public final class BenchSuite {
         lines = runChild("P15 on " + onboard,
                 javaCommand(List.of(), ProcessIsolationBench.class.getName(), onboard, "trivial"));
         rows.addAll(p15Rows(onboard, lines));
+    }
+
+    /**
+     * P16 (docs/performance.md): allreduce_sum of 64 MiB over 2 hosts × 2 ranks (network
+     * namespaces, {@link org.ptorun.hosts.NetnsHosts}), bus bandwidth against the raw TCP
+     * bandwidth between the two namespaces measured in the same run; and 2 hosts × 1 rank for
+     * comparison. A failed measurement is a "no result" row, not the end of the suite.
+     */
+    private void acrossHosts() {
+        String variant = "a2a3/sim/hbg";
+        for (int ranksPerHost : new int[] {2, 1}) {
+            System.out.println("# P16 on " + variant + ", 2 hosts x " + ranksPerHost);
+            List<String> tcp = List.of();
+            List<String> child = List.of();
+            try {
+                org.ptorun.hosts.AllreduceBenchScenario.Measurement m = org.ptorun.hosts.AllreduceBenchScenario
+                        .measure(variant, 2, ranksPerHost, dir.resolve("p16-" + ranksPerHost));
+                tcp = m.tcpLines();
+                child = m.childLines();
+            } catch (Exception e) {
+                System.out.println("P16 2 hosts x " + ranksPerHost + " failed: " + e);
+            }
+            rows.add(p16Row(variant, 2, ranksPerHost, tcp, child));
+        }
+    }
+
+    /** A P16 row of the raw TCP probe's and the bench children's lines. */
+    static Row p16Row(String variant, int hosts, int ranksPerHost, List<String> tcpLines, List<String> childLines) {
+        String what = String.format(Locale.ROOT, "%s: allreduce_sum of %d MiB over %d hosts x %d rank%s (network"
+                        + " namespaces), bus bandwidth (x 2(n-1)/n) vs raw TCP between the hosts in the same run (one"
+                        + " connection, %d MiB, median of %d), median of %d runs after %d warm-up (each run: the"
+                        + " slowest process)", variant,
+                4L * org.ptorun.hosts.AllreduceBenchScenario.FLOATS >> 20, hosts, ranksPerHost,
+                ranksPerHost == 1 ? "" : "s", org.ptorun.hosts.AllreduceBenchScenario.TCP_BYTES >> 20,
+                org.ptorun.hosts.AllreduceBenchScenario.TCP_TRANSFERS, org.ptorun.hosts.AllreduceBenchScenario.RUNS,
+                org.ptorun.hosts.AllreduceBenchScenario.WARMUP);
+        String target = ">= 0.5 x";
+        Optional<org.ptorun.hosts.AllreduceBenchScenario.Figures> f =
+                org.ptorun.hosts.AllreduceBenchScenario.figures(tcpLines, childLines);
+        if (f.isEmpty()) {
+            return new Row("P16", what, "no result (see above)", "-", target, "not measured");
+        }
+        org.ptorun.hosts.AllreduceBenchScenario.Figures r = f.get();
+        StringBuilder runs = new StringBuilder();
+        for (double sec : r.runSeconds()) {
+            runs.append(runs.length() == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.3f", sec));
+        }
+        StringBuilder transfers = new StringBuilder();
+        for (double bps : r.tcpBytesPerSecond()) {
+            transfers.append(transfers.length() == 0 ? "" : ", ")
+                    .append(String.format(Locale.ROOT, "%.0f", bps / (1 << 20)));
+        }
+        double ratio = r.ratio();
+        String local = r.localMedianSeconds().map(l -> String.format(Locale.ROOT, "; the same allreduce over one"
+                + " host's %d ranks alone (shared memory, no proxy) %.3f s", ranksPerHost, l)).orElse("");
+        StringBuilder both = new StringBuilder();
+        for (double bps : r.bothWaysBytesPerSecond()) {
+            both.append(both.length() == 0 ? "; raw TCP both ways at once: " : " and ")
+                    .append(String.format(Locale.ROOT, "%.0f", bps / (1 << 20)));
+        }
+        local += both.length() == 0 ? "" : both + " MiB/s";
+        return new Row("P16", what, String.format(Locale.ROOT, "bus %.0f MiB/s (%.3f s per allreduce; runs %s s) /"
+                                + " raw TCP %.0f MiB/s (transfers %s MiB/s)%s", r.busBytesPerSecond() / (1 << 20),
+                        r.medianSeconds(), runs, r.rawTcpBytesPerSecond() / (1 << 20), transfers, local),
+                String.format(Locale.ROOT, "%.2f x", ratio), target, met(ratio >= 0.5));
     }
 
     /** P15's rows of a {@link ProcessIsolationBench} child's output: the parts it printed. */

@@ -88,8 +88,11 @@ public final class HostRanksMain {
         if (scenario.equals("gemm")) {
             return GemmStepScenario.run(variant, rootInfo, first, local, size, hostOf);
         }
+        if (scenario.equals("bench")) {
+            return AllreduceBenchScenario.run(variant, rootInfo, first, local, size, hostOf);
+        }
         if (!scenario.equals("collectives")) {
-            throw new IllegalArgumentException("unknown scenario '" + scenario + "' (collectives, gemm)");
+            throw new IllegalArgumentException("unknown scenario '" + scenario + "' (collectives, gemm, bench)");
         }
         HostRuntime runtime = HostRuntime.load(variant);
         List<ChipWorker> chips = new ArrayList<>();
