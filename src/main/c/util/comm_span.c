@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,7 +307,10 @@ static int make_host_part(CommSpan *g, uint64_t key, const uint32_t *ranks, size
     uint32_t local[PTO_COMM_MAX_RANKS];
     size_t l = local_members(g, ranks, count, local), remote = count - l;
     size_t share = (remote + l - 1) / l;
-    int rc = shm_group_alloc_windows(g->local, key, local, l, bytes * (1 + share), PTO_OK, &w->windows);
+    int rc = bytes > SIZE_MAX / (1 + share)
+                 ? pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm: a window of %zu bytes and its %zu mirrors overflow", bytes,
+                            share)
+                 : shm_group_alloc_windows(g->local, key, local, l, bytes * (1 + share), PTO_OK, &w->windows);
     if (rc != PTO_OK)
         return rc;
     size_t li = 0, ri = 0;

@@ -210,7 +210,7 @@ public final class WorkerMetrics implements MeterBinder, RunObserver {
         if (r == null) {
             return;
         }
-        StepKey key = new StepKey(step.ticket(0).callableId(), step.size(), failure == null ? "success" : "failure");
+        StepKey key = new StepKey(step.ticket(step.ranks().get(0)).callableId(), step.size(), failure == null ? "success" : "failure");
         stepTimers.computeIfAbsent(key, k -> timer(r, "ptorun.collective.step",
                 "From a collective step's enqueue until every rank's run finished",
                 workerTags.and("callable", String.valueOf(k.callable), "ranks", String.valueOf(k.ranks),

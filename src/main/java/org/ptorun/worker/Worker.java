@@ -221,11 +221,37 @@ public final class Worker implements AutoCloseable {
      * @throws org.ptorun.CommException when a rank cannot join
      */
     public CommGroup openCommGroup(Path rootInfo, Duration timeout) {
+        return CommGroup.open(chips(), rootInfo, timeout);
+    }
+
+    /**
+     * Joins ranks {@code firstRank, firstRank + 1, ...} of a group of {@code size} with this
+     * Worker's chips (rank {@code firstRank + i} is the chip of {@code deviceIds().get(i)}),
+     * while the other ranks join from other hosts (or processes) through the same root-info
+     * string of {@link CommGroup#newRootInfo} (docs/communication.md, Across hosts). Close it
+     * before the Worker.
+     *
+     * @throws IllegalArgumentException when the root info or the ranks are malformed
+     * @throws org.ptorun.CommException when a rank cannot join
+     */
+    public CommGroup joinCommGroup(String rootInfo, int firstRank, int size, Duration timeout) {
+        return CommGroup.join(chips(), firstRank, size, rootInfo, timeout);
+    }
+
+    /**
+     * As {@link #joinCommGroup(String, int, int, Duration)} for ranks of one host, which meet
+     * through the root-info file at {@code rootInfo}.
+     */
+    public CommGroup joinCommGroup(Path rootInfo, int firstRank, int size, Duration timeout) {
+        return CommGroup.join(chips(), firstRank, size, rootInfo, timeout);
+    }
+
+    private List<ChipWorker> chips() {
         List<ChipWorker> chips = new ArrayList<>(lanes.length);
         for (ChipLane lane : lanes) {
             chips.add(lane.chip);
         }
-        return CommGroup.open(chips, rootInfo, timeout);
+        return chips;
     }
 
     /**
@@ -273,10 +299,12 @@ public final class Worker implements AutoCloseable {
         }
         RunTicket[] byLane = queue.admitOnLanes(callableId, perLane, rankOfLane, laneOfRank, config);
         List<RunTicket> byRank = new ArrayList<>(laneOfRank.length);
-        for (int lane : laneOfRank) {
-            byRank.add(byLane[lane]);
+        List<Integer> ranks = new ArrayList<>(laneOfRank.length);
+        for (int i = 0; i < laneOfRank.length; i++) {
+            byRank.add(byLane[laneOfRank[i]]);
+            ranks.add(group.ranks().get(i).rank());
         }
-        CollectiveStep step = new CollectiveStep(byRank);
+        CollectiveStep step = new CollectiveStep(byRank, ranks);
         ledger.observeStep(step, byRank.get(0).enqueuedAt); // admitted together: one enqueue instant
         return step;
     }

@@ -1,14 +1,11 @@
 package org.ptorun.hosts;
 
-import java.lang.reflect.Array;
-import java.lang.reflect.Field;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.ptorun.CallConfig;
-import org.ptorun.ChipWorker;
 import org.ptorun.CommGroup;
 import org.ptorun.CommRank;
 import org.ptorun.DType;
@@ -36,10 +33,9 @@ import org.ptorun.worker.Worker;
  * kernel's order ({@code acc = 0; for b: acc = acc + X[b][i]·D[b][j]}), summed in the
  * cross-host order ({@link HostRanksMain#referenceSum}). {@value #STEPS} steps, new data each.
  *
- * <p>The Worker opens the host's chips; the group joins them through the root-info string.
- * The Worker has no public way to join a group across hosts over its chips
- * ({@link Worker#openCommGroup} takes a root-info file and makes ranks 0..n-1), so the chips
- * are read from the Worker by reflection: a test-only stand-in for that missing call.
+ * <p>The Worker opens the host's chips and joins them to the group through the root-info
+ * string ({@link Worker#joinCommGroup(String, int, int, java.time.Duration)}); the step's
+ * results are named by group rank.
  */
 final class GemmStepScenario {
 
@@ -122,7 +118,7 @@ final class GemmStepScenario {
                 .build()) {
             worker.register(STEP, gradientStep(ROWS, K, N)).get(WAIT_SECONDS, TimeUnit.SECONDS);
             long t0 = System.nanoTime();
-            CommGroup group = CommGroup.join(chipsOf(worker), first, size, rootInfo, HostRanksMain.TIMEOUT);
+            CommGroup group = worker.joinCommGroup(rootInfo, first, size, HostRanksMain.TIMEOUT);
             try {
                 System.out.printf("joined ranks %d..%d of %s on %s through a Worker (%d ms)%n", first,
                         first + local - 1, group, variant, (System.nanoTime() - t0) / 1_000_000);
@@ -155,10 +151,10 @@ final class GemmStepScenario {
                 .tensor(Tensor.of(rank.window(), DType.F32)).scalar(rank.deviceContext()), CallConfig.DEFAULT);
         int failed = 0;
         List<CommRank> ranks = group.ranks();
-        // the step's results are in the order of the group's local ranks
+        assertRanks(step.ranks(), ranks);
         List<RunResult> results = new ArrayList<>();
-        for (int i = 0; i < ranks.size(); i++) {
-            results.add(step.result(i).get(WAIT_SECONDS, TimeUnit.SECONDS));
+        for (CommRank rank : ranks) { // the step names the group's ranks, this host's only
+            results.add(step.result(rank.rank()).get(WAIT_SECONDS, TimeUnit.SECONDS));
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
         for (int i = 0; i < ranks.size(); i++) {
@@ -181,21 +177,10 @@ final class GemmStepScenario {
         return failed;
     }
 
-    /**
-     * The Worker's chips in the order of its device ids (rank first + i is chip i): read by
-     * reflection, for want of a Worker call that joins a group across hosts.
-     */
-    static List<ChipWorker> chipsOf(Worker worker) throws ReflectiveOperationException {
-        Field lanesField = Worker.class.getDeclaredField("lanes");
-        lanesField.setAccessible(true);
-        Object lanes = lanesField.get(worker);
-        List<ChipWorker> chips = new ArrayList<>();
-        for (int i = 0; i < Array.getLength(lanes); i++) {
-            Object lane = Array.get(lanes, i);
-            Field chip = lane.getClass().getDeclaredField("chip");
-            chip.setAccessible(true);
-            chips.add((ChipWorker) chip.get(lane));
+    private static void assertRanks(List<Integer> stepRanks, List<CommRank> local) {
+        List<Integer> want = local.stream().map(CommRank::rank).toList();
+        if (!stepRanks.equals(want)) {
+            throw new IllegalStateException("the step's ranks " + stepRanks + " are not this host's " + want);
         }
-        return chips;
     }
 }

@@ -33,8 +33,11 @@ final class JarChild {
         return jar;
     }
 
-    static Outcome run(Path work, boolean withJna, List<String> jvmOptions, Map<String, String> env, String... args)
-            throws IOException, InterruptedException {
+    /** The child's command and its fresh working folder. */
+    record Launch(List<String> command, Path dir) {
+    }
+
+    static Launch prepare(Path work, boolean withJna, List<String> jvmOptions, String... args) throws IOException {
         Path source = Path.of(System.getProperty("ptorun.itSource", "src/it/jar-smoke/JarSmoke.java"))
                 .toAbsolutePath();
         List<String> classPath = new ArrayList<>();
@@ -55,6 +58,14 @@ final class JarChild {
         command.add(String.join(File.pathSeparator, classPath));
         command.add(source.toString());
         command.addAll(Arrays.asList(args));
+        return new Launch(command, dir);
+    }
+
+    static Outcome run(Path work, boolean withJna, List<String> jvmOptions, Map<String, String> env, String... args)
+            throws IOException, InterruptedException {
+        Launch launch = prepare(work, withJna, jvmOptions, args);
+        List<String> command = launch.command();
+        Path dir = launch.dir();
         ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
         pb.environment().remove("PTORUN_DRIVER");
         pb.environment().putAll(env);

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,6 +22,8 @@ import java.util.zip.ZipEntry;
 import java.util.zip.ZipFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.ptorun.CommGroup;
+import org.ptorun.hosts.NetnsHosts;
 
 /**
  * The packaged jar as a user gets it (run by Failsafe in {@code integration-test}, after
@@ -77,6 +81,41 @@ class PackagedJarIT {
         try (Stream<ProcessHandle> all = ProcessHandle.allProcesses()) {
             assertThat(all.filter(p -> p.info().command().orElse("").startsWith(tmp.toString())))
                     .as("no chip host outlives its JVM").isEmpty();
+        }
+    }
+
+    /**
+     * A group across two hosts from the jar: each host a network namespace whose JVM has a
+     * private /dev/shm, two ranks each, on all eight libraries (the multi-host plugin is
+     * extracted from the jar beside the libraries); every rank checks the allreduce.
+     */
+    @Test
+    void aGroupAcrossHostsRunsFromTheJar() throws Exception {
+        try (NetnsHosts hosts = new NetnsHosts(2)) {
+            List<String> rootInfos = new ArrayList<>();
+            for (int v = 0; v < VARIANTS.size(); v++) {
+                rootInfos.add(CommGroup.newRootInfo(new InetSocketAddress(InetAddress.getByName(hosts.address(0)),
+                        40000 + v))); // a fresh namespace: every port is free
+            }
+            List<Process> children = new ArrayList<>();
+            List<Path> outputs = new ArrayList<>();
+            for (int h = 0; h < 2; h++) {
+                List<String> args = new ArrayList<>(List.of("hosts", Integer.toString(2 * h), "2", "4"));
+                args.addAll(rootInfos);
+                JarChild.Launch launch = JarChild.prepare(work, true, List.of("--enable-native-access=ALL-UNNAMED",
+                        "-Djava.io.tmpdir=" + Files.createDirectories(work.resolve("tmp" + h))), args.toArray(String[]::new));
+                Path out = work.resolve("host" + h + ".out");
+                outputs.add(out);
+                children.add(hosts.start(h, launch.command(), launch.dir(), out, work.resolve("host" + h + ".err")));
+            }
+            for (int h = 0; h < 2; h++) {
+                assertThat(children.get(h).waitFor(300, TimeUnit.SECONDS)).as("host %d ends", h).isTrue();
+                String output = Files.readString(outputs.get(h)) + Files.readString(work.resolve("host" + h + ".err"));
+                assertThat(children.get(h).exitValue()).as(output).isZero();
+                for (String v : VARIANTS) {
+                    assertThat(output).contains("HOSTS OK " + v + " ranks " + 2 * h + ".." + (2 * h + 1));
+                }
+            }
         }
     }
 
