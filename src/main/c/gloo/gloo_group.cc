@@ -18,6 +18,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -420,6 +421,20 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
       throw Error(PTO_ERR_RANKS_DISAGREE, "rank " + std::to_string(rank) + " opens a group of " + n +
                                               " ranks, rank 0 one of " + std::string(n0.begin(), n0.end()));
 
+    /* every rank's arrival, named: the first rank still missing at the deadline
+       (rank 0's absence is the store's: no rank can reach it) */
+    const auto deadline = std::chrono::steady_clock::now() + g->timeout;
+    for (int q = 0; q < nranks; q++) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      try {
+        store.wait({"nranks/" + std::to_string(q)}, std::max(left, std::chrono::milliseconds(1)));
+      } catch (const Error &e) {
+        if (e.code() != PTO_ERR_TIMEOUT) throw;
+        throw Error(PTO_ERR_TIMEOUT, "rank " + std::to_string(q) + " did not arrive within " +
+                                         std::to_string(timeout_ms) + " ms");
+      }
+    }
+
     gloo::transport::tcp::attr attr;
     attr.hostname = bind_addr;
     attr.ai_family = AF_INET;
@@ -439,7 +454,14 @@ PTO_GLOO_EXPORT int ptorun_gloo_open(const char *rootinfo, int rank, int nranks,
     *out = group.release();
     return PTO_OK;
   } catch (...) {
-    return ptogloo::fail_current("ptorun_gloo_open", name_peer, g);
+    int rc = ptogloo::fail_current("ptorun_gloo_open", name_peer, g);
+    if (g != nullptr && g->server) {
+      /* the others may still wait for a rank that never came: keep the store until
+         they fail on their own deadline (naming that rank) or the grace ends */
+      g->health.reset();
+      g->server->await_clients_gone(kCloseGrace);
+    }
+    return rc;
   }
 }
 

@@ -308,11 +308,15 @@ void StoreServer::serve() {
 }
 
 void StoreServer::publish_open_lanes(const std::vector<Conn> &conns) {
-  int open = 0;
-  for (const auto &c : conns) open += c.rank >= 0 && !c.left && !c.dead;
+  int open = 0, clients = 0;
+  for (const auto &c : conns) {
+    open += c.rank >= 0 && !c.left && !c.dead;
+    clients += !c.dead;
+  }
   std::lock_guard<std::mutex> hold(lanes_lock_);
-  if (open != open_lanes_ || !lanes_known_) {
+  if (open != open_lanes_ || clients != open_clients_ || !lanes_known_) {
     open_lanes_ = open;
+    open_clients_ = clients;
     lanes_known_ = true;
     lanes_changed_.notify_all();
   }
@@ -321,6 +325,11 @@ void StoreServer::publish_open_lanes(const std::vector<Conn> &conns) {
 void StoreServer::await_lanes_closed(std::chrono::milliseconds max) {
   std::unique_lock<std::mutex> hold(lanes_lock_);
   lanes_changed_.wait_for(hold, max, [this] { return lanes_known_ && open_lanes_ == 0; });
+}
+
+void StoreServer::await_clients_gone(std::chrono::milliseconds max) {
+  std::unique_lock<std::mutex> hold(lanes_lock_);
+  lanes_changed_.wait_for(hold, max, [this] { return lanes_known_ && open_clients_ == 0; });
 }
 
 void StoreServer::serve_loop(std::vector<Conn> &conns) {

@@ -59,6 +59,11 @@ class StoreServer {
    * who was lost after a failure. */
   void await_lanes_closed(std::chrono::milliseconds max);
 
+  /* Waits at most `max` until no client is connected: rank 0 whose open failed
+   * keeps the store so, letting the others fail on their own deadline and name
+   * the rank that did not arrive, not the store. */
+  void await_clients_gone(std::chrono::milliseconds max);
+
   struct Conn; /* a client connection */
 
  private:
@@ -68,6 +73,7 @@ class StoreServer {
   std::mutex lanes_lock_;
   std::condition_variable lanes_changed_;
   int open_lanes_ = 0;          /* health lanes open and not said goodbye; guarded by lanes_lock_ */
+  int open_clients_ = 0;        /* client connections open; guarded by lanes_lock_ */
   bool lanes_known_ = false;    /* the thread has counted them at least once since a lane opened */
   int listen_fd_ = -1;
   int stop_fd_ = -1; /* eventfd that wakes the thread to stop */

@@ -23,7 +23,7 @@
  * exit 10 (rank 0 too).
  * open-disagree: the ranks but 0 open the group id with its last digit
  * changed: they must be refused by rank 0's store (PTO_ERR_RANKS_DISAGREE),
- * and rank 0's open must time out, nobody having joined: exit 10.
+ * and rank 0's open must time out naming rank 1, the first that never came: exit 10.
  * disagree: rank nranks-1 calls the allreduce with count+1 floats: every
  * rank's call must fail with PTO_ERR_RANKS_DISAGREE (not abort, not hang):
  * exit 10.
@@ -518,7 +518,8 @@ int main(int argc, char **argv) {
     return expect_open_failure(rootinfo, rank, n, bind_addr, timeout_ms, PTO_ERR_TIMEOUT, where);
   }
   if (strcmp(mode, "open-disagree") == 0) {
-    if (rank == 0) return expect_open_failure(rootinfo, rank, n, bind_addr, timeout_ms, PTO_ERR_TIMEOUT, "never joined");
+    if (rank == 0)
+      return expect_open_failure(rootinfo, rank, n, bind_addr, timeout_ms, PTO_ERR_TIMEOUT, "rank 1 did not arrive");
     char other[512];
     snprintf(other, sizeof other, "%s", rootinfo);
     size_t len = strlen(other);

@@ -427,7 +427,10 @@ static int32_t span_step(const PtoCommDeviceContext *c, const PtoKernelContext *
     const PtoCommWaitArg w = { m, PTO_COMM_SIG_SPAN_DONE, seq, 0, 1 };
     uint32_t who = 0;
     int how = pto_comm_wait_for(&w, 2u * m->timeout_ms + 1000u, &who);
-    if (how != PTO_COMM_WAIT_OK)
+    /* the step's own outcome first: a failed step breaks this host's part, and a
+       member that sees the break before the outcome must still report the outcome */
+    const uint32_t done = __atomic_load_n(&lead[PTO_COMM_SIG_SPAN_DONE], __ATOMIC_SEQ_CST);
+    if (how != PTO_COMM_WAIT_OK && !pto_comm_reached(done, seq))
         return wait_failed(c, how, who);
     const uint32_t status = __atomic_load_n(&lead[PTO_COMM_SIG_SPAN_STATUS], __ATOMIC_RELAXED);
     const uint32_t culprit = __atomic_load_n(&lead[PTO_COMM_SIG_SPAN_CULPRIT], __ATOMIC_RELAXED);
