@@ -219,5 +219,7 @@ class BenchHarnessTest {
         assertThat(BenchSuite.p16Row("a2a3/sim/hbg", 2, 2, tcp, children.subList(0, 6)).met())
                 .isEqualTo("not measured");
         assertThat(BenchSuite.p16Row("a2a3/sim/hbg", 2, 1, List.of(), children).met()).isEqualTo("not measured");
+        // 2 hosts x 1 rank is a comparison, not the bound's layout
+        assertThat(BenchSuite.p16Row("a2a3/sim/hbg", 2, 1, tcp, children).met()).isEqualTo("comparison");
     }
 }
