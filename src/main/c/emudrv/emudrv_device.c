@@ -717,7 +717,7 @@ static const char *error_string(int code)
     case PTO_DRV_ERR_COPY: return "host/device copy failed";
     case PTO_DRV_ERR_LAUNCH: return "launch refused by the device";
     case PTO_DRV_ERR_STREAM: return "an operation on the stream failed";
-    case PTO_DRV_ERR_TIMEOUT: return "stream not done within the timeout";
+    case PTO_DRV_ERR_TIMEOUT: return "not done within the timeout";
     case PTO_DRV_ERR_DEVICE_LOST: return "device lost (reset required)";
     case PTO_DRV_ERR_UNSUPPORTED: return "not supported by this device";
     case PTO_DRV_ERR_PEER_LOST: return "a peer rank is gone or the comm group broke";

@@ -42,7 +42,7 @@ typedef enum PtoDriverError {
     PTO_DRV_ERR_COPY = -3,              /* a host<->device copy failed */
     PTO_DRV_ERR_LAUNCH = -4,            /* the device refused a launch */
     PTO_DRV_ERR_STREAM = -5,            /* an operation on the stream failed (stream in error state) */
-    PTO_DRV_ERR_TIMEOUT = -6,           /* stream_synchronize: not done within the timeout */
+    PTO_DRV_ERR_TIMEOUT = -6,           /* not done within the timeout (stream_synchronize, comm waits) */
     PTO_DRV_ERR_DEVICE_LOST = -7,       /* the device is gone until reset_device */
     PTO_DRV_ERR_UNSUPPORTED = -8,       /* e.g. host_register on a device without host mapping */
     PTO_DRV_ERR_PEER_LOST = -9,         /* comm: a peer rank is gone (its process, its device), or the
