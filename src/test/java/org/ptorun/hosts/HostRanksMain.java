@@ -6,8 +6,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
+import org.ptorun.CommException;
 import org.ptorun.CommGroup;
 import org.ptorun.CommRank;
 import org.ptorun.DType;
@@ -128,7 +130,7 @@ public final class HostRanksMain {
         long maxBytes = 4L * Arrays.stream(COUNTS).max().orElseThrow();
         group.allocWindows(maxBytes * (size + 1)); // x at 0, y (allgather: size × x) after it
         int root = broadcastRoot(hostOf);
-        int failed = 0;
+        int failed = peerViews(group, hostOf);
         for (int c = 0; c < COUNTS.length; c++) {
             int n = COUNTS[c];
             long bytes = 4L * n;
@@ -190,6 +192,46 @@ public final class HostRanksMain {
                         .scalar(rank.deviceContext()).scalar(root), CallConfig.DEFAULT);
                 return read(rank, xb, n);
             });
+        }
+        return failed;
+    }
+
+    /**
+     * A view of a peer's window works for a peer of this host and is refused, naming both
+     * ranks, for one on another host; a derived context of a group across hosts is refused.
+     * The number of failed checks.
+     */
+    private static int peerViews(CommGroup group, int[] hostOf) {
+        int failed = 0;
+        boolean acrossHosts = Arrays.stream(hostOf).distinct().count() > 1;
+        for (CommRank rank : group.ranks()) {
+            for (int peer = 0; peer < group.size(); peer++) {
+                String refusal = null;
+                try {
+                    rank.peerTensor(peer, 0, DType.F32, 4);
+                } catch (IllegalArgumentException e) {
+                    refusal = e.getMessage();
+                }
+                boolean remote = hostOf[peer] != hostOf[rank.rank()];
+                String expected = "rank " + peer + " is on another host than rank " + rank.rank();
+                boolean ok = remote ? refusal != null && refusal.contains(expected) : refusal == null;
+                System.out.printf("%s peer view of rank %d from rank %d (%s): %s%n", ok ? "PASS" : "FAIL", peer,
+                        rank.rank(), remote ? "another host: refused" : "this host: a view",
+                        refusal == null ? "a view" : refusal);
+                failed += ok ? 0 : 1;
+            }
+            if (acrossHosts) {
+                String refusal = null;
+                try {
+                    rank.derive(IntStream.range(0, group.size()).toArray(), 0, 4096);
+                } catch (CommException e) {
+                    refusal = e.getMessage();
+                }
+                boolean ok = refusal != null && refusal.contains("not for a group across hosts");
+                System.out.printf("%s derived context refused on rank %d: %s%n", ok ? "PASS" : "FAIL", rank.rank(),
+                        refusal);
+                failed += ok ? 0 : 1;
+            }
         }
         return failed;
     }
