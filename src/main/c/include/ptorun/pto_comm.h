@@ -116,7 +116,7 @@ typedef enum PtoCommSpanStatus {
     PTO_COMM_SPAN_LOST = 1,     /* the culprit's host is gone */
     PTO_COMM_SPAN_TIMEOUT = 2,  /* the culprit's host did not take part in time */
     PTO_COMM_SPAN_DISAGREE = 3, /* the hosts' intents differ (FIELD, VALUES) */
-    PTO_COMM_SPAN_FAILED = 4    /* anything else (the proxy's log says what) */
+    PTO_COMM_SPAN_FAILED = 4    /* anything else (out of memory, a Gloo error): culprit as for LOST */
 } PtoCommSpanStatus;
 
 typedef struct PtoCommDeviceContext {
