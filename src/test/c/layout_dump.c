@@ -193,6 +193,7 @@ int main(void)
     OFF(PtoCommDeviceContext, window_size);
     OFF(PtoCommDeviceContext, windows);
     OFF(PtoCommDeviceContext, signals);
+    OFF(PtoCommDeviceContext, span);
     SIZE(NativeRunReport);
     OFF(NativeRunReport, execution_end_ns);
     OFF(NativeRunReport, peak_device_memory);
