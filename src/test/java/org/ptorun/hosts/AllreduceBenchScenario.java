@@ -79,10 +79,7 @@ public final class AllreduceBenchScenario {
             for (int i = 0; i < local; i++) {
                 chips.add(ChipWorker.open(runtime, first + i));
             }
-            long t0 = System.nanoTime();
-            group = CommGroup.join(chips, first, size, rootInfo, HostRanksMain.TIMEOUT);
-            System.out.printf("joined ranks %d..%d of %s on %s (%d ms)%n", first, first + local - 1, group, variant,
-                    (System.nanoTime() - t0) / 1_000_000);
+            group = HostRanksMain.join(variant, chips, rootInfo, first, size);
             int failed = bench(group, first, local, "bench");
             group.barrier(); // nobody leaves while a peer still reads its window
             group.close();

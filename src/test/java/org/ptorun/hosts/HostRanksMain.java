@@ -103,12 +103,7 @@ public final class HostRanksMain {
             for (int i = 0; i < local; i++) {
                 chips.add(ChipWorker.open(runtime, first + i));
             }
-            long t0 = System.nanoTime();
-            group = rootInfo.startsWith("ptorun-gloo:")
-                    ? CommGroup.join(chips, first, size, rootInfo, TIMEOUT)
-                    : CommGroup.join(chips, first, size, Path.of(rootInfo), TIMEOUT);
-            System.out.printf("joined ranks %d..%d of %s on %s (%d ms)%n", first, first + local - 1, group, variant,
-                    (System.nanoTime() - t0) / 1_000_000);
+            group = join(variant, chips, rootInfo, first, size);
             int failed = collectives(group, hostOf);
             group.barrier(); // nobody leaves while a peer still reads its window
             return failed;
@@ -121,6 +116,20 @@ public final class HostRanksMain {
                 chips.forEach(ChipWorker::close);
             }
         }
+    }
+
+    /**
+     * Joins {@code chips} as ranks {@code first ..} of {@code size} through a root-info string
+     * (or, for a check of one host, a root-info file path) and says so with the time it took.
+     */
+    static CommGroup join(Variant variant, List<ChipWorker> chips, String rootInfo, int first, int size) {
+        long t0 = System.nanoTime();
+        CommGroup group = rootInfo.startsWith("ptorun-gloo:")
+                ? CommGroup.join(chips, first, size, rootInfo, TIMEOUT)
+                : CommGroup.join(chips, first, size, Path.of(rootInfo), TIMEOUT);
+        System.out.printf("joined ranks %d..%d of %s on %s (%d ms)%n", first, first + chips.size() - 1, group,
+                variant, (System.nanoTime() - t0) / 1_000_000);
+        return group;
     }
 
     // ---- collectives -----------------------------------------------------------------------------
