@@ -295,3 +295,62 @@ TEST(emudrv_comm_window_break_marks_every_member_with_the_first_culprit)
     CHECK_STATS(stats_now(), before);
     unlink("/tmp/ptorun-emudrv-comm-break-rootinfo");
 }
+
+/* A slice (ABI 5) of the group's windows over ranks {1, 2}: its windows are the
+ * group's from the offset, its signal blocks fresh and zeroed, one host so no
+ * span; a slice of a set that is not over every rank, or leaving the window, is
+ * refused without a collective. */
+static int script_slice(Rank *r)
+{
+    enum { SLICE_WINDOW = 64 * 1024, SLICE_OFFSET = 4096, SLICE_BYTES = 8192 };
+    PtoDrvWindows *group = NULL, *pair = NULL, *slice = NULL;
+    r->rc_alloc = API->comm_window_alloc(r->comm, 5, ALL, (size_t)r->nranks, SLICE_WINDOW, &group);
+    if (r->rc_alloc != PTO_DRV_OK)
+        return r->rc_alloc;
+    CHECK_EQ_INT(API->comm_window_slice(r->comm, 6, ALL, 2, NULL, SLICE_OFFSET, SLICE_BYTES, &slice), PTO_DRV_ERR_INVALID);
+    CHECK_EQ_INT(API->comm_window_slice(r->comm, 6, ALL, 2, group, SLICE_WINDOW - 4096, SLICE_BYTES, &slice),
+                 PTO_DRV_ERR_INVALID);
+    CHECK_EQ_INT(API->comm_window_slice(r->comm, 6, ALL, 2, group, SLICE_OFFSET, 0, &slice), PTO_DRV_ERR_INVALID);
+    static const uint32_t members[2] = { 1, 2 };
+    if (r->rank == 1 || r->rank == 2) {
+        CHECK_EQ_INT(API->comm_window_alloc(r->comm, 7, members, 2, SLICE_WINDOW, &pair), PTO_DRV_OK);
+        CHECK_EQ_INT(API->comm_window_slice(r->comm, 8, members, 2, pair, SLICE_OFFSET, SLICE_BYTES, &slice),
+                     PTO_DRV_ERR_INVALID);
+        CHECK_EQ_INT(API->comm_window_slice(r->comm, 9, members, 2, group, SLICE_OFFSET, SLICE_BYTES, &slice), PTO_DRV_OK);
+        for (size_t i = 0; i < 2; i++) {
+            uint64_t gw = 0, gs = 0, sw = 0, ss = 0;
+            CHECK_EQ_INT(API->comm_window_addrs(group, members[i], &gw, &gs), PTO_DRV_OK);
+            CHECK_EQ_INT(API->comm_window_addrs(slice, i, &sw, &ss), PTO_DRV_OK);
+            CHECK(sw == gw + SLICE_OFFSET);
+            CHECK(ss != 0 && ss != gs);
+            const uint32_t *block = (const uint32_t *)(uintptr_t)ss;
+            /* (but its owner's pid, and the doorbell a peer freeing its slice first rings) */
+            for (uint32_t k = 0; k < PTO_COMM_SIGNAL_WORDS; k++)
+                if (k != PTO_COMM_SIG_PID && k != PTO_COMM_SIG_DOORBELL)
+                    CHECK_EQ_INT(block[k], 0);
+        }
+        PtoCommSpan span;
+        CHECK_EQ_INT(API->comm_window_span(slice, &span), 0);
+        CHECK_EQ_INT(API->comm_window_free(r->comm, slice), PTO_DRV_OK);
+        CHECK_EQ_INT(API->comm_window_free(r->comm, pair), PTO_DRV_OK);
+    }
+    r->rc_barrier = API->comm_barrier(r->comm);
+    CHECK_EQ_INT(API->comm_window_free(r->comm, group), PTO_DRV_OK);
+    return PTO_DRV_OK;
+}
+
+TEST(emudrv_comm_window_slice_addresses_the_groups_windows_with_fresh_signals)
+{
+    PtoEmuStats before = stats_now();
+    Rank ranks[MAX_RANKS] = { 0 };
+    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-slice-rootinfo", 20000, script_slice);
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_INT(ranks[i].rc_join, PTO_DRV_OK);
+        CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_OK);
+        CHECK_EQ_INT(ranks[i].rc_barrier, PTO_DRV_OK);
+    }
+    close_ranks(ranks, 3);
+    CHECK_STATS(stats_now(), before);
+    CHECK_EQ_INT(shm_names_left(), 0);
+    unlink("/tmp/ptorun-emudrv-comm-slice-rootinfo");
+}

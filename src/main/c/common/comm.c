@@ -200,12 +200,15 @@ static void free_domain(CommHandle *h, CommDomain *d)
     free(d);
 }
 
-/* Collective over d->ranks: the platform's allocation, this rank's view of
- * every member's window, the descriptor. `slice_offset` places a derived
- * domain's windows inside the group's. On success d joins the handle. */
-static int open_domain(CommHandle *h, const char *fn, CommDomain *d, size_t alloc_bytes, size_t slice_offset)
+/* Collective over d->ranks: the platform's allocation (a derived domain's: a
+ * slice of the group's windows from `slice_offset`), this rank's view of every
+ * member's window, the descriptor. On success d joins the handle. */
+static int open_domain(CommHandle *h, const char *fn, CommDomain *d, size_t slice_offset)
 {
-    int rc = comm_backend_alloc(h->backend, d->key, d->ranks, d->rank_count, alloc_bytes, &d->set);
+    int rc = d->kind == DOMAIN_DERIVED
+                 ? comm_backend_alloc_slice(h->backend, d->key, d->ranks, d->rank_count, h->group->set, slice_offset,
+                                            d->window_bytes, &d->set)
+                 : comm_backend_alloc(h->backend, d->key, d->ranks, d->rank_count, d->window_bytes, &d->set);
     if (rc == PTO_ERR_RANKS_DISAGREE) {
         /* the same words on every platform: the backend's own lead (the
            driver's, the sim's) would differ, and the first rank named must be
@@ -218,14 +221,8 @@ static int open_domain(CommHandle *h, const char *fn, CommDomain *d, size_t allo
     if (rc != PTO_OK)
         goto fail_alloc;
     for (uint32_t i = 0; i < d->rank_count; i++) {
-        uint64_t window, signals;
-        if (d->kind == DOMAIN_DERIVED) {
-            comm_backend_addrs(h->group->set, d->ranks[i], &window, &signals);
-            window += slice_offset;
-        } else {
-            comm_backend_addrs(d->set, i, &window, &signals);
-        }
-        d->windows[i] = window;
+        uint64_t signals;
+        comm_backend_addrs(d->set, i, &d->windows[i], &signals);
     }
     if ((rc = register_windows(h, d)) != PTO_OK)
         goto fail_register;
@@ -376,7 +373,7 @@ int comm_alloc_windows(void *comm, size_t win_size, uint64_t *device_ctx_out)
         rc = new_domain(h, fn, DOMAIN_GROUP, all, (size_t)h->nranks, (uint32_t)h->rank, win_size, &d);
     if (rc == PTO_OK) {
         d->key = COMM_KEY_GROUP;
-        rc = open_domain(h, fn, d, win_size, 0);
+        rc = open_domain(h, fn, d, 0);
     }
     if (rc == PTO_OK) {
         h->group = d;
@@ -445,10 +442,6 @@ int comm_derive_context(void *comm, const uint32_t *rank_ids, size_t rank_count,
     int rc = need_out(device_ctx_out, fn, "device_ctx_out");
     if (rc == PTO_OK)
         rc = need_group_windows(h, fn);
-    PtoCommSpan span;
-    if (rc == PTO_OK && comm_backend_span(h->group->set, &span))
-        rc = pto_fail(PTO_RUNTIME_ERR_UNSUPPORTED, "%s: not for a group across hosts (yet): allocate the "
-                      "domain's own windows (comm_alloc_domain_windows)", fn);
     if (rc == PTO_OK && (window_size == 0 || window_offset > h->group->window_bytes ||
                          window_size > h->group->window_bytes - window_offset))
         rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the slice [%zu, +%zu) is empty or leaves the window of %zu bytes",
@@ -462,7 +455,7 @@ int comm_derive_context(void *comm, const uint32_t *rank_ids, size_t rank_count,
             free(d);
             rc = pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: an identical context was derived already; use it", fn);
         } else {
-            rc = open_domain(h, fn, d, 0, window_offset);
+            rc = open_domain(h, fn, d, window_offset);
         }
     }
     if (rc == PTO_OK)
@@ -496,7 +489,7 @@ int comm_alloc_domain_windows(void *comm, uint64_t allocation_id, const uint32_t
         rc = new_domain(h, fn, DOMAIN_ALLOCATED, rank_ids, rank_count, domain_rank, window_size, &d);
     if (rc == PTO_OK) {
         d->key = COMM_KEY_DOMAIN | allocation_id;
-        rc = open_domain(h, fn, d, window_size, 0);
+        rc = open_domain(h, fn, d, 0);
     }
     if (rc == PTO_OK) {
         *device_ctx_out = d->device_ctx;

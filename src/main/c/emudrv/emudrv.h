@@ -192,6 +192,8 @@ int emu_comm_window_addrs(PtoDrvWindows *windows, size_t i, uint64_t *window, ui
 const char *emu_comm_last_message(void);
 int emu_comm_window_break(PtoDrvComm *comm, PtoDrvWindows *windows, uint32_t culprit);
 int emu_comm_window_span(PtoDrvWindows *windows, PtoCommSpan *out);
+int emu_comm_window_slice(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count, PtoDrvWindows *group,
+                          size_t offset, size_t bytes, PtoDrvWindows **out);
 /* The device is being reset or closed: its ranks leave their groups. */
 void emu_comm_forget_device(PtoDrvDevice *dev);
 /* PTO_EMU_FAULT_PEER_LOST for a call on `dev`: when the device takes part in a

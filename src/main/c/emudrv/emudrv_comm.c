@@ -1,6 +1,6 @@
 /*
- * Communication groups of the emulated driver (pto_driver.h, ABI 3): each comm
- * is one rank of the shared-memory group of util/comm_shm.h, on one device.
+ * Communication groups of the emulated driver (pto_driver.h, ABI 2-5): each
+ * comm is one rank of the span group of util/comm_span.h, on one device.
  * The windows it maps are entered in its device's window table, so the
  * device's copies, memsets and kernels reach them like device memory (the
  * emulated device's addresses are host addresses).
@@ -207,15 +207,34 @@ int emu_comm_barrier(PtoDrvComm *comm)
     return rc;
 }
 
-int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
-                          PtoDrvWindows **out)
+/* Whether `w` is a live window set of c (its windows stay mapped while c's call runs). */
+static int owns_window_set(PtoDrvComm *c, const PtoDrvWindows *w)
+{
+    pthread_mutex_lock(&g_comm_lock);
+    const PtoDrvWindows *at = c->windows;
+    while (at != NULL && at != w)
+        at = at->next;
+    pthread_mutex_unlock(&g_comm_lock);
+    return at != NULL;
+}
+
+/* comm_window_alloc, or with `group` comm_window_slice: the span group's
+   allocation, its windows entered in the device's table (a slice's are the
+   group's, entered already). */
+static int window_alloc(PtoDrvComm *comm, const char *fn, uint64_t key, const uint32_t *ranks, size_t count,
+                        size_t bytes, PtoDrvWindows *group, size_t offset, PtoDrvWindows **out)
 {
     PtoDrvComm *c = comm_enter(comm);
     if (c == NULL)
         return PTO_DRV_ERR_INVALID;
     if (out == NULL || ranks == NULL) {
         comm_exit(c);
-        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_alloc: %s is NULL", out == NULL ? "out" : "ranks");
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, out == NULL ? "out" : "ranks");
+        return PTO_DRV_ERR_INVALID;
+    }
+    if (group != NULL && !owns_window_set(c, group)) {
+        comm_exit(c);
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: the group's windows are not a live window set of this comm", fn);
         return PTO_DRV_ERR_INVALID;
     }
     if (emu_comm_fault_hit(c->dev)) {
@@ -226,17 +245,19 @@ int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks,
     PtoDrvWindows *w = calloc(1, sizeof *w);
     int local = w == NULL || emu_fault_hit(PTO_EMU_FAULT_ALLOC) ? PTO_ERR_OUT_OF_MEMORY : PTO_OK;
     if (local != PTO_OK)
-        pto_fail(local, "comm_window_alloc: the device cannot allocate a window of %zu bytes", bytes);
+        pto_fail(local, "%s: the device cannot allocate a window of %zu bytes", fn, bytes);
     CommSpanWindows *windows = NULL;
-    int prc = comm_span_alloc_windows(c->group, key, ranks, count, bytes, local, &windows);
+    int prc = group != NULL ? comm_span_alloc_slice(c->group, key, ranks, count, group->windows, offset, bytes, local,
+                                                    &windows)
+                            : comm_span_alloc_windows(c->group, key, ranks, count, bytes, local, &windows);
     size_t entered = 0;
     if (prc == PTO_OK) {
         w->windows = windows;
-        for (; bytes > 0 && entered < count; entered++) {
+        for (; comm_span_windows_bytes(windows) > 0 && entered < count; entered++) {
             uintptr_t base = (uintptr_t)comm_span_windows_base(windows, entered);
             if (alloc_table_reserve(&c->dev->windows, bytes) != PTO_OK ||
                 alloc_table_insert(&c->dev->windows, base, bytes) != PTO_OK) {
-                prc = pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm_window_alloc: the device's window table cannot grow");
+                prc = pto_fail(PTO_ERR_OUT_OF_MEMORY, "%s: the device's window table cannot grow", fn);
                 break;
             }
         }
@@ -258,6 +279,23 @@ int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks,
     comm_exit(c);
     *out = w;
     return PTO_DRV_OK;
+}
+
+int emu_comm_window_alloc(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                          PtoDrvWindows **out)
+{
+    return window_alloc(comm, "comm_window_alloc", key, ranks, count, bytes, NULL, 0, out);
+}
+
+int emu_comm_window_slice(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count, PtoDrvWindows *group,
+                          size_t offset, size_t bytes, PtoDrvWindows **out)
+{
+    if (group == NULL) {
+        pto_clear_error();
+        pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm_window_slice: group is NULL");
+        return PTO_DRV_ERR_INVALID;
+    }
+    return window_alloc(comm, "comm_window_slice", key, ranks, count, bytes, group, offset, out);
 }
 
 int emu_comm_window_free(PtoDrvComm *comm, PtoDrvWindows *windows)

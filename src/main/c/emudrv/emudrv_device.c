@@ -761,6 +761,7 @@ static const PtoDriverApi emudrv_api = {
     .comm_last_message = emu_comm_last_message,
     .comm_window_break = emu_comm_window_break,
     .comm_window_span = emu_comm_window_span,
+    .comm_window_slice = emu_comm_window_slice,
 };
 
 PTO_EXPORT const PtoDriverApi *pto_driver_api(void)

@@ -3,7 +3,7 @@
  * how one rank of a device joins a group, meets its peers and gets windows
  * every member can address. Exactly one platform is linked into each library,
  * so these resolve at link time: the sim runs the group itself in shared
- * memory (util/comm_shm.h), onboard asks its driver (pto_driver.h, ABI 3),
+ * memory (util/comm_shm.h), onboard asks its driver (pto_driver.h),
  * whose emulated implementation runs the same shared-memory group.
  *
  * Every function returns PTO_OK or a PTO_ERR_* code with a message naming the
@@ -34,6 +34,12 @@ int comm_backend_barrier(CommBackend *b);
  * blocks only) and a zeroed signal block per member, every member's addressable. */
 int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
                        CommWindowSet **out);
+/* Collective as comm_backend_alloc with bytes 0 (fresh zeroed signal blocks), for
+ * a derived domain: member i's window is [offset, +bytes) of `group`'s window of
+ * group rank ranks[i] (`group`: the allocation over every rank, in rank order;
+ * across hosts, of this rank's mirror of it). `group` outlives it. */
+int comm_backend_alloc_slice(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count,
+                             const CommWindowSet *group, size_t offset, size_t bytes, CommWindowSet **out);
 void comm_backend_free(CommBackend *b, CommWindowSet *w);
 /* Member i's window and signal block, as device addresses of this rank's device. */
 void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint64_t *signals);

@@ -219,17 +219,30 @@ static CommSpanWindows *new_windows(size_t count, size_t bytes)
     return w;
 }
 
+/* Where a derived domain's windows are (comm_span_alloc_slice): the group's
+   windows from byte `offset`. A slice allocates signal blocks only. */
+typedef struct SpanSlice {
+    const CommSpanWindows *group;
+    size_t offset;
+} SpanSlice;
+
+static void *slice_base(const SpanSlice *slice, uint32_t group_rank)
+{
+    return (unsigned char *)slice->group->base[group_rank] + slice->offset;
+}
+
 /* A domain on this host: the shared-memory allocation, member for member. */
 static int alloc_local(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
-                       int local_failure, CommSpanWindows **out)
+                       const SpanSlice *slice, int local_failure, CommSpanWindows **out)
 {
     uint32_t local[PTO_COMM_MAX_RANKS];
     if (g->gloo != NULL)
         local_members(g, ranks, count, local);
-    CommSpanWindows *w = new_windows(count, bytes);
+    const size_t own = slice != NULL ? 0 : bytes;
+    CommSpanWindows *w = new_windows(count, own);
     ShmWindows *windows = NULL;
     /* out of host memory here still takes part, so the peers fail too instead of waiting */
-    int rc = shm_group_alloc_windows(g->local, key, g->gloo != NULL ? local : ranks, count, bytes,
+    int rc = shm_group_alloc_windows(g->local, key, g->gloo != NULL ? local : ranks, count, own,
                                      w == NULL ? PTO_ERR_OUT_OF_MEMORY : local_failure, &windows);
     if (rc != PTO_OK) {
         free(w);
@@ -237,7 +250,7 @@ static int alloc_local(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t 
     }
     w->windows = windows;
     for (size_t i = 0; i < count; i++) {
-        w->base[i] = shm_windows_base(w->windows, i);
+        w->base[i] = slice != NULL ? slice_base(slice, ranks[i]) : shm_windows_base(w->windows, i);
         w->signals[i] = shm_windows_signals(w->windows, i);
     }
     *out = w;
@@ -300,13 +313,15 @@ static int agree(CommSpan *g, PtoGlooGroup *members, const uint32_t *ranks, size
    mirrors of the other hosts' members, in one shared-memory allocation: each
    member's segment holds its window and then its share of the mirrors
    (mirror j of the remote members, in domain order, is slot j / L of local
-   member j % L's share). */
+   member j % L's share). A slice's windows and mirrors are the group's. */
 static int make_host_part(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
-                          CommSpanWindows *w)
+                          const SpanSlice *slice, CommSpanWindows *w)
 {
     uint32_t local[PTO_COMM_MAX_RANKS];
     size_t l = local_members(g, ranks, count, local), remote = count - l;
-    size_t share = (remote + l - 1) / l;
+    size_t share = slice != NULL ? 0 : (remote + l - 1) / l;
+    if (slice != NULL)
+        bytes = 0;
     int rc = bytes > SIZE_MAX / (1 + share)
                  ? pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm: a window of %zu bytes and its %zu mirrors overflow", bytes,
                             share)
@@ -324,6 +339,8 @@ static int make_host_part(CommSpan *g, uint64_t key, const uint32_t *ranks, size
             w->signals[i] = NULL;
             ri++;
         }
+        if (slice != NULL)
+            w->base[i] = slice_base(slice, ranks[i]);
     }
     return PTO_OK;
 }
@@ -417,7 +434,7 @@ static int allocation_name(CommSpan *g, uint64_t key, uint32_t members_hash, cha
 }
 
 static int alloc_across(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
-                        int local_failure, CommSpanWindows **out)
+                        const SpanSlice *slice, int local_failure, CommSpanWindows **out)
 {
     static const char what[] = "comm_alloc_windows: across hosts";
     for (size_t i = 1; i < count; i++)
@@ -429,12 +446,12 @@ static int alloc_across(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t
     int rc = allocation_name(g, key, hash_ranks(ranks, count), name, sizeof name);
     if (rc != PTO_OK || (rc = open_members(g, name, ranks, count, &members)) != PTO_OK)
         return rc;
-    CommSpanWindows *w = new_windows(count, bytes);
+    CommSpanWindows *w = new_windows(count, slice != NULL ? 0 : bytes);
     SpanAsk ask = { bytes, w == NULL ? PTO_ERR_OUT_OF_MEMORY : local_failure, hash_ranks(ranks, count) };
     if ((rc = agree(g, members, ranks, count, &ask, what)) != PTO_OK)
         goto fail_agree;
     /* every member agreed and came: make this host's part, then say how it went */
-    ask.failure = make_host_part(g, key, ranks, count, bytes, w);
+    ask.failure = make_host_part(g, key, ranks, count, bytes, slice, w);
     if ((rc = agree(g, members, ranks, count, &ask, what)) != PTO_OK)
         goto fail_part;
     describe_span(g, ranks, count, w);
@@ -460,15 +477,38 @@ fail_agree:
     return rc;
 }
 
-int comm_span_alloc_windows(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t window_bytes,
-                            int local_failure, CommSpanWindows **out)
+static int alloc(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                 const SpanSlice *slice, int local_failure, CommSpanWindows **out)
 {
     int across = 0;
     for (size_t i = 0; i < count; i++)
         across |= ranks[i] < (uint32_t)g->nranks && g->local_index[ranks[i]] == SPAN_NOT_LOCAL;
     if (!across)
-        return alloc_local(g, key, ranks, count, window_bytes, local_failure, out);
-    return alloc_across(g, key, ranks, count, window_bytes, local_failure, out);
+        return alloc_local(g, key, ranks, count, bytes, slice, local_failure, out);
+    return alloc_across(g, key, ranks, count, bytes, slice, local_failure, out);
+}
+
+int comm_span_alloc_windows(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t window_bytes,
+                            int local_failure, CommSpanWindows **out)
+{
+    return alloc(g, key, ranks, count, window_bytes, NULL, local_failure, out);
+}
+
+int comm_span_alloc_slice(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count,
+                          const CommSpanWindows *group, size_t offset, size_t bytes, int local_failure,
+                          CommSpanWindows **out)
+{
+    if (group == NULL || group->count != (size_t)g->nranks || group->window_bytes == 0)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: a slice needs the windows of every rank of the group");
+    if (bytes == 0 || offset > group->window_bytes || bytes > group->window_bytes - offset)
+        return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: the slice [%zu, +%zu) is empty or leaves the window of "
+                        "%zu bytes", offset, bytes, group->window_bytes);
+    for (size_t i = 0; i < count; i++)
+        if (ranks[i] >= (uint32_t)g->nranks)
+            return pto_fail(PTO_ERR_INVALID_ARGUMENT, "comm: rank %u is not a rank of the group of %d", ranks[i],
+                            g->nranks);
+    const SpanSlice slice = { group, offset };
+    return alloc(g, key, ranks, count, bytes, &slice, local_failure, out);
 }
 
 void comm_span_windows_free(CommSpan *g, CommSpanWindows *w)

@@ -42,10 +42,18 @@ int comm_span_barrier(CommSpan *g);
 /* As shm_group_alloc_windows over group ranks ranks[0..count). */
 int comm_span_alloc_windows(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t window_bytes,
                             int local_failure, CommSpanWindows **out);
+/* A derived domain over group ranks ranks[0..count): a fresh signal block per
+   member, no memory of its own; member i's window is [offset, +bytes) of
+   `group`'s window of rank ranks[i] (`group`: the allocation over every rank
+   in rank order; across hosts: of this host's mirror of it). Collective as
+   comm_span_alloc_windows; `group` must outlive it. */
+int comm_span_alloc_slice(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count,
+                          const CommSpanWindows *group, size_t offset, size_t bytes, int local_failure,
+                          CommSpanWindows **out);
 void comm_span_windows_free(CommSpan *g, CommSpanWindows *w);
 
 size_t comm_span_windows_count(const CommSpanWindows *w);
-size_t comm_span_windows_bytes(const CommSpanWindows *w); /* window_bytes as allocated */
+size_t comm_span_windows_bytes(const CommSpanWindows *w); /* window_bytes as allocated (a slice: 0) */
 /* Member i's window (another host's: this host's mirror of it) and signal
    block (another host's: NULL), as this process maps them. */
 void *comm_span_windows_base(const CommSpanWindows *w, size_t i);

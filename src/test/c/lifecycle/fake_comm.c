@@ -17,6 +17,7 @@ struct CommBackend {
 struct CommWindowSet {
     void *window;
     uint32_t *signals;
+    unsigned char *slice; /* a slice's window (in its group's): not freed */
 };
 
 int fake_comm_windows_registered;
@@ -80,6 +81,16 @@ int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size
     return PTO_OK;
 }
 
+int comm_backend_alloc_slice(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count,
+                             const CommWindowSet *group, size_t offset, size_t bytes, CommWindowSet **out)
+{
+    (void)bytes;
+    int rc = comm_backend_alloc(b, key, ranks, count, 0, out);
+    if (rc == PTO_OK)
+        (*out)->slice = (unsigned char *)group->window + offset;
+    return rc;
+}
+
 void comm_backend_free(CommBackend *b, CommWindowSet *w)
 {
     (void)b;
@@ -91,7 +102,7 @@ void comm_backend_free(CommBackend *b, CommWindowSet *w)
 void comm_backend_addrs(const CommWindowSet *w, size_t i, uint64_t *window, uint64_t *signals)
 {
     (void)i;
-    *window = (uint64_t)(uintptr_t)w->window;
+    *window = (uint64_t)(uintptr_t)(w->slice != NULL ? w->slice : w->window);
     *signals = (uint64_t)(uintptr_t)w->signals;
 }
 

@@ -31,7 +31,7 @@
 
 #include "ptorun/pto_comm.h"
 
-#define PTO_DRIVER_ABI_VERSION 4u
+#define PTO_DRIVER_ABI_VERSION 5u
 #define PTO_DRIVER_API_SYMBOL "pto_driver_api"
 
 typedef enum PtoDriverError {
@@ -150,6 +150,16 @@ typedef struct PtoDriverApi {
        mirror of it; this fills *out (all but its local descriptor's magic, timeout_ms
        and window_size) and returns 1; 0 when every member is on this host; INVALID. */
     int (*comm_window_span)(PtoDrvWindows *windows, PtoCommSpan *out);
+    /* ABI 5. Collective as comm_window_alloc with bytes 0 (a fresh zeroed signal block
+       per member, nothing exported), for a derived domain: member i's window is
+       [offset, +bytes) of `group`'s window of rank ranks[i] (`group`: this comm's
+       windows over every rank, in rank order; another host's member: this device's
+       mirror of it), so its addresses and comm_window_span describe the slice, and
+       across hosts the driver serves the slice's host steps. `group` must stay
+       allocated while the slice is. INVALID (not such a `group`, the slice empty or
+       outside its windows). */
+    int (*comm_window_slice)(PtoDrvComm *comm, uint64_t key, const uint32_t *ranks, size_t count,
+                             PtoDrvWindows *group, size_t offset, size_t bytes, PtoDrvWindows **out);
 } PtoDriverApi;
 
 typedef const PtoDriverApi *(*PtoDriverApiFn)(void);

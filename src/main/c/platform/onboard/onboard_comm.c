@@ -74,15 +74,12 @@ int comm_backend_barrier(CommBackend *b)
     return drc == PTO_DRV_OK ? PTO_OK : comm_fail(api_of(b), b->runner->core.device_id, drc, "comm_barrier");
 }
 
-int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
-                       CommWindowSet **out)
+/* The driver's windows as a CommWindowSet: every member's addresses and the
+   span, read once; on failure the driver's windows are freed. */
+static int adopt(CommBackend *b, PtoDrvWindows *windows, size_t count, CommWindowSet **out)
 {
     const PtoDriverApi *api = api_of(b);
-    PtoDrvWindows *windows = NULL;
-    int drc = api->comm_window_alloc(b->comm, key, ranks, count, bytes, &windows);
-    if (drc != PTO_DRV_OK)
-        return comm_fail(api, b->runner->core.device_id, drc, "comm_window_alloc");
-    int rc = PTO_ERR_OUT_OF_MEMORY;
+    int rc = PTO_ERR_OUT_OF_MEMORY, drc;
     CommWindowSet *w = calloc(1, sizeof *w);
     uint64_t *addrs = calloc(2 * count, sizeof *addrs);
     if (w == NULL || addrs == NULL) {
@@ -113,6 +110,26 @@ fail:
     free(w);
     (void)api->comm_window_free(b->comm, windows);
     return rc;
+}
+
+int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                       CommWindowSet **out)
+{
+    PtoDrvWindows *windows = NULL;
+    int drc = api_of(b)->comm_window_alloc(b->comm, key, ranks, count, bytes, &windows);
+    if (drc != PTO_DRV_OK)
+        return comm_fail(api_of(b), b->runner->core.device_id, drc, "comm_window_alloc");
+    return adopt(b, windows, count, out);
+}
+
+int comm_backend_alloc_slice(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count,
+                             const CommWindowSet *group, size_t offset, size_t bytes, CommWindowSet **out)
+{
+    PtoDrvWindows *windows = NULL;
+    int drc = api_of(b)->comm_window_slice(b->comm, key, ranks, count, group->windows, offset, bytes, &windows);
+    if (drc != PTO_DRV_OK)
+        return comm_fail(api_of(b), b->runner->core.device_id, drc, "comm_window_slice");
+    return adopt(b, windows, count, out);
 }
 
 void comm_backend_free(CommBackend *b, CommWindowSet *w)

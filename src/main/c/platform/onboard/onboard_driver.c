@@ -27,6 +27,7 @@ static const struct {
     ENTRY(comm_window_alloc), ENTRY(comm_window_free), ENTRY(comm_window_addrs), ENTRY(comm_last_message),
     ENTRY(comm_window_break),
     ENTRY(comm_window_span),
+    ENTRY(comm_window_slice),
 };
 #undef ENTRY
 

@@ -43,14 +43,17 @@ int comm_backend_barrier(CommBackend *b)
     return comm_span_barrier(b->group);
 }
 
-int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
-                       CommWindowSet **out)
+/* An allocation (slice NULL) or a slice of `slice`'s windows. */
+static int alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                 const CommWindowSet *slice, size_t offset, CommWindowSet **out)
 {
     /* out of host memory here still takes part, so the peers fail too instead of waiting */
     CommWindowSet *w = calloc(1, sizeof *w);
+    const int local = w == NULL ? PTO_ERR_OUT_OF_MEMORY : PTO_OK;
     CommSpanWindows *windows = NULL;
-    int rc = comm_span_alloc_windows(b->group, key, ranks, count, bytes, w == NULL ? PTO_ERR_OUT_OF_MEMORY : PTO_OK,
-                                     &windows);
+    int rc = slice != NULL
+                 ? comm_span_alloc_slice(b->group, key, ranks, count, slice->windows, offset, bytes, local, &windows)
+                 : comm_span_alloc_windows(b->group, key, ranks, count, bytes, local, &windows);
     if (rc != PTO_OK) {
         free(w);
         return rc;
@@ -58,6 +61,18 @@ int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size
     w->windows = windows;
     *out = w;
     return PTO_OK;
+}
+
+int comm_backend_alloc(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
+                       CommWindowSet **out)
+{
+    return alloc(b, key, ranks, count, bytes, NULL, 0, out);
+}
+
+int comm_backend_alloc_slice(CommBackend *b, uint64_t key, const uint32_t *ranks, size_t count,
+                             const CommWindowSet *group, size_t offset, size_t bytes, CommWindowSet **out)
+{
+    return alloc(b, key, ranks, count, bytes, group, offset, out);
 }
 
 void comm_backend_free(CommBackend *b, CommWindowSet *w)

@@ -215,6 +215,62 @@ class CommCollectivesE2ETest {
     }
 
     /**
+     * A derived context over ranks {1, 2} of three, slicing the group's windows from 8 KiB:
+     * its allreduce_sum leaves x_1 + x_2 in both members' slices and touches neither rank 0's
+     * window nor the members' bytes before the slice.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("variants")
+    void aDerivedContextReducesOverItsMembersInItsSliceOnly(Variant variant, @TempDir Path dir) throws Exception {
+        int count = 1003;
+        long bytes = 4L * count;
+        long offset = 8192;
+        int[] members = {1, 2};
+        List<ChipWorker> chips = openChips(variant, 3);
+        CommGroup group = null;
+        try {
+            group = CommGroup.open(chips, dir.resolve("rootinfo"), TIMEOUT);
+            group.allocWindows(offset + bytes);
+            CommGroup g = group;
+            float[][] inputs = {random(count, 7), random(count, 8), random(count, 9)};
+            float[] marker = random(2048, 10);
+            float[] sum = inputs[1].clone();
+            for (int i = 0; i < count; i++) {
+                sum[i] = sum[i] + inputs[2][i];
+            }
+            for (int r = 0; r < 3; r++) {
+                chips.get(r).registerCallable(ALLREDUCE, single("allreduce_sum", List.of(Direction.INOUT), 1,
+                        new long[] {bytes}));
+                g.rank(r).chip().copyTo(g.rank(r).windowSlice(0, offset), marker);
+                g.rank(r).chip().copyTo(g.rank(r).windowSlice(offset, bytes), inputs[r]);
+            }
+            List<float[]> reduced = onEveryRank(2, i -> {
+                CommRank rank = g.rank(members[i]);
+                long ctx = rank.derive(members, offset, bytes);
+                DeviceBuffer x = rank.windowSlice(offset, bytes);
+                rank.chip().run(ALLREDUCE, new TaskArgs().tensor(Tensor.of(x, DType.F32)).scalar(ctx),
+                        CallConfig.DEFAULT);
+                float[] out = new float[count];
+                rank.chip().copyFrom(x, out);
+                return out;
+            });
+            for (float[] out : reduced) {
+                assertBitExact(out, sum);
+            }
+            for (int r = 0; r < 3; r++) {
+                float[] before = new float[2048];
+                g.rank(r).chip().copyFrom(g.rank(r).windowSlice(0, offset), before);
+                assertBitExact(before, marker);
+            }
+            float[] untouched = new float[count];
+            g.rank(0).chip().copyFrom(g.rank(0).windowSlice(offset, bytes), untouched);
+            assertBitExact(untouched, inputs[0]);
+        } finally {
+            closeAll(group, chips);
+        }
+    }
+
+    /**
      * A task names a peer's window like any tensor: rank 0 writes x into rank 1's window
      * (vcopy), a second task reads that range back (vadds +1) into rank 0's own window; the
      * dependency between them is the one on the peer window's bytes, so the second task
