@@ -281,11 +281,13 @@ static int script_break(Rank *r)
     return PTO_DRV_OK;
 }
 
-TEST(emudrv_comm_window_break_marks_every_member_with_the_first_culprit)
+/* Three ranks run `script`, each joining, allocating and meeting at its barrier;
+   then nothing of them is left. */
+static void three_ranks_run(const char *rootinfo, int (*script)(Rank *))
 {
     PtoEmuStats before = stats_now();
     Rank ranks[MAX_RANKS] = { 0 };
-    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-break-rootinfo", 20000, script_break);
+    run_ranks(ranks, 3, rootinfo, 20000, script);
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(ranks[i].rc_join, PTO_DRV_OK);
         CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_OK);
@@ -293,7 +295,13 @@ TEST(emudrv_comm_window_break_marks_every_member_with_the_first_culprit)
     }
     close_ranks(ranks, 3);
     CHECK_STATS(stats_now(), before);
-    unlink("/tmp/ptorun-emudrv-comm-break-rootinfo");
+    CHECK_EQ_INT(shm_names_left(), 0);
+    unlink(rootinfo);
+}
+
+TEST(emudrv_comm_window_break_marks_every_member_with_the_first_culprit)
+{
+    three_ranks_run("/tmp/ptorun-emudrv-comm-break-rootinfo", script_break);
 }
 
 /* A slice (ABI 5) of the group's windows over ranks {1, 2}: its windows are the
@@ -341,16 +349,5 @@ static int script_slice(Rank *r)
 
 TEST(emudrv_comm_window_slice_addresses_the_groups_windows_with_fresh_signals)
 {
-    PtoEmuStats before = stats_now();
-    Rank ranks[MAX_RANKS] = { 0 };
-    run_ranks(ranks, 3, "/tmp/ptorun-emudrv-comm-slice-rootinfo", 20000, script_slice);
-    for (int i = 0; i < 3; i++) {
-        CHECK_EQ_INT(ranks[i].rc_join, PTO_DRV_OK);
-        CHECK_EQ_INT(ranks[i].rc_alloc, PTO_DRV_OK);
-        CHECK_EQ_INT(ranks[i].rc_barrier, PTO_DRV_OK);
-    }
-    close_ranks(ranks, 3);
-    CHECK_STATS(stats_now(), before);
-    CHECK_EQ_INT(shm_names_left(), 0);
-    unlink("/tmp/ptorun-emudrv-comm-slice-rootinfo");
+    three_ranks_run("/tmp/ptorun-emudrv-comm-slice-rootinfo", script_slice);
 }

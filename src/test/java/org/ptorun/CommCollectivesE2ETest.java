@@ -102,6 +102,14 @@ class CommCollectivesE2ETest {
         chips.forEach(ChipWorker::close);
     }
 
+    /** Runs the ALLREDUCE callable over {@code x} in the domain {@code ctx}; x's {@code count} floats after. */
+    static float[] allreduce(CommRank rank, DeviceBuffer x, long ctx, int count) {
+        rank.chip().run(ALLREDUCE, new TaskArgs().tensor(Tensor.of(x, DType.F32)).scalar(ctx), CallConfig.DEFAULT);
+        float[] out = new float[count];
+        rank.chip().copyFrom(x, out);
+        return out;
+    }
+
     /** chunk r of n elements over nranks: [floor(r·n/nranks), floor((r+1)·n/nranks)). */
     static int chunkStart(int r, int n, int nranks) {
         return (int) ((long) r * n / nranks);
@@ -141,11 +149,7 @@ class CommCollectivesE2ETest {
                 CommRank rank = g.rank(r);
                 DeviceBuffer x = rank.windowSlice(0, bytes);
                 rank.chip().copyTo(x, inputs[r]);
-                rank.chip().run(ALLREDUCE, new TaskArgs().tensor(Tensor.of(x, DType.F32)).scalar(rank.deviceContext()),
-                        CallConfig.DEFAULT);
-                float[] out = new float[count];
-                rank.chip().copyFrom(x, out);
-                return out;
+                return allreduce(rank, x, rank.deviceContext(), count);
             });
             for (float[] out : reduced) {
                 assertBitExact(out, sum);
@@ -247,12 +251,7 @@ class CommCollectivesE2ETest {
             List<float[]> reduced = onEveryRank(2, i -> {
                 CommRank rank = g.rank(members[i]);
                 long ctx = rank.derive(members, offset, bytes);
-                DeviceBuffer x = rank.windowSlice(offset, bytes);
-                rank.chip().run(ALLREDUCE, new TaskArgs().tensor(Tensor.of(x, DType.F32)).scalar(ctx),
-                        CallConfig.DEFAULT);
-                float[] out = new float[count];
-                rank.chip().copyFrom(x, out);
-                return out;
+                return allreduce(rank, rank.windowSlice(offset, bytes), ctx, count);
             });
             for (float[] out : reduced) {
                 assertBitExact(out, sum);
