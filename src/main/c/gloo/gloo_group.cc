@@ -15,6 +15,8 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -34,9 +36,9 @@ struct PtoGlooGroup {
   int nranks = 0;
   std::chrono::milliseconds timeout{0};
   uint32_t next_tag = 1; /* one per collective, the same sequence on every rank */
-  /* the pieces a reduction receives and its sum, kept (uninitialized) from one
-   * call to the next: a fresh buffer per call costs more in page faults and
-   * zeroing than the exchange */
+  /* the pieces a reduction receives, kept (uninitialized) from one call to
+   * the next: a fresh buffer per call costs more in page faults and zeroing
+   * than the exchange */
   std::unique_ptr<unsigned char[]> scratch;
   size_t scratch_bytes = 0;
   std::unique_ptr<ptogloo::StoreServer> server; /* rank 0 of a top group only */
@@ -320,6 +322,139 @@ void agree(PtoGlooGroup *g, CallKind kind, uint64_t size, uint64_t root) {
   }
 }
 
+/* out[i] = ((src[0][i] + src[1][i]) + src[2][i]) + ... for i < len, the n
+ * sources in rank order; out may be one of them (each element is read from
+ * every source before it is written). Four elements at a time, each lane its
+ * own element, so every element's order stays the same. */
+template <typename T>
+void sum_in_order(T *out, const T *const *src, size_t n, size_t len) {
+  typedef T x4 __attribute__((vector_size(4 * sizeof(T))));
+  size_t i = 0;
+  if (n == 2) { /* the two-host case, without the loop over the sources */
+    for (; i + 4 <= len; i += 4) {
+      x4 a, b;
+      std::memcpy(&a, src[0] + i, sizeof a);
+      std::memcpy(&b, src[1] + i, sizeof b);
+      a += b;
+      std::memcpy(out + i, &a, sizeof a);
+    }
+  }
+  for (; i + 4 <= len; i += 4) {
+    x4 a, b;
+    std::memcpy(&a, src[0] + i, sizeof a);
+    for (size_t k = 1; k < n; k++) {
+      std::memcpy(&b, src[k] + i, sizeof b);
+      a += b;
+    }
+    std::memcpy(out + i, &a, sizeof a);
+  }
+  for (; i < len; i++) {
+    T a = src[0][i];
+    for (size_t k = 1; k < n; k++) a += src[k][i];
+    out[i] = a;
+  }
+}
+
+/* The pipelined allreduce's segment: small enough that summing one overlaps
+ * the next one on the wire, large enough that Gloo's handshake per message
+ * (a notification each way) stays noise. */
+constexpr size_t kSegmentBytes = size_t(1) << 20;
+/* Its slots are Slot::build(kAllreduceSlotPrefix, tag) + delta, delta below
+ * the tag's bits (2^24): the reduce-scatter's segment s at s, the
+ * all-gather's at kGatherSlots + s. */
+constexpr uint64_t kGatherSlots = uint64_t(1) << 23;
+
+using Buffer = std::unique_ptr<gloo::transport::UnboundBuffer>;
+
+/* Gloo's waits return false only when aborted, which nothing here does. */
+void wait_send(gloo::transport::UnboundBuffer &b, std::chrono::milliseconds timeout) {
+  if (!b.waitSend(nullptr, timeout)) throw Error(PTO_ERR_FAILED, "a send was aborted");
+}
+void wait_recv(gloo::transport::UnboundBuffer &b, std::chrono::milliseconds timeout) {
+  if (!b.waitRecv(nullptr, timeout)) throw Error(PTO_ERR_FAILED, "a receive was aborted");
+}
+
+/* In place over `data`, N >= 2, count > 0: rank r owns chunk r (chunk_bound)
+ * and each chunk is cut into segments. Every rank sends the other ranks'
+ * chunks straight from `data` and receives the others' pieces of its own
+ * chunk into the scratch (one area per peer); as segment s has come from
+ * every peer it sums it in rank order into `data` (its own piece is already
+ * there) while the next segments are on the wire, and sends the summed
+ * segment to every peer, which receives it straight into its `data`. No
+ * copies: the network's, one pass of the sum. T: float, or uint32_t for
+ * int32 (unsigned: addition wraps, two's complement). */
+template <typename T>
+void reduce_scatter_allgather(PtoGlooGroup *g, T *data, size_t count) {
+  const size_t N = static_cast<size_t>(g->nranks);
+  const size_t r = static_cast<size_t>(g->rank);
+  std::vector<size_t> lo(N + 1);
+  size_t widest = 0;
+  for (size_t k = 0; k <= N; k++) {
+    lo[k] = chunk_bound(k, count, N);
+    if (k > 0) widest = std::max(widest, lo[k] - lo[k - 1]);
+  }
+  /* segments of kSegmentBytes, fewer only past 2^23 of them */
+  const size_t seg = std::max(kSegmentBytes / sizeof(T), (widest + kGatherSlots - 1) / kGatherSlots);
+  auto segments = [&](size_t k) { return (lo[k + 1] - lo[k] + seg - 1) / seg; };
+  auto at = [&](size_t k, size_t s) { return (lo[k] + s * seg) * sizeof(T); }; /* bytes into data */
+  auto bytes = [&](size_t k, size_t s) { return std::min(seg, lo[k + 1] - lo[k] - s * seg) * sizeof(T); };
+  /* the peers' pieces of this rank's chunk: peer k's at (k < r ? k : k - 1) * mine */
+  const size_t mine = lo[r + 1] - lo[r];
+  auto piece = [&](size_t k) { return (k < r ? k : k - 1) * mine; };
+  T *pieces = scratch<T>(g, (N - 1) * mine + 1);
+  /* every rank takes the same tag: the same slots */
+  const uint64_t slot = gloo::Slot::build(gloo::kAllreduceSlotPrefix, g->next_tag++);
+  const size_t own = segments(r);
+  size_t most = 0;
+  for (size_t k = 0; k < N; k++) most = std::max(most, segments(k));
+  gloo::Context &ctx = *g->context;
+
+  /* receives first, so the peers' sends find them posted: segment s of this
+   * rank's chunk from every peer (a buffer per segment, to wait on it alone) */
+  std::vector<Buffer> arrived(own);
+  for (size_t s = 0; s < own; s++) {
+    arrived[s] = ctx.createUnboundBuffer(pieces, (N - 1) * mine * sizeof(T));
+    for (size_t k = 0; k < N; k++)
+      if (k != r) arrived[s]->recv(static_cast<int>(k), slot + s, (piece(k) + s * seg) * sizeof(T), bytes(r, s));
+  }
+  /* the peers' chunks, segment by segment (a buffer per peer and segment: the
+   * all-gather's receive into a segment waits for its send alone) */
+  std::vector<std::vector<Buffer>> sent(N);
+  for (size_t s = 0; s < most; s++)
+    for (size_t k = 0; k < N; k++)
+      if (k != r && s < segments(k)) {
+        sent[k].push_back(ctx.createUnboundBuffer(data, count * sizeof(T)));
+        sent[k][s]->send(static_cast<int>(k), slot + s, at(k, s), bytes(k, s));
+      }
+
+  Buffer gathered = ctx.createUnboundBuffer(data, count * sizeof(T)); /* the peers' sums */
+  Buffer spread = ctx.createUnboundBuffer(data, count * sizeof(T));   /* this rank's */
+  size_t receiving = 0;
+  size_t sending = 0;
+  std::vector<const T *> src(N);
+  for (size_t s = 0; s < most; s++) {
+    /* a peer's sum lands where this rank's send of that segment read: receive
+     * it only once that send is done */
+    for (size_t k = 0; k < N; k++)
+      if (k != r && s < segments(k)) {
+        wait_send(*sent[k][s], g->timeout);
+        gathered->recv(static_cast<int>(k), slot + kGatherSlots + s, at(k, s), bytes(k, s));
+        receiving++;
+      }
+    if (s >= own) continue;
+    for (size_t k = 1; k < N; k++) wait_recv(*arrived[s], g->timeout);
+    for (size_t k = 0; k < N; k++) src[k] = k == r ? data + lo[r] + s * seg : pieces + piece(k) + s * seg;
+    sum_in_order(data + lo[r] + s * seg, src.data(), N, bytes(r, s) / sizeof(T));
+    for (size_t k = 0; k < N; k++)
+      if (k != r) {
+        spread->send(static_cast<int>(k), slot + kGatherSlots + s, at(r, s), bytes(r, s));
+        sending++;
+      }
+  }
+  for (; sending > 0; sending--) wait_send(*spread, g->timeout);
+  for (; receiving > 0; receiving--) wait_recv(*gathered, g->timeout);
+}
+
 /* allreduce_sum_f32 and _i32 (T: float, uint32_t): pto_gloo.h. */
 template <typename T>
 int allreduce_sum(PtoGlooGroup *g, T *data, size_t count, CallKind kind, const char *op) {
@@ -329,23 +464,7 @@ int allreduce_sum(PtoGlooGroup *g, T *data, size_t count, CallKind kind, const c
   try {
     agree(g, kind, count, 0);
     if (count == 0 || g->nranks == 1) return PTO_OK;
-    size_t N = static_cast<size_t>(g->nranks);
-    size_t r = static_cast<size_t>(g->rank);
-    std::vector<int64_t> counts(N);
-    std::vector<size_t> gathered(N);
-    for (size_t k = 0; k < N; k++) {
-      gathered[k] = chunk_bound(k + 1, count, N) - chunk_bound(k, count, N);
-      counts[k] = static_cast<int64_t>(gathered[k]);
-    }
-    size_t mine = gathered[r];
-    T *pieces = scratch<T>(g, (N + 1) * mine + 1);
-    T *sum = pieces + N * mine;
-    exchange_and_sum(g, data, counts, pieces, sum, mine);
-    gloo::AllgathervOptions opts(g->context);
-    opts.setInput(sum, mine);
-    opts.setOutput(data, gathered);
-    sequence(g, opts);
-    gloo::allgatherv(opts);
+    reduce_scatter_allgather(g, data, count);
     return PTO_OK;
   } catch (...) {
     return ptogloo::fail_current(op, name_peer, g);

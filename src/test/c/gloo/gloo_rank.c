@@ -34,7 +34,9 @@
  * allgatherv with unequal sizes (one of 0 bytes, one of 3 MiB) and with all
  * sizes 0, and allreduce_sum_i32 of sums that overflow, checked against the
  * wrapping sums in rank order; last, two threads open two subgroups of all
- * four at once (in each rank) and check them. Exit 0.
+ * four at once (in each rank) and check them; then ranks 0, 1 and 3 open the
+ * subgroup {0,1,3} and check every collective on it, and allreduce_sum_f32 of
+ * 3 * 262144 + 2 and of 2 floats (fewer than ranks). Exit 0.
  * sub-disagree (nranks 4): every rank opens a subgroup of all four, but rank
  * 3 passes {0,1,3}: every open must fail with PTO_ERR_RANKS_DISAGREE and the
  * parent stay usable (a barrier): exit 10.
@@ -281,6 +283,25 @@ static void check_allreduce_i32(const Group *s, size_t count) {
   free(want);
 }
 
+/* allreduce_sum_f32 of count floats, each member contributing x(its parent
+ * rank, i): the result must be the sum in the group's rank order. */
+static void check_allreduce_f32(const Group *s, size_t count) {
+  float *data = alloc(count * sizeof(float));
+  float *want = alloc(count * sizeof(float));
+  for (size_t i = 0; i < count; i++) {
+    float sum = x(s->members[0], i);
+    for (int k = 1; k < s->n; k++) sum += x(s->members[k], i);
+    want[i] = sum;
+    data[i] = x(s->members[s->me], i);
+  }
+  char what[96];
+  snprintf(what, sizeof what, "allreduce_sum_f32 of %zu on %s", count, s->name);
+  check(api.allreduce(s->g, data, count), what);
+  expect_same(data, want, count * sizeof(float), what);
+  free(data);
+  free(want);
+}
+
 static void check_group(const Group *s, size_t count) {
   run_all(s->g, s->me, s->n, count);
   check_allgatherv(s, 1);
@@ -390,6 +411,17 @@ static int run_sub(PtoGlooGroup *parent, int rank, int n, size_t count) {
   for (int i = 0; i < 2; i++)
     if (pthread_join(tt[i], NULL) != 0) die("pthread_join failed");
   for (int i = 0; i < 2; i++) api.close(twins[i].s.g);
+
+  /* a group of three (rank 2 stays out): chunks of unequal lengths, one
+   * segment more in some than in others (the allreduce moves 1 MiB segments) */
+  static const int trio_ranks[3] = {0, 1, 3};
+  if (rank != 2) {
+    Group trio = open_sub(parent, rank, "trio", trio_ranks, 3);
+    check_group(&trio, count);
+    check_allreduce_f32(&trio, 3 * 262144 + 2);
+    check_allreduce_f32(&trio, 2);
+    api.close(trio.g);
+  }
   /* nobody closes the parent (rank 0: the store) while another still opens */
   check(api.barrier(parent), "barrier on the parent after closing the subgroups");
   return 0;

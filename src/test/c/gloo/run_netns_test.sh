@@ -7,7 +7,7 @@
 # rank killed after the open (the others must fail within the timeout), the
 # opens without a store and of another group, a rank passing another count,
 # the subgroups (pairs across the hosts opened at once, one used by a thread
-# while another subgroup opens, a group of one, allgatherv and int32
+# while another subgroup opens, a group of one, a group of three, allgatherv and int32
 # allreduce on each), a rank passing other allgatherv sizes, a subgroup
 # member passing another rank list, a
 # subgroup member killed (the survivors name it in the parent's numbering),
@@ -135,7 +135,7 @@ export GLOO_RANK_TIMEOUT_MS=30000
 run_case count1 1 "" 0 0 0 0
 run_case count1000003 1000003 "" 0 0 0 0
 run_case count4194304 4194304 "" 0 0 0 0
-# subgroups {0,2}, {1,3}, {0,1,2,3} and {rank} of the group of 4, every result checked
+# subgroups {0,2}, {1,3}, {0,1,2,3}, {rank} and {0,1,3} of the group of 4, every result checked
 run_case sub 1000003 sub 0 0 0 0
 
 export GLOO_RANK_TIMEOUT_MS=$TIMEOUT_MS

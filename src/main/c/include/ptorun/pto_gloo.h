@@ -99,10 +99,12 @@ PTO_GLOO_EXPORT int ptorun_gloo_open_subgroup(PtoGlooGroup *parent, const char *
 
 /* In place: data[i] becomes ((x0[i] + x1[i]) + x2[i]) + ... in rank order, bit
  * identical on every rank. Rank r reduces elements [floor(r*n/N), floor((r+1)*n/N))
- * (an all-to-all of the chunks, a local sum in rank order, an all-gather back),
- * which moves the bytes of a ring allreduce. count may be 0. The group keeps
- * a scratch buffer of the largest reduction so far ((nranks+1)/nranks * count
- * floats here, nranks * count_per_rank for reduce_scatter) until it closes. */
+ * (a reduce-scatter of the chunks straight from data, each segment summed in
+ * rank order into data as it arrives, pipelined with the all-gather of the sums
+ * straight into data), which moves the bytes of a ring allreduce. count may be
+ * 0. The group keeps a scratch buffer of the largest reduction so far
+ * ((nranks-1)/nranks * count floats here, nranks * count_per_rank for
+ * reduce_scatter) until it closes. */
 PTO_GLOO_EXPORT int ptorun_gloo_allreduce_sum_f32(PtoGlooGroup *g, float *data, size_t count);
 
 /* As allreduce_sum_f32 over int32: data[i] becomes the two's complement
