@@ -425,10 +425,11 @@ public final class BenchSuite {
     static Row p16Row(String variant, int hosts, int ranksPerHost, List<String> tcpLines, List<String> childLines) {
         String what = String.format(Locale.ROOT, "%s: allreduce_sum of %d MiB over %d hosts x %d rank%s (network"
                         + " namespaces), bus bandwidth (x 2(n-1)/n) vs raw TCP between the hosts in the same run (one"
-                        + " connection, %d MiB, median of %d), median of %d runs after %d warm-up (each run: the"
-                        + " slowest process)", variant,
+                        + " connection, %d MiB, median of %d before and %d after the allreduce), median of %d runs after"
+                        + " %d warm-up (each run: the slowest process)", variant,
                 4L * org.ptorun.hosts.AllreduceBenchScenario.FLOATS >> 20, hosts, ranksPerHost,
                 ranksPerHost == 1 ? "" : "s", org.ptorun.hosts.AllreduceBenchScenario.TCP_BYTES >> 20,
+                org.ptorun.hosts.AllreduceBenchScenario.TCP_TRANSFERS,
                 org.ptorun.hosts.AllreduceBenchScenario.TCP_TRANSFERS, org.ptorun.hosts.AllreduceBenchScenario.RUNS,
                 org.ptorun.hosts.AllreduceBenchScenario.WARMUP);
         // the bound is 2 hosts x 2 ranks'; 2 hosts x 1 rank is shown beside it for comparison

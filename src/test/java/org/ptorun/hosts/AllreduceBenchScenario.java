@@ -47,7 +47,9 @@ import org.ptorun.callable.Direction;
  * <p>The parent side ({@link #measure}) makes the hosts ({@link NetnsHosts}), measures raw TCP
  * between host 0 and host 1 with {@link HostProbeMain}'s {@code tcp-sink} / {@code tcp-source}
  * (one connection per transfer of {@value #TCP_BYTES} bytes; then one each way at once, for
- * comparison), then runs the children and returns their lines.
+ * comparison), runs the children, measures raw TCP again (the reference swings with where
+ * the scheduler puts sender and receiver: transfers on both sides of the allreduce meet the
+ * conditions it met) and returns their lines.
  */
 public final class AllreduceBenchScenario {
 
@@ -57,8 +59,8 @@ public final class AllreduceBenchScenario {
     public static final int RUNS = 5;
     /** Bytes of one raw TCP transfer. */
     public static final long TCP_BYTES = 256L << 20;
-    /** Raw TCP transfers per measurement; the figure is their median. */
-    public static final int TCP_TRANSFERS = 3;
+    /** Raw TCP transfers before the allreduce runs and as many after; the figure is the median of all. */
+    public static final int TCP_TRANSFERS = 4;
     private static final int ALLREDUCE = 1;
     private static final long CHILD_SECONDS = 600;
     private static final Pattern RUN_LINE = Pattern.compile(
@@ -175,7 +177,7 @@ public final class AllreduceBenchScenario {
     public static Measurement measure(String variant, int hosts, int ranksPerHost, Path dir) throws Exception {
         Files.createDirectories(dir);
         try (NetnsHosts net = new NetnsHosts(hosts)) {
-            List<String> tcp = rawTcp(net, dir);
+            List<String> tcp = new ArrayList<>(rawTcp(net, dir, true));
             int size = hosts * ranksPerHost;
             StringBuilder hostOf = new StringBuilder();
             for (int r = 0; r < size; r++) {
@@ -211,16 +213,18 @@ public final class AllreduceBenchScenario {
             if (failures.length() > 0) {
                 throw new IllegalStateException("bench children failed:\n" + failures);
             }
+            tcp.addAll(rawTcp(net, dir, false));
             return new Measurement(hosts, ranksPerHost, tcp, lines);
         }
     }
 
     /**
      * {@value #TCP_TRANSFERS} transfers of {@value #TCP_BYTES} bytes from host 0 to host 1 (the
-     * source's lines {@code sent ...}), then one each way at once, host 0 to host 1 and host 1
-     * to host 0 (lines {@code both-ways sent ...}): what an exchange between the two leaders does.
+     * source's lines {@code sent ...}), then, with {@code bothWays}, one each way at once, host 0
+     * to host 1 and host 1 to host 0 (lines {@code both-ways sent ...}): what an exchange
+     * between the two leaders does.
      */
-    private static List<String> rawTcp(NetnsHosts net, Path dir) throws Exception {
+    private static List<String> rawTcp(NetnsHosts net, Path dir, boolean bothWays) throws Exception {
         Process sink1 = net.start(1, NetnsHosts.javaCommand(HostProbeMain.class, List.of("tcp-sink", net.address(1))));
         Process sink0 = net.start(0, NetnsHosts.javaCommand(HostProbeMain.class, List.of("tcp-sink", net.address(0))));
         try (BufferedReader out1 = reader(sink1); OutputStream in1 = sink1.getOutputStream();
@@ -230,9 +234,9 @@ public final class AllreduceBenchScenario {
             List<String> lines = new ArrayList<>(transfers(List.of(source(net, dir, 0, 1, port1, TCP_TRANSFERS,
                     "tcp-source"))).get(0));
             lines.forEach(l -> System.out.println("raw tcp host 0 -> host 1: " + l));
-            List<List<String>> both = transfers(List.of(source(net, dir, 0, 1, port1, 1, "tcp-both-0"),
-                    source(net, dir, 1, 0, port0, 1, "tcp-both-1")));
-            for (int h = 0; h < 2; h++) {
+            List<List<String>> both = !bothWays ? List.of() : transfers(List.of(source(net, dir, 0, 1, port1, 1,
+                    "tcp-both-0"), source(net, dir, 1, 0, port0, 1, "tcp-both-1")));
+            for (int h = 0; h < both.size(); h++) {
                 for (String l : both.get(h)) {
                     System.out.println("raw tcp both ways at once, from host " + h + ": " + l);
                     lines.add("both-ways " + l);
