@@ -5,6 +5,7 @@
 #include "chiphost/chip_channel.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -56,7 +57,7 @@ struct ChipControl {
     _Atomic uint32_t taken_waiters;   /* chip_channel_await_taken callers: the child wakes them only then */
     _Atomic uint32_t request_waiters; /* the child is (about to be) parked on request_word */
     _Atomic uint32_t response_waiters; /* the parent is (about to be) parked on response_word */
-    uint32_t reserved;
+    _Atomic uint32_t client_cpu;      /* 1 + the CPU the parent posted its last request from; 0: unknown */
     ChipFrame request;                /* the parent writes it */
     ChipFrame response;               /* the child writes it */
 };
@@ -289,6 +290,8 @@ int chip_channel_call(ChipChannel *ch, uint32_t op, const void *payload, size_t 
     int park_at_once = (op & CHIP_CHANNEL_PARK) != 0;
     op &= ~CHIP_CHANNEL_PARK;
     uint64_t seq = ++ch->last_seq;
+    int cpu = sched_getcpu();
+    atomic_store_explicit(&c->client_cpu, cpu >= 0 ? (uint32_t)cpu + 1u : 0u, memory_order_relaxed);
     FrameHead request = { .op = op, .status = PTO_OK, .len = (uint32_t)len };
     frame_write(&c->request, seq, &request, payload);
     frame_wake(&c->request_word, &c->request_waiters, NULL);
@@ -357,6 +360,27 @@ static void await_request(ChipChannel *ch)
     atomic_fetch_sub(&ch->ctl->request_waiters, 1u);
 }
 
+/* Two threads that wait for each other by spinning take turns on one core (a
+   hand-off costs a yield or a sleep each way); on two cores it costs a cache
+   line. Neither sleeps while calls come back to back, so the scheduler never
+   places them anew: when this thread finds itself on the core the request was
+   posted from, it moves to another core it may run on (and may then run
+   anywhere again, so it is not pinned). docs/isolation.md, wake-ups. */
+static void keep_apart_from_client(ChipControl *c)
+{
+    uint32_t client = atomic_load_explicit(&c->client_cpu, memory_order_relaxed);
+    int me = sched_getcpu();
+    if (client == 0 || me < 0 || (uint32_t)me + 1u != client)
+        return;
+    cpu_set_t allowed, elsewhere;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    elsewhere = allowed;
+    CPU_CLR(me, &elsewhere);
+    if (CPU_COUNT(&elsewhere) > 0 && sched_setaffinity(0, sizeof elsewhere, &elsewhere) == 0)
+        (void)sched_setaffinity(0, sizeof allowed, &allowed);
+}
+
 uint32_t chip_channel_serve_next(ChipChannel *ch, ChipHandler handler, void *arg)
 {
     ChipControl *c = ch->ctl;
@@ -375,6 +399,7 @@ uint32_t chip_channel_serve_next(ChipChannel *ch, ChipHandler handler, void *arg
        and a waiter counts itself before it reads the word, so one of the two sees the other */
     if (atomic_load(&c->taken_waiters) != 0)
         frame_wake(&c->response_word, &c->taken_waiters, NULL);
+    keep_apart_from_client(c);
 
     size_t in_len = request.len < sizeof in ? request.len : sizeof in;
     size_t out_len = 0;
