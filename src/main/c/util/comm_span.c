@@ -436,7 +436,7 @@ static int allocation_name(CommSpan *g, uint64_t key, uint32_t members_hash, cha
 static int alloc_across(CommSpan *g, uint64_t key, const uint32_t *ranks, size_t count, size_t bytes,
                         const SpanSlice *slice, int local_failure, CommSpanWindows **out)
 {
-    static const char what[] = "comm_alloc_windows: across hosts";
+    const char *what = slice != NULL ? "comm_derive_context: across hosts" : "comm_alloc_windows: across hosts";
     for (size_t i = 1; i < count; i++)
         if (ranks[i] <= ranks[i - 1])
             return pto_fail(PTO_ERR_INVALID_ARGUMENT, "%s: a domain across hosts lists its ranks in ascending "
