@@ -319,13 +319,12 @@ static int make_host_part(CommSpan *g, uint64_t key, const uint32_t *ranks, size
 {
     uint32_t local[PTO_COMM_MAX_RANKS];
     size_t l = local_members(g, ranks, count, local), remote = count - l;
-    size_t share = slice != NULL ? 0 : (remote + l - 1) / l;
-    if (slice != NULL)
-        bytes = 0;
-    int rc = bytes > SIZE_MAX / (1 + share)
-                 ? pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm: a window of %zu bytes and its %zu mirrors overflow", bytes,
+    const size_t own = slice != NULL ? 0 : bytes; /* a slice: signal blocks only */
+    size_t share = (remote + l - 1) / l;
+    int rc = own > SIZE_MAX / (1 + share)
+                 ? pto_fail(PTO_ERR_OUT_OF_MEMORY, "comm: a window of %zu bytes and its %zu mirrors overflow", own,
                             share)
-                 : shm_group_alloc_windows(g->local, key, local, l, bytes * (1 + share), PTO_OK, &w->windows);
+                 : shm_group_alloc_windows(g->local, key, local, l, own * (1 + share), PTO_OK, &w->windows);
     if (rc != PTO_OK)
         return rc;
     size_t li = 0, ri = 0;
@@ -335,7 +334,7 @@ static int make_host_part(CommSpan *g, uint64_t key, const uint32_t *ranks, size
             w->signals[i] = shm_windows_signals(w->windows, li);
             li++;
         } else {
-            w->base[i] = (unsigned char *)shm_windows_base(w->windows, ri % l) + (1 + ri / l) * bytes;
+            w->base[i] = (unsigned char *)shm_windows_base(w->windows, ri % l) + (1 + ri / l) * own;
             w->signals[i] = NULL;
             ri++;
         }

@@ -5,7 +5,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.IntStream;
 import org.ptorun.CallConfig;
 import org.ptorun.ChipWorker;
@@ -230,7 +232,7 @@ public final class HostRanksMain {
                 memberHosts[d] = hostOf[members[d]];
             }
             float[] sum = referenceSum(x, memberHosts);
-            java.util.Map<Integer, Long> contexts = new java.util.concurrent.ConcurrentHashMap<>();
+            Map<Integer, Long> contexts = new ConcurrentHashMap<>();
             group.onEveryRank(rank -> {
                 if (Arrays.binarySearch(members, rank.rank()) >= 0) {
                     contexts.put(rank.rank(), rank.derive(members, offset, bytes));
