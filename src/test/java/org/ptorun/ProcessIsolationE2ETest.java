@@ -15,6 +15,9 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -151,10 +154,9 @@ class ProcessIsolationE2ETest {
         // once to warm what the JVM opens on first use (the proxy, its threads, lazily opened jars),
         // then again counting descriptors
         crashOnce(variant, kernel, signal);
-        long fds = openFds();
+        Map<String, Long> fds = openFds();
         crashOnce(variant, kernel, signal);
-        // at most as many: the JVM may close one of its own meanwhile (a cleaner closing a jar), never keep one of ours
-        assertThat(openFds()).as("no descriptor is left").isLessThanOrEqualTo(fds);
+        assertNoDescriptorLeft(fds);
     }
 
     private void crashOnce(Variant variant, String kernel, String signal) {
@@ -241,7 +243,7 @@ class ProcessIsolationE2ETest {
     void aKillAtARandomPhaseFailsPreciselyAndNothingElse(Variant variant) throws Exception {
         int n = 4096;
         openProcess(variant).close(); // warm: the proxy and its threads
-        long fds = openFds();
+        Map<String, Long> fds = openFds();
         java.util.SplittableRandom rnd = new java.util.SplittableRandom(variant.hashCode() * 31L + 7);
         for (int trial = 0; trial < 3; trial++) {
             int runs = 4;
@@ -306,7 +308,7 @@ class ProcessIsolationE2ETest {
             }
         }
         assertThat(chipHosts()).as("no chip host is left").isEmpty();
-        assertThat(openFds()).as("no descriptor is left").isLessThanOrEqualTo(fds); // as in crashesItsChipOnly
+        assertNoDescriptorLeft(fds);
     }
 
     /**
@@ -408,23 +410,40 @@ class ProcessIsolationE2ETest {
     }
 
     /**
-     * The JVM's open descriptors, less the emulated driver's state memfd: the driver creates it
-     * once, when the first onboard chip host is handed it, and keeps it for the life of the
-     * process (docs/isolation.md, Emulated faults).
+     * The JVM's open descriptors by what they name, less two kinds that are not ptorun's to
+     * close: the emulated driver's state memfd (created once, when the first onboard chip host
+     * is handed it, and kept for the life of the process: docs/isolation.md, Emulated faults)
+     * and the JVM's own files (a jar or a JDK file it opens lazily, e.g. on a class's first use).
      */
-    static long openFds() {
+    static Map<String, Long> openFds() {
+        String javaHome = System.getProperty("java.home");
         try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.filter(fd -> !isDriverState(fd)).count();
+            return fds.map(ProcessIsolationE2ETest::target)
+                    .filter(t -> !t.isEmpty() && !t.startsWith("/memfd:ptorun-emudrv-state"))
+                    .filter(t -> !t.endsWith(".jar") && !t.startsWith(javaHome))
+                    .collect(Collectors.groupingBy(t -> t, TreeMap::new, Collectors.counting()));
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
     }
 
-    private static boolean isDriverState(Path fd) {
+    /** Fails naming every descriptor opened since {@code before} and still open. */
+    static void assertNoDescriptorLeft(Map<String, Long> before) {
+        Map<String, Long> left = new TreeMap<>();
+        openFds().forEach((target, count) -> {
+            long more = count - before.getOrDefault(target, 0L);
+            if (more > 0) {
+                left.put(target, more);
+            }
+        });
+        assertThat(left).as("no descriptor is left").isEmpty();
+    }
+
+    private static String target(Path fd) {
         try {
-            return Files.readSymbolicLink(fd).toString().startsWith("/memfd:ptorun-emudrv-state");
+            return Files.readSymbolicLink(fd).toString();
         } catch (IOException e) {
-            return false; // closed meanwhile (e.g. the listing's own descriptor)
+            return ""; // closed meanwhile (e.g. the listing's own descriptor)
         }
     }
 }
